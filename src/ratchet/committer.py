@@ -1,0 +1,110 @@
+"""Step-boundary commits under the three durability modes (see :class:`Durability`).
+
+A :class:`Committer` belongs to one execution of one run under one fence. It is the only writer of
+that run's progress while the execution lasts, so it can track ``state_version`` itself.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import cast
+
+from ratchet.errors import RatchetError
+from ratchet.model import Durability, Run
+from ratchet.store.base import Boundary, Store
+
+_STOP = object()
+
+
+class Committer:
+    """Commits boundaries now (``sync``), in a background writer (``async``) or at the end
+    of the segment (``exit``). :meth:`flush` makes everything submitted durable, or raises the
+    first commit error (for example :class:`~ratchet.errors.LeaseLostError`)."""
+
+    def __init__(self, store: Store, run: Run, now: Callable[[], datetime]) -> None:
+        self.store = store
+        self.mode = run.durability
+        self.tenant_id = run.tenant_id
+        self.run_id = run.run_id
+        self.fence = run.fence
+        self.version = run.state_version
+        self._now = now
+        self._buffer: list[Boundary] = []
+        self._queue: queue.Queue[object] | None = None
+        self._writer: threading.Thread | None = None
+        self._error: RatchetError | None = None
+
+    def submit(self, boundary: Boundary) -> None:
+        """Hand one boundary over. In ``sync`` mode it is durable when this returns."""
+        self._raise_pending()
+        if self.mode is Durability.SYNC:
+            self._commit([boundary])
+        elif self.mode is Durability.EXIT:
+            self._buffer.append(boundary)
+        else:
+            self._async_queue().put(boundary)
+
+    def flush(self) -> None:
+        """Make every submitted boundary durable before returning (waits, ends, shutdown)."""
+        if self._queue is not None and self._writer is not None:
+            self._queue.put(_STOP)
+            self._writer.join()
+            self._queue = None
+            self._writer = None
+        self._raise_pending()
+        if self._buffer:
+            batch, self._buffer = self._buffer, []
+            self._commit(batch)
+
+    def discard(self) -> None:
+        """Drop what is not yet durable (the run was lost or closed under us)."""
+        self._buffer.clear()
+        if self._queue is not None and self._writer is not None:
+            self._queue.put(_STOP)
+            self._writer.join()
+            self._queue = None
+            self._writer = None
+        self._error = None
+
+    def _commit(self, batch: list[Boundary]) -> None:
+        self.version = self.store.commit(
+            self.tenant_id, self.run_id, self.fence, self.version, batch, self._now()
+        )
+
+    def _raise_pending(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _async_queue(self) -> queue.Queue[object]:
+        if self._queue is None:
+            self._queue = queue.Queue()
+            self._writer = threading.Thread(
+                target=self._write_loop, args=(self._queue,), name="ratchet-writer", daemon=True
+            )
+            self._writer.start()
+        return self._queue
+
+    def _write_loop(self, q: queue.Queue[object]) -> None:
+        """Coalesce whatever is queued into one transaction, until told to stop."""
+        stopping = False
+        while not stopping:
+            batch: list[Boundary] = []
+            item = q.get()
+            while True:
+                if item is _STOP:
+                    stopping = True
+                    break
+                batch.append(cast(Boundary, item))
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+            if batch and self._error is None:
+                try:
+                    self._commit(batch)
+                except RatchetError as exc:
+                    self._error = exc

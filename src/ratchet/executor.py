@@ -1,0 +1,250 @@
+"""Running one claimed run: the step loop between a claim and the next stop.
+
+An execution holds the lease of one run. It decodes the checkpoint, then repeatedly runs the next
+step, turns its outcome into a :class:`~ratchet.store.base.Boundary` and hands it to the
+:class:`~ratchet.committer.Committer`. It stops when the run ends, when a graceful shutdown is
+requested (after the current step's boundary is durable), or when it loses the run (the fence
+moved on, a cancel arrived): then it stops touching the run at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from ratchet import transitions
+from ratchet.clock import Clock
+from ratchet.committer import Committer
+from ratchet.context import Context
+from ratchet.crashpoints import crashpoint
+from ratchet.errors import (
+    DecodeError,
+    LeaseLostError,
+    RatchetError,
+    RunClosedError,
+    StaleStateError,
+)
+from ratchet.leases import Heartbeat, Lease
+from ratchet.model import Message, Run, RunStatus
+from ratchet.store.base import Boundary, Store
+from ratchet.workflow import Done, Fail, Next, Outcome, Workflow
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Why an execution stopped: ``ended`` (terminal or waiting), ``released`` (shutdown),
+    ``lost`` (lease lost or run moved on), ``quarantined`` or ``cancelled``."""
+
+    reason: str
+    run_id: str
+
+
+class Execution:
+    """Advances one claimed run until it stops; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        heartbeat: Heartbeat,
+        run: Run,
+        workflow: Workflow[Any],
+        shutdown: threading.Event,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.heartbeat = heartbeat
+        self.run = run
+        self.workflow = workflow
+        self.shutdown = shutdown
+        self.committer = Committer(store, run, clock.now)
+        self._thread_messages: list[Message] | None = None
+
+    def execute(self) -> Stopped:
+        """Run steps until the run stops; never raises for a run-level problem."""
+        run = self.run
+        lease = self.heartbeat.hold(run.tenant_id, run.run_id, run.fence)
+        try:
+            if run.status is RunStatus.CANCEL_REQUESTED:
+                return self._finish_cancel()
+            return self._loop(lease)
+        finally:
+            self.heartbeat.drop(lease)
+
+    def _loop(self, lease: Lease) -> Stopped:
+        run, wf = self.run, self.workflow
+        try:
+            state = wf.codec.from_fields(self.store.load_state(run.tenant_id, run.run_id))
+        except DecodeError as exc:
+            return self._quarantine("decode_error", exc.message)
+        fields = wf.codec.to_fields(state)
+        step_name = run.next_step
+        try:
+            while step_name is not None:
+                if step_name not in wf.steps:
+                    self.committer.flush()
+                    return self._quarantine(
+                        "unknown_step", f"step {step_name!r} is not declared by {wf.name}"
+                    )
+                if lease.lost.is_set():
+                    raise LeaseLostError(f"run {run.run_id}: lease lost")
+                if self.shutdown.is_set():
+                    self.committer.flush()
+                    return self._release()
+                boundary, state, step_name = self._step(step_name, state, fields)
+                fields.update(boundary.state)
+                crashpoint("before_commit", boundary.step)
+                self.committer.submit(boundary)
+                if boundary.status is not RunStatus.RUNNING:
+                    self.committer.flush()
+                crashpoint("after_commit", boundary.step)
+            return Stopped("ended", run.run_id)
+        except (LeaseLostError, RunClosedError):
+            self.committer.discard()
+            return Stopped("lost", run.run_id)
+        except StaleStateError:
+            self.committer.discard()
+            return self._after_stale()
+
+    def _step(
+        self, name: str, state: Any, fields: dict[str, bytes]
+    ) -> tuple[Boundary, Any, str | None]:
+        """Run one step and describe its boundary; returns (boundary, new state, next step)."""
+        run, wf = self.run, self.workflow
+        ctx = Context(
+            run_id=run.run_id,
+            tenant_id=run.tenant_id,
+            thread_id=run.thread_id,
+            workflow=wf.name,
+            step=name,
+            fence=run.fence,
+            now=self.clock.now,
+            thread_messages=self._messages,
+        )
+        started = self.clock.now()
+        outcome = self._call(name, ctx, state)
+        try:
+            encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
+        except RatchetError as exc:
+            outcome, encoded = Fail("state_not_storable", exc.message), fields
+        if outcome.state is not None:
+            state = outcome.state
+        changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
+        if self._thread_messages is not None:
+            self._thread_messages.extend(ctx.new_messages)
+        common: dict[str, Any] = {
+            "step": name,
+            "started_at": started,
+            "finished_at": self.clock.now(),
+            "state": changed,
+            "messages": tuple(ctx.new_messages),
+        }
+        if isinstance(outcome, Next):
+            boundary = Boundary(
+                outcome="next", next_step=outcome.step, status=RunStatus.RUNNING, **common
+            )
+            return boundary, state, outcome.step
+        if isinstance(outcome, Done):
+            boundary = Boundary(
+                outcome="done",
+                next_step=None,
+                status=RunStatus.SUCCEEDED,
+                result=outcome.result,
+                **common,
+            )
+            return boundary, state, None
+        boundary = Boundary(
+            outcome="fail",
+            next_step=None,
+            status=RunStatus.FAILED,
+            error={**outcome.to_json(), "step": name},
+            **common,
+        )
+        return boundary, state, None
+
+    def _call(self, name: str, ctx: Context, state: Any) -> Outcome:
+        """Call the step function and turn anything unexpected into a typed failure."""
+        step = self.workflow.steps[name]
+        try:
+            outcome = step(ctx, state)
+        except RatchetError as exc:
+            return Fail(exc.code, exc.message)
+        except Exception as exc:
+            tb = traceback.format_exception(exc)[-5:]
+            return Fail("step_raised", f"{type(exc).__name__}: {exc}", {"traceback": tb})
+        if not isinstance(outcome, Next | Done | Fail):
+            return Fail(
+                "invalid_outcome",
+                f"step {name!r} returned {type(outcome).__name__}; "
+                "return goto(...), done(...) or fail(...)",
+            )
+        if isinstance(outcome, Next) and outcome.step not in step.next:
+            return Fail(
+                "undeclared_transition",
+                f"step {name!r} went to {outcome.step!r}, which is not in its next= list",
+            )
+        return outcome
+
+    def _messages(self) -> list[Message]:
+        if self._thread_messages is None:
+            self._thread_messages = self.store.messages(self.run.tenant_id, self.run.thread_id)
+        return self._thread_messages
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    def _current(self) -> Run:
+        return self.store.get_run(self.run.tenant_id, self.run.run_id)
+
+    def _release(self) -> Stopped:
+        run = self.run
+        self.store.release(run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, self.clock.now())
+        return Stopped("released", run.run_id)
+
+    def _after_stale(self) -> Stopped:
+        """The run moved on under us: finish a cancel if it is ours to finish, else let go."""
+        current = self._current()
+        if current.status is RunStatus.CANCEL_REQUESTED and current.fence == self.run.fence:
+            self.run = current
+            return self._finish_cancel()
+        return Stopped("lost", current.run_id)
+
+    def _finish_cancel(self) -> Stopped:
+        run = self.run
+        transitions.check(run.status, RunStatus.CANCELLED)
+        try:
+            self.store.set_status(
+                run.tenant_id,
+                run.run_id,
+                expected_status=RunStatus.CANCEL_REQUESTED,
+                expected_version=run.state_version,
+                status=RunStatus.CANCELLED,
+                fence=run.fence,
+                now=self.clock.now(),
+                data={"reason": "cancelled", "step": run.next_step},
+                release_lease=True,
+            )
+        except (LeaseLostError, RunClosedError, StaleStateError):
+            return Stopped("lost", run.run_id)
+        return Stopped("cancelled", run.run_id)
+
+    def _quarantine(self, reason: str, message: str) -> Stopped:
+        """Park the run as QUARANTINED with the evidence; the worker goes on with others."""
+        run = self._current()
+        transitions.check(run.status, RunStatus.QUARANTINED)
+        try:
+            self.store.set_status(
+                run.tenant_id,
+                run.run_id,
+                expected_status=run.status,
+                expected_version=run.state_version,
+                status=RunStatus.QUARANTINED,
+                fence=self.run.fence,
+                now=self.clock.now(),
+                data={"reason": reason, "message": message, "step": run.next_step},
+                release_lease=True,
+            )
+        except (LeaseLostError, RunClosedError, StaleStateError):
+            return Stopped("lost", run.run_id)
+        return Stopped("quarantined", run.run_id)

@@ -1,0 +1,95 @@
+"""Keeping leases alive: one heartbeat thread per runtime renews every lease it holds."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from ratchet.clock import Clock
+from ratchet.errors import LeaseLostError, RatchetError
+from ratchet.store.base import Store
+
+
+@dataclass(slots=True)
+class Lease:
+    """A held lease. ``lost`` is set when a renewal found the lease taken by someone else."""
+
+    tenant_id: str
+    run_id: str
+    fence: int
+    lost: threading.Event = field(default_factory=threading.Event)
+
+
+class Heartbeat:
+    """Renews held leases every ``lease_seconds / 3`` on a daemon thread (started on demand).
+
+    A renewal that fails with :class:`LeaseLostError` marks the lease lost; the execution sees it
+    at its next boundary, and its commit would be refused by the fence anyway.
+    """
+
+    def __init__(self, store: Store, clock: Clock, owner: str, lease_seconds: float) -> None:
+        self.store = store
+        self.clock = clock
+        self.owner = owner
+        self.lease = timedelta(seconds=lease_seconds)
+        self.interval = lease_seconds / 3
+        self._held: dict[str, Lease] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, tenant_id: str, run_id: str, fence: int) -> Lease:
+        """Start renewing a lease the caller just claimed."""
+        lease = Lease(tenant_id, run_id, fence)
+        with self._lock:
+            self._held[run_id] = lease
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="ratchet-heartbeat", daemon=True
+                )
+                self._thread.start()
+        return lease
+
+    def drop(self, lease: Lease) -> None:
+        """Stop renewing a lease (the run stopped, ended or was released)."""
+        with self._lock:
+            if self._held.get(lease.run_id) is lease:
+                del self._held[lease.run_id]
+
+    def held(self) -> list[Lease]:
+        """The leases currently renewed."""
+        with self._lock:
+            return list(self._held.values())
+
+    def beat(self) -> None:
+        """Renew every held lease once (the loop calls this; tests may call it directly)."""
+        for lease in self.held():
+            try:
+                self.store.heartbeat(
+                    lease.tenant_id,
+                    lease.run_id,
+                    self.owner,
+                    lease.fence,
+                    self.clock.now() + self.lease,
+                )
+            except LeaseLostError:
+                lease.lost.set()
+                self.drop(lease)
+            except RatchetError:
+                continue  # the database is unreachable: try again at the next beat
+
+    def stop(self) -> None:
+        """Stop the thread (held leases simply expire or are released by their owners)."""
+        self._stopped.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stopped.is_set():
+            self._wake.wait(self.interval)
+            if self._stopped.is_set():
+                return
+            self.beat()

@@ -1,0 +1,304 @@
+"""The Runtime: the Python API for starting, advancing, inspecting and cancelling runs."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from ratchet import transitions
+from ratchet.clock import Clock, SystemClock
+from ratchet.errors import (
+    InvalidInputError,
+    RunBusyError,
+    RunClosedError,
+    StaleStateError,
+    WorkflowNotFoundError,
+)
+from ratchet.executor import Execution, Stopped
+from ratchet.ids import new_id
+from ratchet.leases import Heartbeat
+from ratchet.model import Durability, Event, Message, Release, Run, RunStatus, StepRecord
+from ratchet.store.base import NewRun, Store
+from ratchet.store.url import open_store
+from ratchet.workflow import Workflow
+
+DEFAULT_TENANT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """What ``status`` tells about a run: the run, its committed steps, its latest events and
+    its thread's messages."""
+
+    run: Run
+    steps: list[StepRecord]
+    events: list[Event]
+    messages: list[Message]
+
+    @property
+    def completed_steps(self) -> list[str]:
+        """Names of the committed steps, in order."""
+        return [s.name for s in self.steps]
+
+
+class Runtime:
+    """Starts and advances runs of registered workflows against one store.
+
+    ``db`` is a database URL (default: ``RATCHET_DB`` or ``sqlite:///.ratchet/ratchet.db``) or
+    an open :class:`~ratchet.store.base.Store`. The schema is migrated on open unless
+    ``migrate=False``. ``owner`` names this process in leases (default ``host:pid``);
+    ``lease_seconds`` is how long a claim lasts without a heartbeat. ``clock`` is the only
+    source of time (inject a :class:`~ratchet.clock.FakeClock` in tests).
+    """
+
+    def __init__(
+        self,
+        db: str | Store | None = None,
+        *,
+        workflows: Iterable[Workflow[Any]] = (),
+        clock: Clock | None = None,
+        owner: str | None = None,
+        lease_seconds: float = 30.0,
+        migrate: bool = True,
+    ) -> None:
+        self.store: Store = db if db is not None and not isinstance(db, str) else open_store(db)
+        self.clock: Clock = clock or SystemClock()
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
+        self.lease_seconds = lease_seconds
+        self.workflows: dict[str, Workflow[Any]] = {}
+        self.register(*workflows)
+        self.heartbeat = Heartbeat(self.store, self.clock, self.owner, lease_seconds)
+        self.shutdown = threading.Event()
+        if migrate:
+            self.store.migrate(self.clock.now())
+
+    def register(self, *workflows: Workflow[Any]) -> None:
+        """Make workflows runnable by this runtime (by name)."""
+        for wf in workflows:
+            self.workflows[wf.name] = wf
+
+    def workflow(self, name: str) -> Workflow[Any]:
+        """A registered workflow by name, or :class:`WorkflowNotFoundError`."""
+        try:
+            return self.workflows[name]
+        except KeyError:
+            known = ", ".join(sorted(self.workflows)) or "none"
+            raise WorkflowNotFoundError(
+                f"workflow {name!r} is not loaded (loaded: {known})"
+            ) from None
+
+    # -- starting -------------------------------------------------------------------------------
+
+    def start(
+        self,
+        workflow: Workflow[Any] | str,
+        input: Any = None,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        thread: str | None = None,
+        idempotency_key: str | None = None,
+        durability: Durability | str = Durability.SYNC,
+        release: dict[str, str] | None = None,
+        messages: Sequence[Message] = (),
+    ) -> Run:
+        """Create a PENDING run and return it; it runs when a worker (or
+        :meth:`run_until_idle`) claims it.
+
+        ``input`` is the initial state (an instance of the workflow's state type or a dict of
+        its fields). ``thread`` groups runs of one conversation (default: a new thread named
+        after the run). A repeated ``idempotency_key`` in the same tenant returns the first run
+        and writes nothing. ``release`` takes the user's release ids (``code``, ``prompt``,
+        ``model``, ``tools``), recorded with the workflow version, state schema and
+        ``durability`` as the run's release manifest. ``messages`` are appended to the thread in
+        the same transaction that creates the run.
+        """
+        wf = workflow if isinstance(workflow, Workflow) else self.workflow(workflow)
+        self.register(wf)
+        try:
+            mode = Durability(durability)
+        except ValueError:
+            raise InvalidInputError(
+                f"durability {durability!r} is unknown", fix="use sync, async or exit"
+            ) from None
+        extra = dict(release or {})
+        unknown = sorted(set(extra) - {"code", "prompt", "model", "tools"})
+        if unknown:
+            raise InvalidInputError(
+                f"release ids {unknown} are unknown", fix="use code, prompt, model and tools"
+            )
+        state = wf.codec.coerce({} if input is None else input)
+        now = self.clock.now()
+        run_id = new_id(now)
+        manifest = Release(wf.version, wf.state_schema, mode, **extra)
+        new = NewRun(
+            run_id=run_id,
+            tenant_id=tenant,
+            thread_id=thread or run_id,
+            workflow=wf.name,
+            start_step=wf.start,
+            release=manifest,
+            state=wf.codec.to_fields(state),
+            idempotency_key=idempotency_key,
+            messages=tuple(messages),
+        )
+        run, _created = self.store.create_run(new, now)
+        return run
+
+    # -- advancing ------------------------------------------------------------------------------
+
+    def run_until_idle(self, *, tenant: str | None = None, max_runs: int | None = None) -> int:
+        """Claim and advance runnable runs inline until none is left; return how many ran.
+
+        Each claimed run advances until it ends, waits, is quarantined or is lost. Runs leased
+        by a live owner elsewhere are left alone.
+        """
+        count = 0
+        while max_runs is None or count < max_runs:
+            if self.shutdown.is_set() or self.advance_one(tenant=tenant) is None:
+                break
+            count += 1
+        return count
+
+    def advance_one(self, *, tenant: str | None = None) -> Stopped | None:
+        """Claim one runnable run and advance it; None when nothing is claimable."""
+        if not self.workflows:
+            return None
+        run = self.store.claim(
+            self.owner, self._lease_end(), self.clock.now(), list(self.workflows), tenant_id=tenant
+        )
+        return None if run is None else self._execute(run)
+
+    def resume(self, run_id: str, *, tenant: str = DEFAULT_TENANT) -> Run:
+        """Claim this run and advance it inline until it stops; return the run afterwards.
+
+        A finished run is returned unchanged. A run leased by a live owner raises
+        :class:`RunBusyError`. The run's workflow must be registered.
+        """
+        run = self.store.get_run(tenant, run_id)
+        if run.status.terminal:
+            return run
+        self.workflow(run.workflow)
+        claimed = self.store.claim(
+            self.owner,
+            self._lease_end(),
+            self.clock.now(),
+            [run.workflow],
+            tenant_id=tenant,
+            run_id=run_id,
+        )
+        if claimed is None:
+            current = self.store.get_run(tenant, run_id)
+            if current.status.terminal:
+                return current
+            raise RunBusyError(
+                f"run {run_id} is {current.status} and leased by {current.owner} "
+                f"until {current.lease_until}"
+                if current.owner
+                else f"run {run_id} is {current.status}, which does not run now"
+            )
+        self._execute(claimed)
+        return self.store.get_run(tenant, run_id)
+
+    def _execute(self, run: Run) -> Stopped:
+        wf = self.workflow(run.workflow)
+        return Execution(self.store, self.clock, self.heartbeat, run, wf, self.shutdown).execute()
+
+    def _lease_end(self) -> Any:
+        return self.clock.now() + timedelta(seconds=self.lease_seconds)
+
+    # -- inspecting -----------------------------------------------------------------------------
+
+    def get(self, run_id: str, *, tenant: str = DEFAULT_TENANT) -> Run:
+        """The run, or :class:`~ratchet.errors.RunNotFoundError`."""
+        return self.store.get_run(tenant, run_id)
+
+    def status(self, run_id: str, *, tenant: str = DEFAULT_TENANT, events: int = 20) -> RunView:
+        """The run with its committed steps, last ``events`` events and thread messages."""
+        run = self.store.get_run(tenant, run_id)
+        all_events = self.store.events(tenant, run_id)
+        return RunView(
+            run=run,
+            steps=self.store.steps(tenant, run_id),
+            events=all_events[-events:] if events else [],
+            messages=self.store.messages(tenant, run.thread_id),
+        )
+
+    def list(
+        self,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        status: Sequence[RunStatus | str] = (),
+        workflow: str | None = None,
+        thread: str | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        """Runs of a tenant, newest first, filtered by status, workflow and thread."""
+        try:
+            statuses = [RunStatus(str(s).upper()) for s in status]
+        except ValueError as exc:
+            raise InvalidInputError(
+                str(exc), fix=f"use one of {', '.join(s.value for s in RunStatus)}"
+            ) from None
+        return self.store.list_runs(
+            tenant, statuses=statuses, workflow=workflow, thread_id=thread, limit=limit
+        )
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    def cancel(self, run_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "") -> Run:
+        """Ask a run to stop at its next step boundary; return the run afterwards.
+
+        The run moves to CANCEL_REQUESTED. If no live worker holds it, it is finished here and
+        ends CANCELLED; otherwise its worker finishes it at the next boundary (the running step
+        is not committed). A finished run is returned unchanged.
+        """
+        for _ in range(10):
+            run = self.store.get_run(tenant, run_id)
+            if run.status.terminal:
+                return run
+            try:
+                if run.status is not RunStatus.CANCEL_REQUESTED:
+                    transitions.check(run.status, RunStatus.CANCEL_REQUESTED)
+                    run = self.store.set_status(
+                        tenant,
+                        run_id,
+                        expected_status=run.status,
+                        expected_version=run.state_version,
+                        status=RunStatus.CANCEL_REQUESTED,
+                        fence=None,
+                        now=self.clock.now(),
+                        data={"reason": reason or "cancel requested"},
+                    )
+                leased = run.lease_until is not None and run.lease_until > self.clock.now()
+                if leased:
+                    return run
+                return self.store.set_status(
+                    tenant,
+                    run_id,
+                    expected_status=RunStatus.CANCEL_REQUESTED,
+                    expected_version=run.state_version,
+                    status=RunStatus.CANCELLED,
+                    fence=None,
+                    now=self.clock.now(),
+                    data={"reason": reason or "cancelled", "step": run.next_step},
+                    release_lease=True,
+                )
+            except (StaleStateError, RunClosedError):
+                continue
+        raise StaleStateError(f"run {run_id} kept changing while it was being cancelled")
+
+    def close(self) -> None:
+        """Stop the heartbeat thread and close the store."""
+        self.heartbeat.stop()
+        self.store.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,200 @@
+"""The store protocol: every persistent operation ratchet performs, with its contract.
+
+Rules shared by every method:
+
+* Every per-run operation is scoped by ``tenant_id``; a run of another tenant behaves exactly as
+  a run that does not exist (:class:`~ratchet.errors.RunNotFoundError`).
+* "now" is always a parameter; a store never reads the clock itself.
+* Each method is one short transaction: it either happens whole or not at all.
+* Every write to a run row increases ``state_version`` (except lease renewal and release, which
+  touch only the lease); every claim increases ``fence``.
+* Every status change appends a ``status`` event ``{"from": a, "to": b}`` in the same transaction.
+* Driver errors are translated into :class:`~ratchet.errors.RatchetError` subclasses here, at the
+  store boundary; callers never see a driver exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from ratchet.model import JSON, Event, Message, Release, Run, RunStatus, StepRecord
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """Everything needed to create a run. ``state`` maps field name to canonical JSON bytes."""
+
+    run_id: str
+    tenant_id: str
+    thread_id: str
+    workflow: str
+    start_step: str
+    release: Release
+    state: dict[str, bytes]
+    idempotency_key: str | None = None
+    messages: tuple[Message, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """One step boundary to commit: what the step decided and what it changed.
+
+    ``status`` is the run's status after the boundary (RUNNING to continue, or a status the
+    transition table allows from RUNNING). ``state`` holds only the fields that changed.
+    """
+
+    step: str
+    outcome: str
+    next_step: str | None
+    status: RunStatus
+    started_at: datetime
+    finished_at: datetime
+    state: dict[str, bytes] = field(default_factory=dict)
+    messages: tuple[Message, ...] = ()
+    result: JSON = None
+    error: JSON = None
+
+
+class Store(Protocol):
+    """Persistent home of runs, steps, state, events and thread messages."""
+
+    url: str
+
+    def migrate(self, now: datetime) -> list[str]:
+        """Apply pending schema migrations, in order, and return the names applied.
+
+        Idempotent. Raises :class:`~ratchet.errors.SchemaTooNewError` when the database holds a
+        migration newer than this code knows, and
+        :class:`~ratchet.errors.MigrationChecksumError` when an applied migration's checksum
+        differs from the shipped file.
+        """
+        ...
+
+    def schema_version(self) -> int:
+        """The highest applied migration version (0 for an empty database)."""
+        ...
+
+    def create_run(self, new: NewRun, now: datetime) -> tuple[Run, bool]:
+        """Create a PENDING run with its initial state and thread messages, atomically.
+
+        Idempotent on ``(tenant_id, idempotency_key)``: when a run with that key exists, nothing
+        is written and ``(existing_run, False)`` is returned. Otherwise ``(run, True)``.
+        """
+        ...
+
+    def get_run(self, tenant_id: str, run_id: str) -> Run:
+        """The run, or :class:`~ratchet.errors.RunNotFoundError` (also for other tenants)."""
+        ...
+
+    def list_runs(
+        self,
+        tenant_id: str,
+        *,
+        statuses: Sequence[RunStatus] = (),
+        workflow: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        """Runs of one tenant, newest first, filtered by any of the given statuses/workflow/thread."""
+        ...
+
+    def load_state(self, tenant_id: str, run_id: str) -> dict[str, bytes]:
+        """The run's current state fields (field name -> canonical JSON). Read-only."""
+        ...
+
+    def claim(
+        self,
+        owner: str,
+        lease_until: datetime,
+        now: datetime,
+        workflows: Sequence[str],
+        *,
+        tenant_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Run | None:
+        """Atomically take the lease on one runnable run and return it with its new fence.
+
+        Runnable: status PENDING, RUNNING or CANCEL_REQUESTED, workflow in ``workflows``, and no
+        live lease (``lease_until`` is null or before ``now``). The claim sets ``owner`` and
+        ``lease_until``, increments ``fence`` and ``state_version``, moves PENDING to RUNNING and
+        appends a ``claimed`` event. Without ``run_id`` the oldest-updated runnable run of any
+        tenant is taken (this is the worker's scan, the one query not scoped by tenant); with
+        ``run_id`` (and ``tenant_id``) only that run. Returns None when nothing is claimable;
+        two concurrent claimers never both get the same run.
+        """
+        ...
+
+    def heartbeat(
+        self, tenant_id: str, run_id: str, owner: str, fence: int, lease_until: datetime
+    ) -> None:
+        """Extend the lease. Raises :class:`~ratchet.errors.LeaseLostError` when the caller no
+        longer holds it (fence moved on, owner changed, or the run ended)."""
+        ...
+
+    def release(self, tenant_id: str, run_id: str, owner: str, fence: int, now: datetime) -> bool:
+        """Give the lease up so any worker can claim the run at once. Returns False (and changes
+        nothing) when the caller no longer held it."""
+        ...
+
+    def commit(
+        self,
+        tenant_id: str,
+        run_id: str,
+        fence: int,
+        expected_version: int,
+        boundaries: Sequence[Boundary],
+        now: datetime,
+    ) -> int:
+        """Commit one or more step boundaries in one transaction; return the new state_version.
+
+        Guarded by ``fence``, ``expected_version`` and status RUNNING. On success it writes the
+        step records, changed state fields, thread messages, a ``step_completed`` event per
+        boundary, and the run row (next step, status, result/error, version + 1); when the last
+        boundary leaves RUNNING the lease is released in the same transaction. When the guard
+        fails nothing is written and it raises :class:`~ratchet.errors.LeaseLostError` (fence
+        moved on), :class:`~ratchet.errors.RunClosedError` (run ended) or
+        :class:`~ratchet.errors.StaleStateError` (version or status moved on, e.g. a cancel).
+        """
+        ...
+
+    def set_status(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        expected_status: RunStatus,
+        expected_version: int,
+        status: RunStatus,
+        fence: int | None,
+        now: datetime,
+        data: JSON = None,
+        release_lease: bool = False,
+    ) -> Run:
+        """Change only the status (after the caller checked the transition table).
+
+        Guarded by ``expected_status``, ``expected_version`` and, when given, ``fence``. ``data``
+        is stored in the status event and, for FAILED/QUARANTINED/NEEDS_ATTENTION/CANCELLED, on
+        the run's ``error``. Raises like :meth:`commit` when the guard fails.
+        """
+        ...
+
+    def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:
+        """The run's committed steps, in order."""
+        ...
+
+    def events(
+        self, tenant_id: str, run_id: str, *, after: int = 0, limit: int = 1000
+    ) -> list[Event]:
+        """The run's events with ``seq > after``, oldest first."""
+        ...
+
+    def messages(self, tenant_id: str, thread_id: str) -> list[Message]:
+        """The thread's messages in order."""
+        ...
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        ...

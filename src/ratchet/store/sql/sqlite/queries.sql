@@ -1,0 +1,139 @@
+-- Named queries for the SQLite store. Each starts with a "-- name: NAME" line and uses
+-- :named parameters. Loaded by ratchet.store.queries; never built from strings.
+
+-- name: insert_run
+INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
+                  idempotency_key, created_at, updated_at)
+VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
+        :idempotency_key, :now, :now);
+
+-- name: run_by_key
+SELECT * FROM runs WHERE tenant_id = :tenant_id AND idempotency_key = :idempotency_key;
+
+-- name: get_run
+SELECT * FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: list_runs
+SELECT * FROM runs
+WHERE tenant_id = :tenant_id
+  AND (:any_status OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:workflow IS NULL OR workflow = :workflow)
+  AND (:thread_id IS NULL OR thread_id = :thread_id)
+ORDER BY created_at DESC, run_id DESC
+LIMIT :limit;
+
+-- name: upsert_field
+INSERT INTO state_fields (run_id, tenant_id, field, value)
+VALUES (:run_id, :tenant_id, :field, :value)
+ON CONFLICT (run_id, field) DO UPDATE SET value = excluded.value;
+
+-- name: load_state
+SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: pick_runnable
+SELECT tenant_id, run_id FROM runs
+WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+  AND (lease_until IS NULL OR lease_until < :now)
+  AND workflow IN (SELECT value FROM json_each(:workflows))
+  AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+  AND (:run_id IS NULL OR run_id = :run_id)
+ORDER BY updated_at
+LIMIT 1;
+
+-- name: claim_run
+UPDATE runs
+SET owner = :owner,
+    lease_until = :lease_until,
+    fence = fence + 1,
+    state_version = state_version + 1,
+    status = CASE status WHEN 'PENDING' THEN 'RUNNING' ELSE status END,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+  AND (lease_until IS NULL OR lease_until < :now)
+RETURNING *;
+
+-- name: heartbeat
+UPDATE runs SET lease_until = :lease_until
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND owner = :owner AND fence = :fence
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
+
+-- name: release
+UPDATE runs SET owner = NULL, lease_until = NULL
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND owner = :owner AND fence = :fence;
+
+-- name: advance_run
+UPDATE runs
+SET status = :status,
+    next_step = :next_step,
+    state_version = state_version + 1,
+    steps_done = steps_done + :steps,
+    result = :result,
+    error = :error,
+    owner = CASE WHEN :keep_lease THEN owner END,
+    lease_until = CASE WHEN :keep_lease THEN lease_until END,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
+RETURNING state_version, steps_done;
+
+-- name: set_status
+UPDATE runs
+SET status = :status,
+    state_version = state_version + 1,
+    error = COALESCE(:error, error),
+    owner = CASE WHEN :keep_lease THEN owner END,
+    lease_until = CASE WHEN :keep_lease THEN lease_until END,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND status = :expected_status AND state_version = :expected_version
+  AND (:fence IS NULL OR fence = :fence)
+RETURNING *;
+
+-- name: insert_step
+INSERT INTO steps (run_id, seq, tenant_id, name, fence, outcome, next_step, started_at,
+                   finished_at)
+VALUES (:run_id, :seq, :tenant_id, :name, :fence, :outcome, :next_step, :started_at,
+        :finished_at);
+
+-- name: list_steps
+SELECT * FROM steps WHERE tenant_id = :tenant_id AND run_id = :run_id ORDER BY seq;
+
+-- name: insert_event
+INSERT INTO events (tenant_id, run_id, type, step, fence, data, at)
+VALUES (:tenant_id, :run_id, :type, :step, :fence, :data, :at);
+
+-- name: list_events
+SELECT * FROM events
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND seq > :after
+ORDER BY seq
+LIMIT :limit;
+
+-- name: insert_message
+INSERT INTO messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
+                      tool_call_id, at)
+VALUES (:tenant_id, :thread_id,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages
+         WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
+        :run_id, :role, :content, :tool_calls, :tool_call_id, :at);
+
+-- name: list_messages
+SELECT * FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id ORDER BY seq;
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS ratchet_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+);
+
+-- name: applied_migrations
+SELECT version, name, checksum FROM ratchet_migrations ORDER BY version;
+
+-- name: record_migration
+INSERT INTO ratchet_migrations (version, name, checksum, applied_at)
+VALUES (:version, :name, :checksum, :now);
+
+-- name: migrations_table_exists
+SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ratchet_migrations';

@@ -1,0 +1,171 @@
+"""Workflow definitions: named steps, their allowed successors, and step outcomes.
+
+A workflow is declared once, at import time, and checked then::
+
+    @step(next=["act", "reply"])
+    def think(ctx, state): ...
+
+    agent = Workflow("agent", version=1, state=AgentState, steps=[think, act, reply])
+
+A step is a function ``(ctx, state) -> outcome``. It may change ``state`` in place or hand back a
+new state in the outcome. The outcome says what comes next: :func:`goto` another step, :func:`done`
+with a result, or :func:`fail` with a typed reason. Loops are just transitions (think -> act ->
+think). A step can only go to the steps it declared in ``next``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from ratchet.errors import DefinitionError
+from ratchet.model import JSON
+from ratchet.serde import StateCodec
+
+if TYPE_CHECKING:
+    from ratchet.context import Context
+
+S = TypeVar("S")
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,99}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Next:
+    """Outcome: continue with ``step``. ``state``, when given, replaces the run's state."""
+
+    step: str
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """Outcome: the run succeeded with ``result`` (any JSON value)."""
+
+    result: JSON = None
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Outcome: the run failed for a typed ``reason`` (a stable snake_case code)."""
+
+    reason: str
+    message: str = ""
+    details: dict[str, JSON] = field(default_factory=dict)
+    state: Any = None
+
+    def to_json(self) -> dict[str, JSON]:
+        """The failure as stored on the run's ``error`` field."""
+        return {"reason": self.reason, "message": self.message, "details": self.details}
+
+
+Outcome = Next | Done | Fail
+
+
+def goto(step: str, state: Any = None) -> Next:
+    """Continue the run with ``step`` (which the current step must list in ``next``)."""
+    return Next(step, state)
+
+
+def done(result: JSON = None, state: Any = None) -> Done:
+    """End the run as SUCCEEDED with ``result``."""
+    return Done(result, state)
+
+
+def fail(reason: str, message: str = "", state: Any = None, **details: JSON) -> Fail:
+    """End the run as FAILED with a typed ``reason`` code, a message and JSON details."""
+    if not _NAME.match(reason):
+        raise DefinitionError(f"failure reason {reason!r} must be a snake_case code")
+    return Fail(reason, message, details, state)
+
+
+StepFn = Callable[["Context", Any], Outcome]
+
+
+@dataclass(frozen=True, slots=True)
+class StepDef:
+    """A declared step: its name, its function and the steps it may go to."""
+
+    name: str
+    fn: StepFn
+    next: frozenset[str]
+
+    def __call__(self, ctx: Context, state: Any) -> Outcome:
+        return self.fn(ctx, state)
+
+
+@overload
+def step(fn: StepFn, /) -> StepDef: ...
+@overload
+def step(
+    *, name: str | None = None, next: Iterable[str] = ()
+) -> Callable[[StepFn], StepDef]: ...
+def step(
+    fn: StepFn | None = None, /, *, name: str | None = None, next: Iterable[str] = ()
+) -> StepDef | Callable[[StepFn], StepDef]:
+    """Declare a step. ``next`` lists the steps it may :func:`goto`; ``name`` defaults to the
+    function's name. A step with no ``next`` can only end the run (done or fail)."""
+    targets = frozenset([next] if isinstance(next, str) else next)
+
+    def wrap(f: StepFn) -> StepDef:
+        return StepDef(name or f.__name__, f, targets)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+class Workflow(Generic[S]):
+    """A named, versioned set of steps over a typed state, validated when constructed.
+
+    ``version`` is the workflow version and ``state_schema`` the version of the state's shape;
+    both are recorded on every run started from this definition. ``start`` names the first step
+    (default: the first in ``steps``). Raises :class:`DefinitionError` for an empty step list,
+    duplicate or malformed names, an unknown start step or a ``next`` naming an unknown step.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        state: type[S],
+        steps: Sequence[StepDef | StepFn],
+        version: int = 1,
+        state_schema: int = 1,
+        start: str | None = None,
+    ) -> None:
+        if not _NAME.match(name):
+            raise DefinitionError(
+                f"workflow name {name!r} is not valid",
+                fix="use letters, digits, '_', '-' or '.', starting with a letter",
+            )
+        if version < 1 or state_schema < 1:
+            raise DefinitionError(f"workflow {name}: version and state_schema must be >= 1")
+        defs = [s if isinstance(s, StepDef) else step(s) for s in steps]
+        if not defs:
+            raise DefinitionError(f"workflow {name} has no steps, so it has no start step")
+        self.steps: dict[str, StepDef] = {}
+        for d in defs:
+            if not _NAME.match(d.name):
+                raise DefinitionError(f"workflow {name}: step name {d.name!r} is not valid")
+            if d.name in self.steps:
+                raise DefinitionError(f"workflow {name}: step {d.name!r} is declared twice")
+            self.steps[d.name] = d
+        self.start = start if start is not None else defs[0].name
+        if self.start not in self.steps:
+            raise DefinitionError(f"workflow {name}: start step {self.start!r} is not declared")
+        for d in defs:
+            unknown = sorted(d.next - self.steps.keys())
+            if unknown:
+                raise DefinitionError(
+                    f"workflow {name}: step {d.name!r} goes to undeclared steps {unknown}"
+                )
+        self.name = name
+        self.version = version
+        self.state_schema = state_schema
+        self.state_type = state
+        self.codec = StateCodec(state)
+
+    def __repr__(self) -> str:
+        return f"Workflow({self.name!r}, version={self.version}, steps={list(self.steps)})"
