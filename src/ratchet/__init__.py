@@ -12,8 +12,8 @@ from ratchet.context import Context, tool_call
 from ratchet.errors import RatchetError
 from ratchet.model import Durability, Message, Release, Run, RunStatus, ToolCall
 from ratchet.runtime import Runtime, RunView
-from ratchet.workflow import Done, Fail, Next, Workflow, done, fail, goto, step
 from ratchet.worker import Worker
+from ratchet.workflow import Done, Fail, Next, Workflow, done, fail, goto, step
 
 __all__ = [
     "Clock",

@@ -199,7 +199,9 @@ class Execution:
 
     def _release(self) -> Stopped:
         run = self.run
-        self.store.release(run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, self.clock.now())
+        self.store.release(
+            run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, self.clock.now()
+        )
         return Stopped("released", run.run_id)
 
     def _after_stale(self) -> Stopped:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -93,3 +95,32 @@ class Heartbeat:
             if self._stopped.is_set():
                 return
             self.beat()
+
+
+def process_owner() -> str:
+    """The owner name of this process in leases: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def is_dead_local_owner(owner: str | None) -> bool:
+    """True when ``owner`` is a process of this host (``host:pid``) that no longer exists.
+
+    Such a lease can be taken over at once instead of waiting for it to expire. Being wrong
+    here is harmless for correctness: the takeover raises the fence, so the old owner's writes
+    would be refused anyway.
+    """
+    if not owner:
+        return False
+    host, _, pid_text = owner.rpartition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

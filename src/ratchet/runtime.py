@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ from ratchet.errors import (
 )
 from ratchet.executor import Execution, Stopped
 from ratchet.ids import new_id
-from ratchet.leases import Heartbeat
+from ratchet.leases import Heartbeat, is_dead_local_owner, process_owner
 from ratchet.model import Durability, Event, Message, Release, Run, RunStatus, StepRecord
 from ratchet.store.base import NewRun, Store
 from ratchet.store.url import open_store
@@ -68,7 +66,7 @@ class Runtime:
     ) -> None:
         self.store: Store = db if db is not None and not isinstance(db, str) else open_store(db)
         self.clock: Clock = clock or SystemClock()
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
+        self.owner = owner or process_owner()
         self.lease_seconds = lease_seconds
         self.workflows: dict[str, Workflow[Any]] = {}
         self.register(*workflows)
@@ -176,7 +174,8 @@ class Runtime:
     def resume(self, run_id: str, *, tenant: str = DEFAULT_TENANT) -> Run:
         """Claim this run and advance it inline until it stops; return the run afterwards.
 
-        A finished run is returned unchanged. A run leased by a live owner raises
+        A finished run is returned unchanged. A run leased by a process of this host that no
+        longer exists (it crashed) is taken over at once; a run leased by a live owner raises
         :class:`RunBusyError`. The run's workflow must be registered.
         """
         run = self.store.get_run(tenant, run_id)
@@ -190,6 +189,7 @@ class Runtime:
             [run.workflow],
             tenant_id=tenant,
             run_id=run_id,
+            dead_owner=run.owner if is_dead_local_owner(run.owner) else None,
         )
         if claimed is None:
             current = self.store.get_run(tenant, run_id)
@@ -197,8 +197,8 @@ class Runtime:
                 return current
             raise RunBusyError(
                 f"run {run_id} is {current.status} and leased by {current.owner} "
-                f"until {current.lease_until}"
-                if current.owner
+                f"until {current.lease_until:%Y-%m-%d %H:%M:%S} UTC"
+                if current.owner and current.lease_until
                 else f"run {run_id} is {current.status}, which does not run now"
             )
         self._execute(claimed)

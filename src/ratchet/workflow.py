@@ -100,9 +100,7 @@ class StepDef:
 @overload
 def step(fn: StepFn, /) -> StepDef: ...
 @overload
-def step(
-    *, name: str | None = None, next: Iterable[str] = ()
-) -> Callable[[StepFn], StepDef]: ...
+def step(*, name: str | None = None, next: Iterable[str] = ()) -> Callable[[StepFn], StepDef]: ...
 def step(
     fn: StepFn | None = None, /, *, name: str | None = None, next: Iterable[str] = ()
 ) -> StepDef | Callable[[StepFn], StepDef]:

@@ -98,7 +98,7 @@ class Store(Protocol):
         thread_id: str | None = None,
         limit: int = 100,
     ) -> list[Run]:
-        """Runs of one tenant, newest first, filtered by any of the given statuses/workflow/thread."""
+        """Runs of one tenant, newest first, filtered by statuses (any of), workflow, thread."""
         ...
 
     def load_state(self, tenant_id: str, run_id: str) -> dict[str, bytes]:
@@ -114,6 +114,7 @@ class Store(Protocol):
         *,
         tenant_id: str | None = None,
         run_id: str | None = None,
+        dead_owner: str | None = None,
     ) -> Run | None:
         """Atomically take the lease on one runnable run and return it with its new fence.
 
@@ -122,8 +123,10 @@ class Store(Protocol):
         ``lease_until``, increments ``fence`` and ``state_version``, moves PENDING to RUNNING and
         appends a ``claimed`` event. Without ``run_id`` the oldest-updated runnable run of any
         tenant is taken (this is the worker's scan, the one query not scoped by tenant); with
-        ``run_id`` (and ``tenant_id``) only that run. Returns None when nothing is claimable;
-        two concurrent claimers never both get the same run.
+        ``run_id`` (and ``tenant_id``) only that run. ``dead_owner`` names an owner the caller
+        has proven dead (a process of this host that no longer exists): its live-looking lease
+        counts as expired. Returns None when nothing is claimable; two concurrent claimers never
+        both get the same run.
         """
         ...
 

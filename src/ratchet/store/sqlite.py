@@ -246,6 +246,7 @@ class SqliteStore:
         *,
         tenant_id: str | None = None,
         run_id: str | None = None,
+        dead_owner: str | None = None,
     ) -> Run | None:
         """See :meth:`Store.claim`. The pick and the update share one ``BEGIN IMMEDIATE``."""
         at = _ts(now)
@@ -254,6 +255,7 @@ class SqliteStore:
             "workflows": _json(list(workflows)),
             "tenant_id": tenant_id,
             "run_id": run_id,
+            "dead_owner": dead_owner,
         }
         with self._write() as conn:
             found = conn.execute(_Q["pick_runnable"], pick).fetchone()
@@ -263,10 +265,17 @@ class SqliteStore:
             before = conn.execute(_Q["get_run"], ids).fetchone()
             row = conn.execute(
                 _Q["claim_run"],
-                {**ids, "owner": owner, "lease_until": _ts(lease_until), "now": at},
+                {
+                    **ids,
+                    "owner": owner,
+                    "lease_until": _ts(lease_until),
+                    "now": at,
+                    "dead_owner": dead_owner,
+                },
             ).fetchone()
             run = _run(row)
-            _event(conn, ids, "claimed", None, run.fence, {"owner": owner}, at)
+            claimed = {"owner": owner, "previous_owner": before["owner"]}
+            _event(conn, ids, "claimed", None, run.fence, claimed, at)
             if before["status"] != row["status"]:
                 change = {"from": before["status"], "to": row["status"]}
                 _event(conn, ids, "status", None, run.fence, change, at)

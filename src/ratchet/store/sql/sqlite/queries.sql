@@ -33,7 +33,7 @@ SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = 
 -- name: pick_runnable
 SELECT tenant_id, run_id FROM runs
 WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
-  AND (lease_until IS NULL OR lease_until < :now)
+  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
   AND (:run_id IS NULL OR run_id = :run_id)
@@ -50,7 +50,7 @@ SET owner = :owner,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
-  AND (lease_until IS NULL OR lease_until < :now)
+  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
 RETURNING *;
 
 -- name: heartbeat

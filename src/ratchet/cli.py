@@ -1,0 +1,193 @@
+"""The ``ratchet`` command line: parses, calls :class:`~ratchet.runtime.Runtime`, prints.
+
+Every error is one line naming the cause and the fix, with a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import click
+import orjson
+
+from ratchet import render
+from ratchet.cli_support import (
+    Settings,
+    app_option,
+    load_app,
+    parse_json,
+    pass_settings,
+    run_command,
+)
+from ratchet.demo_cli import demo
+from ratchet.model import Durability, RunStatus
+from ratchet.runtime import DEFAULT_TENANT, Runtime
+from ratchet.store.url import default_url, open_store
+from ratchet.worker import Worker
+
+
+@click.group()
+@click.option(
+    "--db",
+    default=default_url,
+    show_default="RATCHET_DB or sqlite:///.ratchet/ratchet.db",
+    help="Database URL.",
+)
+@click.option("--tenant", default=DEFAULT_TENANT, show_default=True, help="Tenant to act in.")
+@click.pass_context
+def main(ctx: click.Context, db: str, tenant: str) -> None:
+    """ratchet: durable execution for AI agents."""
+    ctx.obj = Settings(db, tenant)
+
+
+@main.command()
+@pass_settings
+@run_command
+def migrate(settings: Settings) -> None:
+    """Create or upgrade the database schema."""
+    store = open_store(settings.db)
+    from ratchet.clock import SystemClock
+
+    applied = store.migrate(SystemClock().now())
+    version = store.schema_version()
+    store.close()
+    click.echo(f"applied {', '.join(applied)}" if applied else "schema is up to date")
+    click.echo(f"schema version {version} at {settings.db}")
+
+
+@main.command()
+@click.argument("workflow")
+@app_option
+@click.option("--input", "input_json", help="Initial state as a JSON object.")
+@click.option("--thread", help="Thread (conversation) id; default: a new thread.")
+@click.option("--idempotency-key", help="A repeated key returns the first run.")
+@click.option("--durability", type=click.Choice([d.value for d in Durability]), default="sync")
+@click.option("--release", "releases", multiple=True, help="Release id, e.g. code=abc123.")
+@pass_settings
+@run_command
+def start(
+    settings: Settings,
+    workflow: str,
+    app: str | None,
+    input_json: str | None,
+    thread: str | None,
+    idempotency_key: str | None,
+    durability: str,
+    releases: tuple[str, ...],
+) -> None:
+    """Start a run of WORKFLOW (a worker or `ratchet resume` advances it)."""
+    release = dict(r.partition("=")[::2] for r in releases)
+    with settings.runtime(app, with_workflows=True) as rt:
+        run = rt.start(
+            workflow,
+            parse_json(input_json, "--input"),
+            tenant=settings.tenant,
+            thread=thread,
+            idempotency_key=idempotency_key,
+            durability=durability,
+            release=release,
+        )
+    click.echo(f"run {run.run_id} {run.status} (next step {run.next_step})")
+
+
+@main.command()
+@click.option("--status", "statuses", multiple=True, help="Filter by status (repeatable).")
+@click.option("--workflow", help="Filter by workflow name.")
+@click.option("--thread", help="Filter by thread id.")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_settings
+@run_command
+def runs(
+    settings: Settings,
+    statuses: tuple[str, ...],
+    workflow: str | None,
+    thread: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List runs, newest first."""
+    with settings.runtime() as rt:
+        found = rt.list(
+            tenant=settings.tenant, status=statuses, workflow=workflow, thread=thread, limit=limit
+        )
+    if as_json:
+        click.echo(orjson.dumps([render.run_json(r) for r in found]).decode())
+    else:
+        click.echo(render.runs_table(found))
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--events", default=10, show_default=True, help="How many recent events.")
+@pass_settings
+@run_command
+def show(settings: Settings, run_id: str, as_json: bool, events: int) -> None:
+    """Show a run: status, next step, completed steps, messages, last events."""
+    with settings.runtime() as rt:
+        view = rt.status(run_id, tenant=settings.tenant, events=events)
+    if as_json:
+        click.echo(orjson.dumps(render.view_json(view), option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(render.view_text(view))
+
+
+@main.command()
+@click.argument("run_id")
+@app_option
+@pass_settings
+@run_command
+def resume(settings: Settings, run_id: str, app: str | None) -> None:
+    """Advance a run inline from its last committed step until it ends or waits."""
+    with settings.runtime(app, with_workflows=True) as rt:
+        click.echo(render.resumed(rt, run_id, settings.tenant))
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--reason", default="", help="Why (recorded in the run's events).")
+@pass_settings
+@run_command
+def cancel(settings: Settings, run_id: str, reason: str) -> None:
+    """Cancel a run at its next step boundary."""
+    with settings.runtime() as rt:
+        before = rt.get(run_id, tenant=settings.tenant)
+        run = rt.cancel(run_id, tenant=settings.tenant, reason=reason)
+    if before.status.terminal:
+        click.echo(f"run {run_id} already ended {run.status}; nothing to cancel")
+    elif run.status is RunStatus.CANCEL_REQUESTED:
+        click.echo("cancel requested; waiting for the current step to finish")
+    else:
+        click.echo(f"run {run_id} {run.status}")
+
+
+@main.command()
+@app_option
+@click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
+@click.option("--lease", "lease_seconds", default=30.0, show_default=True)
+@click.option("--poll", "poll_interval", default=0.2, show_default=True)
+@pass_settings
+@run_command
+def worker(
+    settings: Settings,
+    app: str | None,
+    until_idle: bool,
+    lease_seconds: float,
+    poll_interval: float,
+) -> None:
+    """Claim and advance runs until SIGTERM (finishes the current step, releases the lease)."""
+    rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
+    w = Worker(
+        rt,
+        poll_interval=poll_interval,
+        on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
+    )
+    w.install_signal_handlers()
+    click.echo(f"worker {rt.owner} serving {', '.join(sorted(rt.workflows))} on {settings.db}")
+    try:
+        count = w.run(until_idle=until_idle)
+    finally:
+        rt.close()
+    click.echo(f"worker stopped after {count} run executions")
+
+
+main.add_command(demo)

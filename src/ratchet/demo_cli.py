@@ -1,0 +1,150 @@
+"""``ratchet demo``: the crash-and-resume story of the temperature agent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from ratchet import demo as demo_app
+from ratchet import render
+from ratchet.cli_support import Settings, pass_settings, run_command
+from ratchet.crashpoints import EXIT_CODE
+from ratchet.errors import RunNotFoundError
+from ratchet.model import Message, Run
+from ratchet.runtime import Runtime
+
+DEFAULT_THREAD = "recovery-demo-1"
+thread_option = click.option("--thread", default=DEFAULT_THREAD, show_default=True)
+
+
+def _runtime(settings: Settings) -> Runtime:
+    return Runtime(settings.db, workflows=[demo_app.temperature])
+
+
+def _run_of(rt: Runtime, settings: Settings, thread: str) -> Run:
+    runs = rt.list(tenant=settings.tenant, workflow="temperature", thread=thread, limit=1)
+    if not runs:
+        raise RunNotFoundError(
+            f"no demo run on thread {thread!r} in {settings.db}",
+            fix=f"start one with `ratchet demo start --thread {thread}`",
+        )
+    return runs[0]
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def demo(ctx: click.Context) -> None:
+    """The temperature agent: crash before the reply, then resume in a new process.
+
+    With no subcommand, tells the whole story against a fresh database.
+    """
+    if ctx.invoked_subcommand is None:
+        story()
+
+
+@demo.command("start")
+@thread_option
+@click.option("--crash-before-reply", is_flag=True, help="Exit with code 75 entering reply.")
+@pass_settings
+@run_command
+def demo_start(settings: Settings, thread: str, crash_before_reply: bool) -> None:
+    """Ask for the temperature and run the agent (optionally crashing before its reply)."""
+    demo_app.crash_before_reply = crash_before_reply
+    with _runtime(settings) as rt:
+        run = rt.start(
+            demo_app.temperature,
+            tenant=settings.tenant,
+            thread=thread,
+            idempotency_key=f"demo:{thread}",
+            messages=[Message("user", demo_app.QUESTION)],
+        )
+        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+
+
+@demo.command("status")
+@thread_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_settings
+@run_command
+def demo_status(settings: Settings, thread: str, as_json: bool) -> None:
+    """Show the demo run's status, next step and thread messages."""
+    with _runtime(settings) as rt:
+        view = rt.status(_run_of(rt, settings, thread).run_id, tenant=settings.tenant)
+    if as_json:
+        click.echo(
+            render.dumps(
+                {
+                    "run_id": view.run.run_id,
+                    "status": str(view.run.status),
+                    "next_step": view.run.next_step,
+                    "completed_steps": view.completed_steps,
+                    "messages": [m.to_json() for m in view.messages],
+                }
+            )
+        )
+        return
+    click.echo(f"run {view.run.run_id}")
+    click.echo(f"status     {view.run.status}")
+    click.echo(f"next step  {view.run.next_step or '-'}")
+    click.echo(f"completed  {', '.join(view.completed_steps) or '-'}")
+    click.echo(f"messages   {len(view.messages)}")
+    for m in view.messages:
+        click.echo(f"  {render.message_line(m)}")
+
+
+@demo.command("resume")
+@thread_option
+@pass_settings
+@run_command
+def demo_resume(settings: Settings, thread: str) -> None:
+    """Continue the demo run from its last committed step in this (new) process."""
+    with _runtime(settings) as rt:
+        run = _run_of(rt, settings, thread)
+        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+        last = rt.status(run.run_id, tenant=settings.tenant).messages[-1:]
+        if last and last[0].role == "assistant" and last[0].content:
+            click.echo(f"assistant: {last[0].content}")
+
+
+def story() -> None:
+    """Run start (crashing) -> status -> resume -> resume, each in a new process."""
+    folder = Path(tempfile.mkdtemp(prefix="ratchet-demo-"))
+    db = f"sqlite:///{folder / 'demo.db'}"
+
+    def step(title: str, *args: str) -> int:
+        click.secho(f"\n$ ratchet demo {' '.join(args)}", bold=True)
+        click.echo(f"# {title}")
+        cmd = [sys.executable, "-m", "ratchet", "--db", db, "demo", *args]
+        code = subprocess.run(cmd, check=False).returncode
+        click.echo(f"# exit code {code}")
+        return code
+
+    click.echo(f"Fresh database: {db}")
+    crashed = step(
+        "Run the agent; the process dies on entering reply, before it can answer.",
+        "start",
+        "--thread",
+        DEFAULT_THREAD,
+        "--crash-before-reply",
+    )
+    step(
+        "A new process reads the checkpoint: three messages, next step reply.",
+        "status",
+        "--thread",
+        DEFAULT_THREAD,
+    )
+    resumed = step(
+        "A new process resumes: only reply runs, using the stored 23.5°C reading.",
+        "resume",
+        "--thread",
+        DEFAULT_THREAD,
+    )
+    step("Resuming again does nothing: the run is finished.", "resume", "--thread", DEFAULT_THREAD)
+    ok = crashed == EXIT_CODE and resumed == 0
+    click.echo("\n" + ("The run survived the crash." if ok else "The demo did not go as expected."))
+    if not ok:
+        sys.exit(1)

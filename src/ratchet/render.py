@@ -1,0 +1,144 @@
+"""Turning runs into text and JSON for people and scripts (used by the CLI)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ratchet.model import JSON, Event, Message, Run
+from ratchet.runtime import Runtime, RunView
+
+
+def _ts(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="seconds")
+
+
+def run_json(run: Run) -> dict[str, JSON]:
+    """A run as a JSON object."""
+    return {
+        "run_id": run.run_id,
+        "tenant": run.tenant_id,
+        "thread": run.thread_id,
+        "workflow": run.workflow,
+        "status": str(run.status),
+        "next_step": run.next_step,
+        "state_version": run.state_version,
+        "fence": run.fence,
+        "owner": run.owner,
+        "lease_until": _ts(run.lease_until),
+        "release": run.release.to_json(),
+        "idempotency_key": run.idempotency_key,
+        "steps_done": run.steps_done,
+        "result": run.result,
+        "error": run.error,
+        "created_at": _ts(run.created_at),
+        "updated_at": _ts(run.updated_at),
+    }
+
+
+def event_json(event: Event) -> dict[str, JSON]:
+    """An event as a JSON object."""
+    return {
+        "seq": event.seq,
+        "type": event.type,
+        "step": event.step,
+        "fence": event.fence,
+        "data": event.data,
+        "at": _ts(event.at),
+    }
+
+
+def view_json(view: RunView) -> dict[str, JSON]:
+    """What ``ratchet show --json`` prints."""
+    return {
+        **run_json(view.run),
+        "completed_steps": view.completed_steps,
+        "messages": [m.to_json() for m in view.messages],
+        "events": [event_json(e) for e in view.events],
+    }
+
+
+def message_line(m: Message) -> str:
+    """One message as one line, tool-call ids included."""
+    if m.tool_calls:
+        calls = ", ".join(
+            f"{c.name}({orjson.dumps(c.arguments).decode()}) id={c.id}" for c in m.tool_calls
+        )
+        body = f"tool call {calls}" + (f" — {m.content}" if m.content else "")
+    elif m.tool_call_id:
+        body = f"{m.content}  (result of {m.tool_call_id})"
+    else:
+        body = m.content
+    return f"{m.seq:>4}  {m.role:<9} {body}"
+
+
+def view_text(view: RunView) -> str:
+    """What ``ratchet show`` prints."""
+    run = view.run
+    lease = (
+        f"held by {run.owner} until {_ts(run.lease_until)} (fence {run.fence})"
+        if run.owner
+        else f"free (fence {run.fence})"
+    )
+    rel = run.release
+    lines = [
+        f"run        {run.run_id}",
+        f"workflow   {run.workflow} v{rel.workflow_version} (state schema {rel.state_schema})",
+        f"tenant     {run.tenant_id}   thread {run.thread_id}",
+        f"status     {run.status}",
+        f"next step  {run.next_step or '-'}",
+        f"completed  {', '.join(view.completed_steps) or '-'}",
+        f"lease      {lease}",
+        f"durability {rel.durability}   version {run.state_version}",
+    ]
+    if run.result is not None:
+        lines.append(f"result     {orjson.dumps(run.result).decode()}")
+    if run.error is not None:
+        lines.append(f"error      {orjson.dumps(run.error).decode()}")
+    lines.append(f"messages   {len(view.messages)}")
+    lines += [f"  {message_line(m)}" for m in view.messages]
+    lines.append(f"events     last {len(view.events)}")
+    for e in view.events:
+        data = "" if e.data is None else orjson.dumps(e.data).decode()
+        lines.append(f"  {e.seq:>5}  {_ts(e.at)}  {e.type:<15} {e.step or '':<10} {data}")
+    return "\n".join(lines)
+
+
+def runs_table(runs: list[Run]) -> str:
+    """What ``ratchet runs`` prints."""
+    if not runs:
+        return "no runs"
+    rows = [("RUN", "WORKFLOW", "STATUS", "NEXT", "STEPS", "THREAD", "UPDATED")]
+    rows += [
+        (
+            r.run_id,
+            r.workflow,
+            str(r.status),
+            r.next_step or "-",
+            str(r.steps_done),
+            r.thread_id,
+            _ts(r.updated_at) or "",
+        )
+        for r in runs
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def resumed(rt: Runtime, run_id: str, tenant: str) -> str:
+    """Resume a run inline and describe the outcome in one line."""
+    before = rt.get(run_id, tenant=tenant)
+    if before.status.terminal:
+        return f"run {run_id} is finished ({before.status}); nothing to resume"
+    after = rt.resume(run_id, tenant=tenant)
+    where = f", next step {after.next_step}" if after.next_step else ""
+    return f"run {run_id} {after.status}{where}"
+
+
+def dumps(value: Any) -> str:
+    """Indented JSON text."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
