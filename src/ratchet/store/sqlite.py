@@ -113,6 +113,11 @@ class SqliteStore:
             raise StoreError(f"cannot start a write transaction on {self.path}: {exc}") from exc
         try:
             yield conn
+        except sqlite3.IntegrityError as exc:
+            conn.execute("ROLLBACK")
+            if str(exc) == "run_closed":
+                raise RunClosedError("the run is finished and cannot change") from exc
+            raise StoreError(f"a constraint refused the write: {exc}") from exc
         except BaseException:
             conn.execute("ROLLBACK")
             raise

@@ -76,3 +76,11 @@ CREATE TABLE messages (
     at           TEXT NOT NULL,
     UNIQUE (tenant_id, thread_id, seq)
 );
+
+-- Terminal states are final: the database itself refuses any change to a finished run.
+CREATE TRIGGER runs_terminal_is_final
+BEFORE UPDATE ON runs
+WHEN OLD.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+BEGIN
+    SELECT RAISE(ABORT, 'run_closed');
+END;

@@ -88,6 +88,7 @@ SET status = :status,
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND status = :expected_status AND state_version = :expected_version
   AND (:fence IS NULL OR fence = :fence)
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
 RETURNING *;
 
 -- name: insert_step

@@ -1,0 +1,49 @@
+"""A ten-step workflow for crash tests.
+
+Each step appends ``ENTER sN`` to the file named by ``COUNTING_LOG`` before doing anything, so a
+test can count how many times each step was entered across processes. ``COUNTING_SLEEP_AT=sN``
+makes step N sleep ``COUNTING_SLEEP`` seconds after logging (a window to SIGKILL or SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from ratchet import Context, Workflow, done, goto
+from ratchet.workflow import Outcome, StepDef
+
+STEPS = 10
+
+
+@dataclass
+class Tally:
+    total: int = 0
+    seen: list[str] = field(default_factory=list)
+
+
+def log(line: str) -> None:
+    path = os.environ.get("COUNTING_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def make_step(i: int) -> StepDef:
+    name = f"s{i}"
+
+    def run(ctx: Context, state: Tally) -> Outcome:
+        log(f"ENTER {name}")
+        if os.environ.get("COUNTING_SLEEP_AT") == name:
+            time.sleep(float(os.environ.get("COUNTING_SLEEP", "30")))
+        state.total += i
+        state.seen.append(name)
+        if i < STEPS:
+            return goto(f"s{i + 1}")
+        return done({"total": state.total})
+
+    return StepDef(name, run, frozenset({f"s{i + 1}"}) if i < STEPS else frozenset())
+
+
+counting = Workflow("counting", state=Tally, steps=[make_step(i) for i in range(1, STEPS + 1)])

@@ -1,0 +1,74 @@
+"""Shared fixtures: real SQLite files in a temp folder, a fake clock, CLI subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ratchet import FakeClock, Runtime
+from ratchet.store.sqlite import SqliteStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ratchet.db'}"
+
+
+@pytest.fixture
+def runtime(db_url: str, clock: FakeClock) -> Iterator[Runtime]:
+    rt = Runtime(db_url, clock=clock, owner="test-worker")
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
+    store = SqliteStore(tmp_path / "store.db")
+    yield store
+    store.close()
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RATCHET_", "COUNTING_"))}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def ratchet_cmd(db_url: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "ratchet", "--db", db_url, *args]
+
+
+def run_cli(
+    db_url: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``ratchet --db DB ARGS`` in a new process and capture its output."""
+    return subprocess.run(
+        ratchet_cmd(db_url, *args),
+        env=env or cli_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def entries(log: Path) -> Counter[str]:
+    """How many times each step was entered, from a COUNTING_LOG file."""
+    if not log.exists():
+        return Counter()
+    return Counter(line.removeprefix("ENTER ") for line in log.read_text().splitlines())
