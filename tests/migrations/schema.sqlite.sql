@@ -1,0 +1,102 @@
+-- index events_by_run
+CREATE INDEX events_by_run ON events (run_id, seq);
+
+-- index runs_by_tenant
+CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at);
+
+-- index runs_by_thread
+CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
+
+-- index runs_runnable
+CREATE INDEX runs_runnable ON runs (status, lease_until, updated_at);
+
+-- table events
+CREATE TABLE events (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant_id TEXT NOT NULL,
+    run_id    TEXT NOT NULL REFERENCES runs (run_id),
+    type      TEXT NOT NULL,
+    step      TEXT,
+    fence     INTEGER,
+    data      TEXT,
+    at        TEXT NOT NULL
+);
+
+-- table messages
+CREATE TABLE messages (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant_id    TEXT NOT NULL,
+    thread_id    TEXT NOT NULL,
+    seq          INTEGER NOT NULL,
+    run_id       TEXT REFERENCES runs (run_id),
+    role         TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content      TEXT NOT NULL,
+    tool_calls   TEXT,
+    tool_call_id TEXT,
+    at           TEXT NOT NULL,
+    UNIQUE (tenant_id, thread_id, seq)
+);
+
+-- table ratchet_migrations
+CREATE TABLE ratchet_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+);
+
+-- table runs
+CREATE TABLE runs (
+    run_id          TEXT PRIMARY KEY,
+    tenant_id       TEXT NOT NULL,
+    thread_id       TEXT NOT NULL,
+    workflow        TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN (
+                        'PENDING', 'RUNNING', 'WAITING_APPROVAL', 'WAITING_EXTERNAL',
+                        'NEEDS_ATTENTION', 'QUARANTINED', 'CANCEL_REQUESTED',
+                        'SUCCEEDED', 'FAILED', 'CANCELLED')),
+    next_step       TEXT,
+    state_version   INTEGER NOT NULL DEFAULT 0 CHECK (state_version >= 0),
+    fence           INTEGER NOT NULL DEFAULT 0 CHECK (fence >= 0),
+    owner           TEXT,
+    lease_until     TEXT,
+    release         TEXT NOT NULL,
+    idempotency_key TEXT,
+    result          TEXT,
+    error           TEXT,
+    steps_done      INTEGER NOT NULL DEFAULT 0,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    UNIQUE (tenant_id, idempotency_key)
+);
+
+-- table state_fields
+CREATE TABLE state_fields (
+    run_id    TEXT NOT NULL REFERENCES runs (run_id),
+    tenant_id TEXT NOT NULL,
+    field     TEXT NOT NULL,
+    value     TEXT NOT NULL,
+    PRIMARY KEY (run_id, field)
+) WITHOUT ROWID;
+
+-- table steps
+CREATE TABLE steps (
+    run_id      TEXT NOT NULL REFERENCES runs (run_id),
+    seq         INTEGER NOT NULL,
+    tenant_id   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    fence       INTEGER NOT NULL,
+    outcome     TEXT NOT NULL,
+    next_step   TEXT,
+    started_at  TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+-- trigger runs_terminal_is_final
+CREATE TRIGGER runs_terminal_is_final
+BEFORE UPDATE ON runs
+WHEN OLD.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+BEGIN
+    SELECT RAISE(ABORT, 'run_closed');
+END;

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ratchet import FakeClock
+from ratchet.errors import MigrationChecksumError, SchemaTooNewError
+from ratchet.store import migrate
+from ratchet.store.sqlite import SqliteStore
+from tests.migrations.schema import fresh_sqlite_schema
+
+SNAPSHOT = Path(__file__).with_name("schema.sqlite.sql")
+
+
+def test_a_fresh_migrate_equals_the_checked_in_snapshot() -> None:
+    assert fresh_sqlite_schema() == SNAPSHOT.read_text(), (
+        "schema changed: add a migration, then refresh the snapshot with "
+        "`python -m tests.migrations.schema > tests/migrations/schema.sqlite.sql`"
+    )
+
+
+def test_migration_files_are_numbered_without_gaps() -> None:
+    versions = [m.version for m in migrate.discover("sqlite")]
+    assert versions == list(range(1, len(versions) + 1))
+
+
+def test_migrate_twice_applies_nothing_the_second_time(tmp_path: Path, clock: FakeClock) -> None:
+    store = SqliteStore(tmp_path / "m.db")
+    assert store.migrate(clock.now()) == ["0001_create_core"]
+    assert store.migrate(clock.now()) == []
+    assert store.schema_version() == 1
+    store.close()
+
+
+def test_a_database_newer_than_the_code_is_refused(tmp_path: Path, clock: FakeClock) -> None:
+    store = SqliteStore(tmp_path / "m.db")
+    store.migrate(clock.now())
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute(
+        "INSERT INTO ratchet_migrations VALUES (999, 'from_the_future', 'x', '2030-01-01')"
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaTooNewError, match="999"):
+        store.migrate(clock.now())
+    store.close()
+
+
+def test_an_edited_applied_migration_is_refused(tmp_path: Path, clock: FakeClock) -> None:
+    store = SqliteStore(tmp_path / "m.db")
+    store.migrate(clock.now())
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute("UPDATE ratchet_migrations SET checksum = 'edited' WHERE version = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(MigrationChecksumError):
+        store.migrate(clock.now())
+    store.close()
+
+
+def test_pending_is_pure_and_ordered() -> None:
+    known = migrate.discover("sqlite")
+    assert migrate.pending(known, []) == known
+    done = [(m.version, m.name, m.checksum) for m in known]
+    assert migrate.pending(known, done) == []
