@@ -180,7 +180,8 @@ class Store(Protocol):
 
         Guarded by ``expected_status``, ``expected_version`` and, when given, ``fence``. ``data``
         is stored in the status event and, for FAILED/QUARANTINED/NEEDS_ATTENTION/CANCELLED, on
-        the run's ``error``. Raises like :meth:`commit` when the guard fails.
+        the run's ``error``. The lease is released when ``release_lease`` is set or the new
+        status is terminal. Raises like :meth:`commit` when the guard fails.
         """
         ...
 

@@ -398,7 +398,7 @@ class SqliteStore:
                     **ids,
                     "status": str(status),
                     "error": _json(data) if keeps_error and data is not None else None,
-                    "keep_lease": not release_lease,
+                    "keep_lease": not (release_lease or status.terminal),
                     "now": at,
                     "expected_status": str(expected_status),
                     "expected_version": expected_version,

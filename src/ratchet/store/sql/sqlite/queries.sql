@@ -60,7 +60,8 @@ WHERE tenant_id = :tenant_id AND run_id = :run_id AND owner = :owner AND fence =
 
 -- name: release
 UPDATE runs SET owner = NULL, lease_until = NULL
-WHERE tenant_id = :tenant_id AND run_id = :run_id AND owner = :owner AND fence = :fence;
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND owner = :owner AND fence = :fence
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
 
 -- name: advance_run
 UPDATE runs

@@ -1,0 +1,114 @@
+"""Property: random interleavings of store operations never leave a terminal state, never make
+a status change outside the transition table, and never move a version or a fence backwards."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from ratchet import FakeClock, transitions
+from ratchet.errors import RatchetError
+from ratchet.model import Run, RunStatus
+from ratchet.store.base import Boundary
+from ratchet.store.sqlite import SqliteStore
+from tests.conformance.conftest import LEASE, new_run
+
+OWNERS = ["w1", "w2"]
+
+
+class StoreMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = Path(tempfile.mkdtemp())
+        self.clock = FakeClock()
+        self.store = SqliteStore(self.folder / "sm.db")
+        self.store.migrate(self.clock.now())
+        self.store.create_run(new_run("r"), self.clock.now())
+        self.leases: dict[str, Run] = {}
+        self.last = self.store.get_run("t1", "r")
+        self.was_terminal: RunStatus | None = None
+
+    def teardown(self) -> None:
+        self.store.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @rule(owner=st.sampled_from(OWNERS))
+    def claim(self, owner: str) -> None:
+        run = self.store.claim(owner, self.clock.now() + LEASE, self.clock.now(), ["wf"])
+        if run is not None:
+            self.leases[owner] = run
+
+    @rule(
+        owner=st.sampled_from(OWNERS),
+        status=st.sampled_from([RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED]),
+    )
+    def commit(self, owner: str, status: RunStatus) -> None:
+        held = self.leases.get(owner)
+        if held is None:
+            return
+        now = self.clock.now()
+        nxt = "first" if status is RunStatus.RUNNING else None
+        b = Boundary("first", "x", nxt, status, now, now, {"n": b"1"})
+        try:
+            version = self.store.commit("t1", "r", held.fence, held.state_version, [b], now)
+        except RatchetError:
+            return
+        self.leases[owner] = self.store.get_run("t1", "r")
+        assert self.leases[owner].state_version == version
+
+    @rule(target_status=st.sampled_from(list(RunStatus)), fenced=st.booleans(),
+          owner=st.sampled_from(OWNERS))
+    def change_status(self, target_status: RunStatus, fenced: bool, owner: str) -> None:
+        current = self.store.get_run("t1", "r")
+        if not transitions.allowed(current.status, target_status):
+            return
+        held = self.leases.get(owner)
+        try:
+            self.store.set_status(
+                "t1",
+                "r",
+                expected_status=current.status,
+                expected_version=current.state_version,
+                status=target_status,
+                fence=held.fence if (fenced and held) else None,
+                now=self.clock.now(),
+            )
+        except RatchetError:
+            return
+
+    @rule(seconds=st.integers(min_value=1, max_value=40))
+    def time_passes(self, seconds: int) -> None:
+        self.clock.advance(seconds)
+
+    @rule(owner=st.sampled_from(OWNERS))
+    def release(self, owner: str) -> None:
+        held = self.leases.get(owner)
+        if held is not None:
+            self.store.release("t1", "r", owner, held.fence, self.clock.now())
+
+    @invariant()
+    def ratchet_only_turns_forward(self) -> None:
+        run = self.store.get_run("t1", "r")
+        assert run.state_version >= self.last.state_version
+        assert run.fence >= self.last.fence
+        if self.was_terminal is not None:
+            assert run.status is self.was_terminal, "a terminal state was left"
+        if run.status.terminal:
+            self.was_terminal = run.status
+        self.last = run
+
+    @invariant()
+    def every_recorded_status_change_is_in_the_table(self) -> None:
+        for e in self.store.events("t1", "r"):
+            if e.type == "status":
+                a, b = RunStatus(e.data["from"]), RunStatus(e.data["to"])
+                assert transitions.allowed(a, b), f"{a} -> {b} skipped the table"
+
+
+StoreMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestStoreStateMachine = StoreMachine.TestCase
