@@ -67,8 +67,13 @@ def run_cli(
     )
 
 
-def entries(log: Path) -> Counter[str]:
-    """How many times each step was entered, from a COUNTING_LOG file."""
+def entries(log: Path, run_id: str | None = None) -> Counter[str]:
+    """How many times each step was entered (of one run, or of all), from a COUNTING_LOG file."""
     if not log.exists():
         return Counter()
-    return Counter(line.removeprefix("ENTER ") for line in log.read_text().splitlines())
+    found: Counter[str] = Counter()
+    for line in log.read_text().splitlines():
+        _, name, rid = line.split()
+        if run_id is None or rid == run_id:
+            found[name] += 1
+    return found

@@ -1,8 +1,9 @@
 """A ten-step workflow for crash tests.
 
-Each step appends ``ENTER sN`` to the file named by ``COUNTING_LOG`` before doing anything, so a
-test can count how many times each step was entered across processes. ``COUNTING_SLEEP_AT=sN``
-makes step N sleep ``COUNTING_SLEEP`` seconds after logging (a window to SIGKILL or SIGTERM).
+Each step appends ``ENTER sN RUN_ID`` to the file named by ``COUNTING_LOG`` before doing
+anything, so a test can count how many times each step was entered across processes.
+``COUNTING_SLEEP_AT=sN`` makes step N sleep ``COUNTING_SLEEP`` seconds after logging
+(a window to SIGKILL or SIGTERM).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def make_step(i: int) -> StepDef:
     name = f"s{i}"
 
     def run(ctx: Context, state: Tally) -> Outcome:
-        log(f"ENTER {name}")
+        log(f"ENTER {name} {ctx.run_id}")
         if os.environ.get("COUNTING_SLEEP_AT") == name:
             time.sleep(float(os.environ.get("COUNTING_SLEEP", "30")))
         state.total += i

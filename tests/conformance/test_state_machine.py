@@ -61,8 +61,11 @@ class StoreMachine(RuleBasedStateMachine):
         self.leases[owner] = self.store.get_run("t1", "r")
         assert self.leases[owner].state_version == version
 
-    @rule(target_status=st.sampled_from(list(RunStatus)), fenced=st.booleans(),
-          owner=st.sampled_from(OWNERS))
+    @rule(
+        target_status=st.sampled_from(list(RunStatus)),
+        fenced=st.booleans(),
+        owner=st.sampled_from(OWNERS),
+    )
     def change_status(self, target_status: RunStatus, fenced: bool, owner: str) -> None:
         current = self.store.get_run("t1", "r")
         if not transitions.allowed(current.status, target_status):

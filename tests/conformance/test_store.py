@@ -102,7 +102,12 @@ def test_a_stale_owner_cannot_commit_and_changes_nothing(store: Store, clock: Fa
     assert old is not None and new is not None
     with pytest.raises(LeaseLostError):
         store.commit(
-            "t1", "r1", old.fence, old.state_version, [boundary(clock, state={"n": b"9"})], clock.now()
+            "t1",
+            "r1",
+            old.fence,
+            old.state_version,
+            [boundary(clock, state={"n": b"9"})],
+            clock.now(),
         )
     after = store.get_run("t1", "r1")
     assert after.state_version == new.state_version

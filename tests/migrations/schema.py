@@ -1,6 +1,6 @@
 """Dump a migrated database's schema as text; run as a script to refresh the snapshot:
 
-    python -m tests.migrations.schema > tests/migrations/schema.sqlite.sql
+python -m tests.migrations.schema > tests/migrations/schema.sqlite.sql
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet import Context, FakeClock, Runtime, RunStatus, Workflow, done, fail, goto, step
+from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
 from ratchet.errors import (
     InvalidInputError,
     LeaseLostError,
@@ -124,10 +124,13 @@ def test_going_to_an_undeclared_step_fails_the_run(runtime: Runtime) -> None:
 
 def test_cancel_of_an_idle_run_ends_it_cancelled(runtime: Runtime) -> None:
     run = runtime.start(agent)
-    assert runtime.cancel(run.run_id, reason="user changed their mind").status is RunStatus.CANCELLED
+    assert (
+        runtime.cancel(run.run_id, reason="user changed their mind").status is RunStatus.CANCELLED
+    )
     assert runtime.run_until_idle() == 0
     transitions = [
-        (e.data["from"], e.data["to"]) for e in runtime.store.events("default", run.run_id)
+        (e.data["from"], e.data["to"])
+        for e in runtime.store.events("default", run.run_id)
         if e.type == "status"
     ]
     assert transitions == [("PENDING", "CANCEL_REQUESTED"), ("CANCEL_REQUESTED", "CANCELLED")]
@@ -165,9 +168,7 @@ def test_cancel_of_a_finished_run_changes_nothing(runtime: Runtime) -> None:
     assert runtime.cancel(run.run_id).status is RunStatus.SUCCEEDED
 
 
-def test_an_unreadable_checkpoint_quarantines_only_that_run(
-    runtime: Runtime, db_url: str
-) -> None:
+def test_an_unreadable_checkpoint_quarantines_only_that_run(runtime: Runtime, db_url: str) -> None:
     bad = runtime.start(agent)
     good = runtime.start(agent)
     conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
@@ -194,14 +195,14 @@ def test_resume_of_a_run_leased_by_a_live_owner_is_busy(
     runtime: Runtime, db_url: str, clock: FakeClock
 ) -> None:
     run = runtime.start(agent)
-    assert runtime.store.claim("someone-alive", clock.now().replace(year=2100), clock.now(), ["agent"])
+    assert runtime.store.claim(
+        "someone-alive", clock.now().replace(year=2100), clock.now(), ["agent"]
+    )
     with pytest.raises(RunBusyError, match="leased by someone-alive"):
         runtime.resume(run.run_id)
 
 
-def test_a_worker_whose_lease_was_reclaimed_cannot_commit(
-    db_url: str, clock: FakeClock
-) -> None:
+def test_a_worker_whose_lease_was_reclaimed_cannot_commit(db_url: str, clock: FakeClock) -> None:
     a = Runtime(db_url, clock=clock, owner="a", workflows=[agent])
     b = Runtime(db_url, clock=clock, owner="b", workflows=[agent])
     run = a.start(agent)

@@ -1,0 +1,85 @@
+"""CLI behaviour a person meets: clear one-line errors, listing, showing, cancelling."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_cli
+
+APP = "tests.apps.counting"
+
+
+def test_an_unknown_run_is_one_line_with_a_fix(db_url: str) -> None:
+    out = run_cli(db_url, "show", "no-such-run")
+    assert out.returncode == 1
+    assert out.stderr.strip().count("\n") == 0
+    assert out.stderr.startswith("error[run_not_found]:")
+    assert "fix:" in out.stderr
+
+
+def test_bad_input_json_names_the_option(db_url: str) -> None:
+    out = run_cli(db_url, "start", "counting", "--app", APP, "--input", "{nope")
+    assert out.returncode == 1
+    assert "error[invalid_input]: --input is not valid JSON" in out.stderr
+    assert json.loads(run_cli(db_url, "runs", "--json").stdout) == [], "nothing was created"
+
+
+def test_a_missing_app_says_how_to_load_one(db_url: str) -> None:
+    out = run_cli(db_url, "start", "counting")
+    assert out.returncode == 1
+    assert "error[invalid_config]: no workflows are loaded" in out.stderr
+    assert "--app MODULE" in out.stderr
+
+
+def test_an_unknown_status_filter_lists_the_valid_ones(db_url: str) -> None:
+    out = run_cli(db_url, "runs", "--status", "DONE")
+    assert out.returncode == 1
+    assert "SUCCEEDED" in out.stderr
+
+
+def test_a_postgres_url_is_refused_clearly_for_now(db_url: str) -> None:
+    out = run_cli("postgresql://localhost/x", "runs")
+    assert out.returncode == 1
+    assert out.stderr.startswith("error[invalid_config]")
+
+
+def test_start_runs_show_and_cancel(db_url: str) -> None:
+    started = run_cli(
+        db_url,
+        "start",
+        "counting",
+        "--app",
+        APP,
+        "--idempotency-key",
+        "k1",
+        "--release",
+        "code=abc123",
+        "--release",
+        "model=fake-1",
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.split()[1]
+    again = run_cli(db_url, "start", "counting", "--app", APP, "--idempotency-key", "k1")
+    assert again.stdout.split()[1] == run_id
+
+    listed = run_cli(db_url, "runs", "--status", "pending")
+    assert run_id in listed.stdout
+    shown = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
+    assert shown["release"]["code"] == "abc123"
+    assert shown["release"]["model"] == "fake-1"
+    assert shown["next_step"] == "s1"
+
+    cancelled = run_cli(db_url, "cancel", run_id, "--reason", "test")
+    assert cancelled.returncode == 0
+    assert "CANCELLED" in cancelled.stdout
+    assert "already ended CANCELLED" in run_cli(db_url, "cancel", run_id).stdout
+    resumed = run_cli(db_url, "resume", run_id, "--app", APP)
+    assert "is finished (CANCELLED)" in resumed.stdout
+
+
+def test_migrate_reports_the_schema_version(db_url: str) -> None:
+    first = run_cli(db_url, "migrate")
+    assert "applied 0001_create_core" in first.stdout
+    second = run_cli(db_url, "migrate")
+    assert "schema is up to date" in second.stdout
+    assert "schema version 1" in second.stdout
