@@ -192,9 +192,7 @@ def _increment(state: _CounterState) -> dict[str, int]:
     return {"count": state["count"] + 1}
 
 
-def _build_langgraph(
-    steps: int, checkpointer: Any
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+def _build_langgraph(steps: int, checkpointer: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile ``START -> node_0 -> ... -> node_{steps-1} -> END``."""
     from langgraph.graph import END, START, StateGraph
 
@@ -258,9 +256,7 @@ def langgraph_step_us(
     """
     _check_sizes(runs, steps)
     if durability not in DURABILITY_MODES:
-        raise ValueError(
-            f"durability must be one of {DURABILITY_MODES}, got {durability!r}"
-        )
+        raise ValueError(f"durability must be one of {DURABILITY_MODES}, got {durability!r}")
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     mode = cast("Durability", durability)
@@ -346,7 +342,7 @@ def dbos_step_us(tmpdir: Path, runs: int, steps: int, *, warmup: int = 1) -> flo
     Returns:
         Total timed wall time / (runs * steps), in microseconds.
     """
-    global _dbos_in_use
+    global _dbos_in_use  # noqa: PLW0603 (DBOS is one instance per process)
     _check_sizes(runs, steps)
     if _dbos_in_use:
         raise RuntimeError("dbos_step_us is already running in this process")
@@ -395,9 +391,7 @@ def _line(label: str, us: float) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Print the baseline and every installed peer's per-step overhead."""
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0] if __doc__ else None
-    )
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=50, help="timed runs per peer")
     parser.add_argument("--steps", type=int, default=20, help="steps per run")
     parser.add_argument("--commits", type=int, default=2000, help="baseline commits")
@@ -408,9 +402,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"workload: {args.runs} runs x {args.steps} no-op steps")
 
     with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as d:
-        print(
-            _line("sqlite commit (baseline)", sqlite_commit_us(Path(d), args.commits))
-        )
+        print(_line("sqlite commit (baseline)", sqlite_commit_us(Path(d), args.commits)))
 
     if peers["langgraph"] and peers["langgraph-checkpoint-sqlite"]:
         with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as d:

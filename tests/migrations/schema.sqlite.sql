@@ -8,11 +8,11 @@ CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at);
 CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
 
 -- index runs_runnable
-CREATE INDEX runs_runnable ON runs (status, lease_until, updated_at);
+CREATE INDEX runs_runnable ON runs (status, lease_until);
 
 -- table events
 CREATE TABLE events (
-    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq       INTEGER PRIMARY KEY,
     tenant_id TEXT NOT NULL,
     run_id    TEXT NOT NULL REFERENCES runs (run_id),
     type      TEXT NOT NULL,
@@ -24,7 +24,7 @@ CREATE TABLE events (
 
 -- table messages
 CREATE TABLE messages (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           INTEGER PRIMARY KEY,
     tenant_id    TEXT NOT NULL,
     thread_id    TEXT NOT NULL,
     seq          INTEGER NOT NULL,

@@ -121,7 +121,7 @@ class Store(Protocol):
         Runnable: status PENDING, RUNNING or CANCEL_REQUESTED, workflow in ``workflows``, and no
         live lease (``lease_until`` is null or before ``now``). The claim sets ``owner`` and
         ``lease_until``, increments ``fence`` and ``state_version``, moves PENDING to RUNNING and
-        appends a ``claimed`` event. Without ``run_id`` the oldest-updated runnable run of any
+        appends a ``claimed`` event. Without ``run_id`` the oldest runnable run of any
         tenant is taken (this is the worker's scan, the one query not scoped by tenant); with
         ``run_id`` (and ``tenant_id``) only that run. ``dead_owner`` names an owner the caller
         has proven dead (a process of this host that no longer exists): its live-looking lease

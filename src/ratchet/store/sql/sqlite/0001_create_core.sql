@@ -1,5 +1,7 @@
 -- Runs, their state fields, committed steps, events and thread messages.
 -- Times are ISO-8601 UTC text with microseconds, so they compare correctly as text.
+-- Events and messages are never deleted while their run exists, so their integer keys only grow
+-- (no AUTOINCREMENT: it would cost a second page write on every step).
 
 CREATE TABLE runs (
     run_id          TEXT PRIMARY KEY,
@@ -25,7 +27,7 @@ CREATE TABLE runs (
     UNIQUE (tenant_id, idempotency_key)
 );
 
-CREATE INDEX runs_runnable ON runs (status, lease_until, updated_at);
+CREATE INDEX runs_runnable ON runs (status, lease_until);
 CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at);
 CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
 
@@ -51,7 +53,7 @@ CREATE TABLE steps (
 ) WITHOUT ROWID;
 
 CREATE TABLE events (
-    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq       INTEGER PRIMARY KEY,
     tenant_id TEXT NOT NULL,
     run_id    TEXT NOT NULL REFERENCES runs (run_id),
     type      TEXT NOT NULL,
@@ -64,7 +66,7 @@ CREATE TABLE events (
 CREATE INDEX events_by_run ON events (run_id, seq);
 
 CREATE TABLE messages (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           INTEGER PRIMARY KEY,
     tenant_id    TEXT NOT NULL,
     thread_id    TEXT NOT NULL,
     seq          INTEGER NOT NULL,

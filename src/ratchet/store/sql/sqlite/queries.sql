@@ -37,7 +37,7 @@ WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
   AND (:run_id IS NULL OR run_id = :run_id)
-ORDER BY updated_at
+ORDER BY created_at
 LIMIT 1;
 
 -- name: claim_run
