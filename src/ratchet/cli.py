@@ -180,6 +180,7 @@ def worker(
         rt,
         poll_interval=poll_interval,
         on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
+        on_error=lambda exc: click.echo(exc.one_line(), err=True),
     )
     w.install_signal_handlers()
     click.echo(f"worker {rt.owner} serving {', '.join(sorted(rt.workflows))} on {settings.db}")

@@ -25,6 +25,7 @@ from ratchet.errors import (
     RatchetError,
     RunClosedError,
     StaleStateError,
+    StoreError,
 )
 from ratchet.leases import Heartbeat, Lease
 from ratchet.model import Message, Run, RunStatus
@@ -35,7 +36,8 @@ from ratchet.workflow import Done, Fail, Next, Outcome, Workflow
 @dataclass(frozen=True, slots=True)
 class Stopped:
     """Why an execution stopped: ``ended`` (terminal or waiting), ``released`` (shutdown),
-    ``lost`` (lease lost or run moved on), ``quarantined`` or ``cancelled``."""
+    ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or ``store_error``
+    (the database failed; the lease is left to expire)."""
 
     reason: str
     run_id: str
@@ -107,6 +109,11 @@ class Execution:
         except StaleStateError:
             self.committer.discard()
             return self._after_stale()
+        except StoreError:
+            # The database failed under us: keep nothing in memory, let the lease expire and let
+            # whichever worker claims the run next continue from its last durable boundary.
+            self.committer.discard()
+            return Stopped("store_error", run.run_id)
 
     def _step(
         self, name: str, state: Any, fields: dict[str, bytes]

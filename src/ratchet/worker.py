@@ -6,6 +6,7 @@ import signal
 from collections.abc import Callable
 from types import FrameType
 
+from ratchet.errors import StoreError
 from ratchet.runtime import Runtime
 
 
@@ -14,7 +15,8 @@ class Worker:
 
     Startup recovery is the same loop: runs whose lease expired (their worker died) are as
     claimable as new ones. When idle it polls with backoff from ``poll_interval`` up to
-    ``max_poll_interval`` seconds. On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) it
+    ``max_poll_interval`` seconds; a database error is reported to ``on_error`` and retried with
+    the same backoff, never fatal. On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) it
     stops claiming, lets the current step finish and commit, releases the lease and returns.
     """
 
@@ -25,11 +27,13 @@ class Worker:
         poll_interval: float = 0.2,
         max_poll_interval: float = 2.0,
         on_stop: Callable[[str, str], None] | None = None,
+        on_error: Callable[[StoreError], None] | None = None,
     ) -> None:
         self.runtime = runtime
         self.poll_interval = poll_interval
         self.max_poll_interval = max_poll_interval
         self.on_stop = on_stop
+        self.on_error = on_error
 
     def install_signal_handlers(self) -> None:
         """Make SIGTERM and SIGINT request a graceful drain (main thread only)."""
@@ -51,7 +55,15 @@ class Worker:
         delay = self.poll_interval
         count = 0
         while not shutdown.is_set():
-            stopped = self.runtime.advance_one()
+            try:
+                stopped = self.runtime.advance_one()
+            except StoreError as exc:
+                # The database is unreachable or locked: never die, back off and try again.
+                if self.on_error is not None:
+                    self.on_error(exc)
+                shutdown.wait(delay)
+                delay = min(delay * 2, self.max_poll_interval)
+                continue
             if stopped is not None:
                 count += 1
                 delay = self.poll_interval

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,23 @@ def test_a_database_path_that_cannot_be_created_is_a_clear_error(tmp_path: Path)
     with pytest.raises(StoreError, match="cannot create the folder") as caught:
         Runtime(f"sqlite:///{blocker}/sub/db.sqlite")
     assert "choose a writable location" in caught.value.one_line()
+
+
+def test_a_heartbeat_renews_the_lease_and_notices_when_it_is_lost(
+    db_url: str, clock: FakeClock
+) -> None:
+    a = Runtime(db_url, clock=clock, owner="a", lease_seconds=30)
+    run = a.start(agent)
+    claimed = a.store.claim("a", clock.now() + timedelta(seconds=30), clock.now(), ["agent"])
+    assert claimed is not None
+    lease = a.heartbeat.hold("default", run.run_id, claimed.fence)
+    clock.advance(25)
+    a.heartbeat.beat()
+    clock.advance(25)
+    assert a.store.claim("b", clock.now(), clock.now(), ["agent"]) is None, "renewed: still held"
+    clock.advance(31)
+    assert a.store.claim("b", clock.now() + timedelta(seconds=30), clock.now(), ["agent"])
+    a.heartbeat.beat()
+    assert lease.lost.is_set()
+    assert a.heartbeat.held() == []
+    a.close()
