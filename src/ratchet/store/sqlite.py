@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -70,7 +71,7 @@ class SqliteStore:
         self.url = f"sqlite:///{self.path}"
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._all: list[tuple[weakref.ref[threading.Thread], sqlite3.Connection]] = []
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,8 +102,20 @@ class SqliteStore:
                 ) from exc
             self._local.conn = conn
             with self._lock:
-                self._all.append(conn)
+                self._close_orphans()
+                self._all.append((weakref.ref(threading.current_thread()), conn))
         return conn
+
+    def _close_orphans(self) -> None:
+        """Close connections whose thread has ended (short-lived writer threads)."""
+        keep = []
+        for ref, conn in self._all:
+            thread = ref()
+            if thread is not None and thread.is_alive():
+                keep.append((ref, conn))
+            else:
+                conn.close()
+        self._all = keep
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -139,7 +152,7 @@ class SqliteStore:
     def close(self) -> None:
         """Close every connection this store opened, from any thread."""
         with self._lock:
-            for conn in self._all:
+            for _, conn in self._all:
                 conn.close()
             self._all.clear()
         self._local = threading.local()
