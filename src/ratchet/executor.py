@@ -28,7 +28,7 @@ from ratchet.errors import (
     StoreError,
 )
 from ratchet.leases import Heartbeat, Lease
-from ratchet.model import Message, Run, RunStatus
+from ratchet.model import JSON, Message, Run, RunStatus
 from ratchet.store.base import Boundary, Store
 from ratchet.workflow import Done, Fail, Next, Outcome, Workflow
 
@@ -221,39 +221,30 @@ class Execution:
 
     def _finish_cancel(self) -> Stopped:
         run = self.run
-        transitions.check(run.status, RunStatus.CANCELLED)
-        try:
-            self.store.set_status(
-                run.tenant_id,
-                run.run_id,
-                expected_status=RunStatus.CANCEL_REQUESTED,
-                expected_version=run.state_version,
-                status=RunStatus.CANCELLED,
-                fence=run.fence,
-                now=self.clock.now(),
-                data={"reason": "cancelled", "step": run.next_step},
-                release_lease=True,
-            )
-        except (LeaseLostError, RunClosedError, StaleStateError):
-            return Stopped("lost", run.run_id)
-        return Stopped("cancelled", run.run_id)
+        data = {"reason": "cancelled", "step": run.next_step}
+        return self._close(run, RunStatus.CANCELLED, data, "cancelled")
 
     def _quarantine(self, reason: str, message: str) -> Stopped:
         """Park the run as QUARANTINED with the evidence; the worker goes on with others."""
         run = self._current()
-        transitions.check(run.status, RunStatus.QUARANTINED)
+        data = {"reason": reason, "message": message, "step": run.next_step}
+        return self._close(run, RunStatus.QUARANTINED, data, "quarantined")
+
+    def _close(self, run: Run, status: RunStatus, data: JSON, why: str) -> Stopped:
+        """Move ``run`` (as last read) to ``status`` under our fence and give the lease up."""
+        transitions.check(run.status, status)
         try:
             self.store.set_status(
                 run.tenant_id,
                 run.run_id,
                 expected_status=run.status,
                 expected_version=run.state_version,
-                status=RunStatus.QUARANTINED,
+                status=status,
                 fence=self.run.fence,
                 now=self.clock.now(),
-                data={"reason": reason, "message": message, "step": run.next_step},
+                data=data,
                 release_lease=True,
             )
         except (LeaseLostError, RunClosedError, StaleStateError):
             return Stopped("lost", run.run_id)
-        return Stopped("quarantined", run.run_id)
+        return Stopped(why, run.run_id)
