@@ -127,3 +127,17 @@ class DecodeError(RatchetError):
 
     code = "decode_error"
     fix = "repair the run's state or deploy code that can read it"
+
+
+class EffectNotFoundError(RatchetError):
+    """No effect with this key exists for this tenant."""
+
+    code = "effect_not_found"
+    fix = "check the key with `ratchet effects` (keys look like tenant/workflow/run/1.step/name)"
+
+
+class EffectStateError(RatchetError):
+    """The effect is not in the status the change requires (someone else changed it first)."""
+
+    code = "effect_state_changed"
+    fix = "re-read the effect with `ratchet effects --run RUN` and decide again"

@@ -103,7 +103,9 @@ class Run:
 
     ``state_version`` grows by one on every write to the run; ``fence`` grows by one on every
     claim. ``owner`` and ``lease_until`` describe the current lease (both None when free).
-    ``next_step`` is the step the run continues with; None once it has ended.
+    ``next_step`` is the step the run continues with; None once it has ended. ``wake_at`` is
+    set while the run sleeps before a retry (no worker claims it earlier); ``step_attempts`` and
+    ``retry_since`` count failed attempts of ``next_step`` and when the first one failed.
     """
 
     run_id: str
@@ -123,6 +125,9 @@ class Run:
     steps_done: int
     created_at: datetime
     updated_at: datetime
+    wake_at: datetime | None = None
+    step_attempts: int = 0
+    retry_since: datetime | None = None
 
     @property
     def durability(self) -> Durability:

@@ -79,7 +79,7 @@ def test_start_runs_show_and_cancel(db_url: str) -> None:
 
 def test_migrate_reports_the_schema_version(db_url: str) -> None:
     first = run_cli(db_url, "migrate")
-    assert "applied 0001_create_core" in first.stdout
+    assert "applied 0001_create_core, 0002_create_effects" in first.stdout
     second = run_cli(db_url, "migrate")
     assert "schema is up to date" in second.stdout
-    assert "schema version 1" in second.stdout
+    assert "schema version 2" in second.stdout

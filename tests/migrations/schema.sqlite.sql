@@ -1,3 +1,9 @@
+-- index effects_by_run
+CREATE INDEX effects_by_run ON effects (tenant_id, run_id, id);
+
+-- index effects_by_status
+CREATE INDEX effects_by_status ON effects (tenant_id, status);
+
 -- index events_by_run
 CREATE INDEX events_by_run ON events (run_id, seq);
 
@@ -9,6 +15,32 @@ CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
 
 -- index runs_runnable
 CREATE INDEX runs_runnable ON runs (status, lease_until);
+
+-- table effects
+CREATE TABLE effects (
+    id           INTEGER PRIMARY KEY,
+    effect_key   TEXT NOT NULL UNIQUE,
+    tenant_id    TEXT NOT NULL,
+    run_id       TEXT NOT NULL REFERENCES runs (run_id),
+    step         TEXT NOT NULL,
+    step_seq     INTEGER NOT NULL,
+    name         TEXT NOT NULL,
+    target       TEXT NOT NULL,
+    operation    TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    request      TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN (
+                     'planned', 'executing', 'confirmed', 'rejected', 'ambiguous',
+                     'compensated')),
+    attempts     INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    result       TEXT,
+    receipt      TEXT,
+    last_error   TEXT,
+    compensator  TEXT,
+    resolution   TEXT,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL
+);
 
 -- table events
 CREATE TABLE events (
@@ -66,7 +98,7 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT,
     UNIQUE (tenant_id, idempotency_key)
 );
 

@@ -28,9 +28,9 @@ def test_migration_files_are_numbered_without_gaps() -> None:
 
 def test_migrate_twice_applies_nothing_the_second_time(tmp_path: Path, clock: FakeClock) -> None:
     store = SqliteStore(tmp_path / "m.db")
-    assert store.migrate(clock.now()) == ["0001_create_core"]
+    assert store.migrate(clock.now()) == ["0001_create_core", "0002_create_effects"]
     assert store.migrate(clock.now()) == []
-    assert store.schema_version() == 1
+    assert store.schema_version() == 2
     store.close()
 
 

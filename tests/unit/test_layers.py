@@ -8,7 +8,19 @@ from pathlib import Path
 import ratchet
 
 SRC = Path(ratchet.__file__).parent
-CORE = {"model", "transitions", "clock", "errors", "serde", "workflow", "ids", "crashpoints"}
+CORE = {
+    "model",
+    "transitions",
+    "clock",
+    "errors",
+    "serde",
+    "workflow",
+    "ids",
+    "crashpoints",
+    "effects",
+    "recovery",
+    "retry",
+}
 OUTER = {"runtime", "worker", "cli", "cli_support", "demo_cli", "render", "executor", "store"}
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from ratchet.effects import EffectRecord, EffectStatus, NewEffect
 from ratchet.model import JSON, Event, Message, Release, Run, RunStatus, StepRecord
 
 
@@ -183,6 +184,83 @@ class Store(Protocol):
         the run's ``error``. The lease is released when ``release_lease`` is set or the new
         status is terminal. Raises like :meth:`commit` when the guard fails.
         """
+        ...
+
+    def defer(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        fence: int,
+        expected_version: int,
+        wake_at: datetime,
+        step_attempts: int,
+        now: datetime,
+        data: JSON = None,
+    ) -> Run:
+        """Put a RUNNING run to sleep until ``wake_at`` before it retries its next step.
+
+        Guarded like :meth:`commit`. Records ``step_attempts`` (failed attempts of the next
+        step so far) and, on the first failure, ``retry_since``; releases the lease; appends a
+        ``retry_scheduled`` event carrying ``data`` (the error). No worker claims the run before
+        ``wake_at``; the next boundary commit clears the attempt count.
+        """
+        ...
+
+    def plan_effect(
+        self, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime
+    ) -> EffectRecord:
+        """Record the intent of an effect (status ``planned``) before its first call.
+
+        Idempotent on ``new.key``: if the effect exists, nothing is written and the existing
+        record is returned (the caller compares request hashes). Guarded by ``fence`` and a
+        non-terminal run: raises :class:`~ratchet.errors.LeaseLostError` or
+        :class:`~ratchet.errors.RunClosedError` otherwise. Appends an ``effect`` event.
+        """
+        ...
+
+    def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
+        """The effect with this key in this tenant, or None."""
+        ...
+
+    def update_effect(
+        self,
+        tenant_id: str,
+        key: str,
+        *,
+        expected_status: EffectStatus,
+        status: EffectStatus,
+        fence: int | None,
+        now: datetime,
+        attempts_delta: int = 0,
+        result: JSON = None,
+        receipt: str | None = None,
+        error: JSON = None,
+        resolution: JSON = None,
+    ) -> EffectRecord:
+        """Move an effect from ``expected_status`` to ``status`` (the caller checked
+        ``ratchet.effects.EFFECT_ALLOWED``), adding ``attempts_delta`` to its attempts and
+        storing the given result, receipt, last error and resolution (None keeps the old value).
+
+        Guarded by ``expected_status`` and, when ``fence`` is given, by the run's fence and a
+        non-terminal run. A person's decision passes ``fence=None``. Raises
+        :class:`~ratchet.errors.EffectNotFoundError`,
+        :class:`~ratchet.errors.EffectStateError` (status moved on),
+        :class:`~ratchet.errors.LeaseLostError` or :class:`~ratchet.errors.RunClosedError`.
+        Appends an ``effect`` event to the run.
+        """
+        ...
+
+    def list_effects(
+        self,
+        tenant_id: str,
+        *,
+        run_id: str | None = None,
+        statuses: Sequence[EffectStatus] = (),
+        limit: int = 1000,
+    ) -> list[EffectRecord]:
+        """Effects of a tenant (optionally of one run, of any of ``statuses``) in the order
+        they were planned."""
         ...
 
     def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:

@@ -20,7 +20,10 @@ from typing import Any
 
 import orjson
 
+from ratchet.effects import EffectRecord, EffectStatus, NewEffect
 from ratchet.errors import (
+    EffectNotFoundError,
+    EffectStateError,
     LeaseLostError,
     RunClosedError,
     RunNotFoundError,
@@ -424,6 +427,140 @@ class SqliteStore:
             _event(conn, ids, "status", None, fence, change, at)
         return _run(row)
 
+    def defer(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        fence: int,
+        expected_version: int,
+        wake_at: datetime,
+        step_attempts: int,
+        now: datetime,
+        data: JSON = None,
+    ) -> Run:
+        """See :meth:`Store.defer`."""
+        ids = {"tenant_id": tenant_id, "run_id": run_id}
+        at = _ts(now)
+        with self._write() as conn:
+            row = conn.execute(
+                _Q["defer_run"],
+                {
+                    **ids,
+                    "wake_at": _ts(wake_at),
+                    "step_attempts": step_attempts,
+                    "now": at,
+                    "fence": fence,
+                    "expected_version": expected_version,
+                },
+            ).fetchone()
+            if row is None:
+                raise _guard_failure(conn, ids, fence, expected_version)
+            info = {"wake_at": _ts(wake_at), "attempts": step_attempts, "error": data}
+            _event(conn, ids, "retry_scheduled", row["next_step"], fence, info, at)
+        return _run(row)
+
+    # -- effects --------------------------------------------------------------------------------
+
+    def plan_effect(
+        self, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime
+    ) -> EffectRecord:
+        """See :meth:`Store.plan_effect`."""
+        ids = {"tenant_id": tenant_id, "run_id": run_id}
+        at = _ts(now)
+        with self._write() as conn:
+            inserted = conn.execute(
+                _Q["insert_effect"],
+                {
+                    **ids,
+                    "key": new.key,
+                    "step": new.step,
+                    "step_seq": new.step_seq,
+                    "name": new.name,
+                    "target": new.target,
+                    "operation": new.operation,
+                    "request_hash": new.request_hash,
+                    "request": _json(new.request) or "null",
+                    "compensator": new.compensator,
+                    "fence": fence,
+                    "now": at,
+                },
+            ).rowcount
+            row = conn.execute(_Q["get_effect"], {"tenant_id": tenant_id, "key": new.key})
+            found = row.fetchone()
+            if found is None:
+                raise _guard_failure(conn, ids, fence, -1)
+            if inserted:
+                info = {"key": new.key, "to": "planned"}
+                _event(conn, ids, "effect", new.step, fence, info, at)
+        return _effect(found)
+
+    def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
+        """See :meth:`Store.get_effect`."""
+        rows = self._read("get_effect", {"tenant_id": tenant_id, "key": key})
+        return _effect(rows[0]) if rows else None
+
+    def update_effect(
+        self,
+        tenant_id: str,
+        key: str,
+        *,
+        expected_status: EffectStatus,
+        status: EffectStatus,
+        fence: int | None,
+        now: datetime,
+        attempts_delta: int = 0,
+        result: JSON = None,
+        receipt: str | None = None,
+        error: JSON = None,
+        resolution: JSON = None,
+    ) -> EffectRecord:
+        """See :meth:`Store.update_effect`."""
+        at = _ts(now)
+        with self._write() as conn:
+            row = conn.execute(
+                _Q["update_effect"],
+                {
+                    "tenant_id": tenant_id,
+                    "key": key,
+                    "status": str(status),
+                    "expected_status": str(expected_status),
+                    "attempts_delta": attempts_delta,
+                    "result": _json(result),
+                    "receipt": receipt,
+                    "error": _json(error),
+                    "resolution": _json(resolution),
+                    "fence": fence,
+                    "now": at,
+                },
+            ).fetchone()
+            if row is None:
+                raise _effect_guard_failure(conn, tenant_id, key, fence, expected_status)
+            ids = {"tenant_id": tenant_id, "run_id": row["run_id"]}
+            info = {"key": key, "from": str(expected_status), "to": str(status)}
+            if resolution is not None:
+                info["resolution"] = resolution
+            _event(conn, ids, "effect", row["step"], fence, info, at)
+        return _effect(row)
+
+    def list_effects(
+        self,
+        tenant_id: str,
+        *,
+        run_id: str | None = None,
+        statuses: Sequence[EffectStatus] = (),
+        limit: int = 1000,
+    ) -> list[EffectRecord]:
+        """See :meth:`Store.list_effects`."""
+        params = {
+            "tenant_id": tenant_id,
+            "run_id": run_id,
+            "any_status": not statuses,
+            "statuses": _json([str(s) for s in statuses]),
+            "limit": limit,
+        }
+        return [_effect(r) for r in self._read("list_effects", params)]
+
     # -- history --------------------------------------------------------------------------------
 
     def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:
@@ -520,6 +657,33 @@ def _run(row: sqlite3.Row) -> Run:
         steps_done=row["steps_done"],
         created_at=_dt(row["created_at"]),  # type: ignore[arg-type]
         updated_at=_dt(row["updated_at"]),  # type: ignore[arg-type]
+        wake_at=_dt(row["wake_at"]),
+        step_attempts=row["step_attempts"],
+        retry_since=_dt(row["retry_since"]),
+    )
+
+
+def _effect(row: sqlite3.Row) -> EffectRecord:
+    return EffectRecord(
+        key=row["effect_key"],
+        tenant_id=row["tenant_id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        step_seq=row["step_seq"],
+        name=row["name"],
+        target=row["target"],
+        operation=row["operation"],
+        request_hash=row["request_hash"],
+        request=_unjson(row["request"]),
+        status=EffectStatus(row["status"]),
+        attempts=row["attempts"],
+        result=_unjson(row["result"]),
+        receipt=row["receipt"],
+        last_error=_unjson(row["last_error"]),
+        compensator=row["compensator"],
+        resolution=_unjson(row["resolution"]),
+        created_at=_dt(row["created_at"]),  # type: ignore[arg-type]
+        updated_at=_dt(row["updated_at"]),  # type: ignore[arg-type]
     )
 
 
@@ -565,6 +729,23 @@ def _event(
         _Q["insert_event"],
         {**ids, "type": type_, "step": step, "fence": fence, "data": _json(data), "at": at},
     )
+
+
+def _effect_guard_failure(
+    conn: sqlite3.Connection,
+    tenant_id: str,
+    key: str,
+    fence: int | None,
+    expected: EffectStatus,
+) -> Exception:
+    """Explain why a guarded effect update matched no row."""
+    row = conn.execute(_Q["get_effect"], {"tenant_id": tenant_id, "key": key}).fetchone()
+    if row is None:
+        return EffectNotFoundError(f"no effect {key} in tenant {tenant_id}")
+    if row["status"] != str(expected):
+        return EffectStateError(f"effect {key} is {row['status']}, not {expected}")
+    ids = {"tenant_id": tenant_id, "run_id": row["run_id"]}
+    return _guard_failure(conn, ids, fence, -1)
 
 
 def _guard_failure(

@@ -34,6 +34,7 @@ SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = 
 SELECT tenant_id, run_id FROM runs
 WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
   AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
   AND (:run_id IS NULL OR run_id = :run_id)
@@ -47,10 +48,12 @@ SET owner = :owner,
     fence = fence + 1,
     state_version = state_version + 1,
     status = CASE status WHEN 'PENDING' THEN 'RUNNING' ELSE status END,
+    wake_at = NULL,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
   AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (wake_at IS NULL OR wake_at <= :now)
 RETURNING *;
 
 -- name: heartbeat
@@ -69,6 +72,8 @@ SET status = :status,
     next_step = :next_step,
     state_version = state_version + 1,
     steps_done = steps_done + :steps,
+    step_attempts = 0,
+    retry_since = NULL,
     result = :result,
     error = :error,
     owner = CASE WHEN :keep_lease THEN owner END,
@@ -139,3 +144,54 @@ VALUES (:version, :name, :checksum, :now);
 
 -- name: migrations_table_exists
 SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ratchet_migrations';
+
+-- name: defer_run
+UPDATE runs
+SET wake_at = :wake_at,
+    step_attempts = :step_attempts,
+    retry_since = COALESCE(retry_since, :now),
+    owner = NULL,
+    lease_until = NULL,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
+RETURNING *;
+
+-- name: insert_effect
+INSERT INTO effects (effect_key, tenant_id, run_id, step, step_seq, name, target, operation,
+                     request_hash, request, status, attempts, compensator, created_at,
+                     updated_at)
+SELECT :key, :tenant_id, :run_id, :step, :step_seq, :name, :target, :operation,
+       :request_hash, :request, 'planned', 0, :compensator, :now, :now
+WHERE EXISTS (SELECT 1 FROM runs
+              WHERE tenant_id = :tenant_id AND run_id = :run_id AND fence = :fence
+                AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ON CONFLICT (effect_key) DO NOTHING;
+
+-- name: get_effect
+SELECT * FROM effects WHERE tenant_id = :tenant_id AND effect_key = :key;
+
+-- name: update_effect
+UPDATE effects
+SET status = :status,
+    attempts = attempts + :attempts_delta,
+    result = COALESCE(:result, result),
+    receipt = COALESCE(:receipt, receipt),
+    last_error = COALESCE(:error, last_error),
+    resolution = COALESCE(:resolution, resolution),
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND effect_key = :key AND status = :expected_status
+  AND (:fence IS NULL OR EXISTS (
+        SELECT 1 FROM runs
+        WHERE runs.tenant_id = :tenant_id AND runs.run_id = effects.run_id
+          AND runs.fence = :fence AND runs.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')))
+RETURNING *;
+
+-- name: list_effects
+SELECT * FROM effects
+WHERE tenant_id = :tenant_id
+  AND (:run_id IS NULL OR run_id = :run_id)
+  AND (:any_status OR status IN (SELECT value FROM json_each(:statuses)))
+ORDER BY id
+LIMIT :limit;
