@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ratchet.model import JSON, Message, ToolCall
+
+if TYPE_CHECKING:
+    from ratchet.effect_runner import Compensate, EffectRunner, Execute, Reconcile
+    from ratchet.retry import RetryPolicy
 
 
 class Context:
@@ -30,6 +35,7 @@ class Context:
         fence: int,
         now: Callable[[], datetime],
         thread_messages: Callable[[], list[Message]],
+        effects: EffectRunner,
     ) -> None:
         self.run_id = run_id
         self.tenant_id = tenant_id
@@ -39,6 +45,7 @@ class Context:
         self.fence = fence
         self._now = now
         self._thread_messages = thread_messages
+        self._effects = effects
         self.new_messages: list[Message] = []
 
     def now(self) -> datetime:
@@ -71,3 +78,49 @@ class Context:
 def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:
     """Shorthand for :class:`ratchet.model.ToolCall`."""
     return ToolCall(id, name, arguments)
+
+    def effect(
+        self,
+        name: str,
+        *,
+        target: str,
+        operation: str,
+        request: JSON,
+        execute: Execute,
+        reconcile: Reconcile | None = None,
+        compensate: Compensate | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> JSON:
+        """Make an external side effect exactly once in business terms; return its result.
+
+        The intent (target, operation, canonical hash of ``request``) is committed before
+        ``execute(request, key)`` is called, and the outcome after. ``key`` is stable across
+        retries and re-executions of this step: pass it to the provider as its idempotency key
+        where it has one. When this step runs again (after a crash or a retry):
+
+        * a ``confirmed`` effect returns its recorded result without a second call;
+        * an effect whose call may have happened is checked with ``reconcile(request, key)``,
+          which returns :class:`ratchet.effects.Reconciled` (confirmed / not found / unknown);
+          without a reconciler, or when still unknown, the effect becomes ``ambiguous`` and the
+          run goes to NEEDS_ATTENTION: it is never resent blindly;
+        * a ``rejected`` effect raises :class:`ratchet.effects.EffectRejectedError` again.
+
+        Errors raised by ``execute`` are classified (:mod:`ratchet.effects`): transient ones are
+        retried under ``retry`` with durable waits; permanent ones reject the effect; anything
+        else may have reached the provider and is reconciled. ``compensate(request, key,
+        result)`` — declared in ``Workflow(compensators=[...])`` — undoes a confirmed effect
+        when the run is cancelled or fails. ``execute`` may return an
+        :class:`ratchet.effects.EffectResult` to record a receipt id with the result. A
+        different ``request`` under the same ``name`` in the same step occurrence raises
+        :class:`ratchet.effects.EffectConflictError`.
+        """
+        return self._effects.effect(
+            name,
+            target=target,
+            operation=operation,
+            request=request,
+            execute=execute,
+            reconcile=reconcile,
+            compensate=compensate,
+            retry=retry,
+        )

@@ -161,7 +161,9 @@ def error_json(exc: BaseException) -> dict[str, JSON]:
     }
 
 
-def effect_key(tenant_id: str, workflow: str, run_id: str, step_seq: int, step: str, name: str) -> str:
+def effect_key(
+    tenant_id: str, workflow: str, run_id: str, step_seq: int, step: str, name: str
+) -> str:
     """``tenant/workflow/run/<seq>.<step>/name``: stable across retries and re-executions of
     the same step occurrence (``step_seq`` is the step's position in the run)."""
     return f"{tenant_id}/{workflow}/{run_id}/{step_seq}.{step}/{name}"
@@ -210,6 +212,15 @@ class NewEffect:
     request_hash: str
     request: JSON
     compensator: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EffectResult:
+    """What an ``execute`` callable may return to record a receipt (a provider's resource or
+    transaction id) next to the result. Returning a plain JSON value records no receipt."""
+
+    result: JSON = None
+    receipt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,10 @@
 
 An execution holds the lease of one run. It decodes the checkpoint, then repeatedly runs the next
 step, turns its outcome into a :class:`~ratchet.store.base.Boundary` and hands it to the
-:class:`~ratchet.committer.Committer`. It stops when the run ends, when a graceful shutdown is
-requested (after the current step's boundary is durable), or when it loses the run (the fence
-moved on, a cancel arrived): then it stops touching the run at once.
+:class:`~ratchet.committer.Committer`. It stops when the run ends, when it must wait (a durable
+retry delay), when it needs a person (NEEDS_ATTENTION), when a graceful shutdown is requested
+(after the current step's boundary is durable), or when it loses the run (the fence moved on, a
+cancel arrived): then it stops touching the run at once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ratchet.clock import Clock
 from ratchet.committer import Committer
 from ratchet.context import Context
 from ratchet.crashpoints import crashpoint
+from ratchet.effect_runner import EffectRunner
+from ratchet.effects import EffectError
 from ratchet.errors import (
     DecodeError,
     LeaseLostError,
@@ -29,15 +32,26 @@ from ratchet.errors import (
 )
 from ratchet.leases import Heartbeat, Lease
 from ratchet.model import JSON, Message, Run, RunStatus
+from ratchet.signals import Escalate, RetryLater
 from ratchet.store.base import Boundary, Store
-from ratchet.workflow import Done, Fail, Next, Outcome, Workflow
+from ratchet.workflow import ESCALATIONS, Done, Fail, Next, Outcome, StepDef, Workflow
+
+SUGGESTIONS = {
+    "ambiguous_effect": (
+        "check at the provider whether the effect happened, then run "
+        "`ratchet effects resolve KEY --confirmed --receipt ID` or `--not-applied`"
+    ),
+    "retries_exhausted": "fix the cause of the error, then resume the run",
+    "budget_exhausted": "raise the budget or change the request, then resume the run",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Stopped:
-    """Why an execution stopped: ``ended`` (terminal or waiting), ``released`` (shutdown),
-    ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or ``store_error``
-    (the database failed; the lease is left to expire)."""
+    """Why an execution stopped: ``ended`` (terminal), ``retry_scheduled`` (sleeping until a
+    retry), ``needs_attention``, ``released`` (shutdown), ``lost`` (lease lost or run moved on),
+    ``quarantined``, ``cancelled``, or ``store_error`` (the database failed; the lease is left
+    to expire)."""
 
     reason: str
     run_id: str
@@ -62,6 +76,9 @@ class Execution:
         self.workflow = workflow
         self.shutdown = shutdown
         self.committer = Committer(store, run, clock.now)
+        self.effects = EffectRunner(store, clock, run, workflow, self.committer)
+        self.seq = run.steps_done
+        self.step_attempts = run.step_attempts
         self._thread_messages: list[Message] | None = None
 
     def execute(self) -> Stopped:
@@ -72,37 +89,6 @@ class Execution:
             if run.status is RunStatus.CANCEL_REQUESTED:
                 return self._finish_cancel()
             return self._loop(lease)
-        finally:
-            self.heartbeat.drop(lease)
-
-    def _loop(self, lease: Lease) -> Stopped:
-        run, wf = self.run, self.workflow
-        try:
-            state = wf.codec.from_fields(self.store.load_state(run.tenant_id, run.run_id))
-        except DecodeError as exc:
-            return self._quarantine("decode_error", exc.message)
-        fields = wf.codec.to_fields(state)
-        step_name = run.next_step
-        try:
-            while step_name is not None:
-                if step_name not in wf.steps:
-                    self.committer.flush()
-                    return self._quarantine(
-                        "unknown_step", f"step {step_name!r} is not declared by {wf.name}"
-                    )
-                if lease.lost.is_set():
-                    raise LeaseLostError(f"run {run.run_id}: lease lost")
-                if self.shutdown.is_set():
-                    self.committer.flush()
-                    return self._release()
-                boundary, state, step_name = self._step(step_name, state, fields)
-                fields.update(boundary.state)
-                crashpoint("before_commit", boundary.step)
-                self.committer.submit(boundary)
-                if boundary.status is not RunStatus.RUNNING:
-                    self.committer.flush()
-                crashpoint("after_commit", boundary.step)
-            return Stopped("ended", run.run_id)
         except (LeaseLostError, RunClosedError):
             self.committer.discard()
             return Stopped("lost", run.run_id)
@@ -114,12 +100,51 @@ class Execution:
             # whichever worker claims the run next continue from its last durable boundary.
             self.committer.discard()
             return Stopped("store_error", run.run_id)
+        finally:
+            self.heartbeat.drop(lease)
+
+    def _loop(self, lease: Lease) -> Stopped:
+        run, wf = self.run, self.workflow
+        try:
+            state = wf.codec.from_fields(self.store.load_state(run.tenant_id, run.run_id))
+        except DecodeError as exc:
+            return self._quarantine("decode_error", exc.message)
+        fields = wf.codec.to_fields(state)
+        step_name = run.next_step
+        while step_name is not None:
+            if step_name not in wf.steps:
+                self.committer.flush()
+                return self._quarantine(
+                    "unknown_step", f"step {step_name!r} is not declared by {wf.name}"
+                )
+            if lease.lost.is_set():
+                raise LeaseLostError(f"run {run.run_id}: lease lost")
+            if self.shutdown.is_set():
+                self.committer.flush()
+                return self._release()
+            current = step_name
+            try:
+                boundary, state, step_name = self._step(current, state, fields)
+            except RetryLater as wait:
+                return self._defer(wait)
+            except Escalate as esc:
+                return self._needs_attention(esc, current)
+            fields.update(boundary.state)
+            crashpoint("before_commit", boundary.step)
+            self.committer.submit(boundary)
+            self.seq += 1
+            self.step_attempts = 0
+            if boundary.status is not RunStatus.RUNNING:
+                self.committer.flush()
+            crashpoint("after_commit", boundary.step)
+        return Stopped("ended", run.run_id)
 
     def _step(
         self, name: str, state: Any, fields: dict[str, bytes]
     ) -> tuple[Boundary, Any, str | None]:
         """Run one step and describe its boundary; returns (boundary, new state, next step)."""
         run, wf = self.run, self.workflow
+        self.effects.begin_step(name, self.seq + 1)
         ctx = Context(
             run_id=run.run_id,
             tenant_id=run.tenant_id,
@@ -129,15 +154,21 @@ class Execution:
             fence=run.fence,
             now=self.clock.now,
             thread_messages=self._messages,
+            effects=self.effects,
         )
         started = self.clock.now()
-        outcome = self._call(name, ctx, state)
+        outcome = self._call(wf.steps[name], ctx, state)
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
         except RatchetError as exc:
             outcome, encoded = Fail("state_not_storable", exc.message), fields
         if outcome.state is not None:
             state = outcome.state
+        if isinstance(outcome, Fail):
+            unresolved = self.effects.compensate_all()
+            if unresolved:
+                details = {**outcome.details, "unresolved_compensations": unresolved}
+                outcome = Fail(outcome.reason, outcome.message, details, outcome.state)
         changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
         if self._thread_messages is not None:
             self._thread_messages.extend(ctx.new_messages)
@@ -171,11 +202,18 @@ class Execution:
         )
         return boundary, state, None
 
-    def _call(self, name: str, ctx: Context, state: Any) -> Outcome:
-        """Call the step function and turn anything unexpected into a typed failure."""
-        step = self.workflow.steps[name]
+    def _call(self, step: StepDef, ctx: Context, state: Any) -> Outcome:
+        """Call the step function and turn anything unexpected into a typed outcome.
+
+        Raises :class:`RetryLater` (sleep, then run the step again) and :class:`Escalate` with
+        action ``needs_attention``; other escalations become a failure or the failure step.
+        """
         try:
             outcome = step(ctx, state)
+        except Escalate as esc:
+            return self._escalated(esc, step.name)
+        except EffectError as exc:
+            return self._step_error(step, exc)
         except RatchetError as exc:
             return Fail(exc.code, exc.message)
         except Exception as exc:
@@ -184,15 +222,50 @@ class Execution:
         if not isinstance(outcome, Next | Done | Fail):
             return Fail(
                 "invalid_outcome",
-                f"step {name!r} returned {type(outcome).__name__}; "
+                f"step {step.name!r} returned {type(outcome).__name__}; "
                 "return goto(...), done(...) or fail(...)",
             )
         if isinstance(outcome, Next) and outcome.step not in step.next:
             return Fail(
                 "undeclared_transition",
-                f"step {name!r} went to {outcome.step!r}, which is not in its next= list",
+                f"step {step.name!r} went to {outcome.step!r}, which is not in its next= list",
             )
         return outcome
+
+    def _step_error(self, step: StepDef, exc: EffectError) -> Outcome:
+        """A classified error raised by the step itself: retry the step by its policy."""
+        error = exc.to_json()
+        policy = step.retry
+        if policy is None:
+            return Fail(exc.code, exc.message, {"error": error})
+        attempt = self.step_attempts + 1
+        now = self.clock.now()
+        at = policy.next_try(
+            attempt=attempt,
+            kind=exc.kind,
+            first_failure=self.run.retry_since or now,
+            now=now,
+            rng=self.effects.rng,
+            retry_after=exc.retry_after,
+        )
+        if at is not None:
+            raise RetryLater(at, {"step": step.name, **error}, step_attempts=attempt)
+        evidence: dict[str, JSON] = {"step": step.name, "attempts": attempt, "error": error}
+        return self._escalated(
+            Escalate(policy.on_exhausted, "retries_exhausted", evidence), step.name
+        )
+
+    def _escalated(self, esc: Escalate, step: str) -> Outcome:
+        """Turn an escalation into an outcome: fail, or go to the declared failure step."""
+        if esc.action == "needs_attention":
+            raise esc
+        message = f"{esc.reason} in step {step!r}"
+        if esc.action in ESCALATIONS or esc.action not in self.workflow.steps:
+            details = dict(esc.evidence)
+            if esc.action not in ESCALATIONS:
+                details["invalid_failure_step"] = esc.action
+            return Fail(esc.reason, message, details)
+        return Next(esc.action)
 
     def _messages(self) -> list[Message]:
         if self._thread_messages is None:
@@ -206,22 +279,54 @@ class Execution:
 
     def _release(self) -> Stopped:
         run = self.run
-        self.store.release(
-            run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, self.clock.now()
-        )
+        now = self.clock.now()
+        self.store.release(run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, now)
         return Stopped("released", run.run_id)
+
+    def _defer(self, wait: RetryLater) -> Stopped:
+        """Sleep durably until the retry is due; the lease is released meanwhile."""
+        self.committer.flush()
+        attempts = self.step_attempts if wait.step_attempts is None else wait.step_attempts
+        self.store.defer(
+            self.run.tenant_id,
+            self.run.run_id,
+            fence=self.run.fence,
+            expected_version=self.committer.version,
+            wake_at=wait.at,
+            step_attempts=attempts,
+            now=self.clock.now(),
+            data=wait.error,
+        )
+        return Stopped("retry_scheduled", self.run.run_id)
+
+    def _needs_attention(self, esc: Escalate, step: str) -> Stopped:
+        """Hand the run to a person with why, where, what to do, and the evidence."""
+        self.committer.flush()
+        data: dict[str, JSON] = {
+            "reason": esc.reason,
+            "step": step,
+            "completed_steps": self.seq,
+            "suggested_action": SUGGESTIONS.get(esc.reason, "inspect the evidence, then resume"),
+            "resume_at": step,
+            "evidence": esc.evidence,
+        }
+        return self._close(self._current(), RunStatus.NEEDS_ATTENTION, data, "needs_attention")
 
     def _after_stale(self) -> Stopped:
         """The run moved on under us: finish a cancel if it is ours to finish, else let go."""
         current = self._current()
         if current.status is RunStatus.CANCEL_REQUESTED and current.fence == self.run.fence:
-            self.run = current
+            self.run = self.effects.run = current
             return self._finish_cancel()
         return Stopped("lost", current.run_id)
 
     def _finish_cancel(self) -> Stopped:
-        run = self.run
-        data = {"reason": "cancelled", "step": run.next_step}
+        """Compensate confirmed effects (newest first), then end the run CANCELLED."""
+        unresolved = self.effects.compensate_all()
+        run = self._current()
+        data: dict[str, JSON] = {"reason": "cancelled", "step": run.next_step}
+        if unresolved:
+            data["unresolved_compensations"] = unresolved
         return self._close(run, RunStatus.CANCELLED, data, "cancelled")
 
     def _quarantine(self, reason: str, message: str) -> Stopped:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -10,7 +11,10 @@ from typing import Any
 
 from ratchet import transitions
 from ratchet.clock import Clock, SystemClock
+from ratchet.effects import EffectRecord, EffectStatus
 from ratchet.errors import (
+    EffectNotFoundError,
+    EffectStateError,
     InvalidInputError,
     RunBusyError,
     RunClosedError,
@@ -253,9 +257,11 @@ class Runtime:
     def cancel(self, run_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "") -> Run:
         """Ask a run to stop at its next step boundary; return the run afterwards.
 
-        The run moves to CANCEL_REQUESTED. If no live worker holds it, it is finished here and
-        ends CANCELLED; otherwise its worker finishes it at the next boundary (the running step
-        is not committed). A finished run is returned unchanged.
+        The run moves to CANCEL_REQUESTED. If no live worker holds it and it has nothing to
+        compensate, it is finished here and ends CANCELLED; otherwise a worker (or
+        :meth:`resume`) finishes it: at the next boundary the running step is not committed,
+        confirmed effects with a compensator are compensated newest first, and the run ends
+        CANCELLED. A finished run is returned unchanged.
         """
         for _ in range(10):
             run = self.store.get_run(tenant, run_id)
@@ -275,7 +281,7 @@ class Runtime:
                         data={"reason": reason or "cancel requested"},
                     )
                 leased = run.lease_until is not None and run.lease_until > self.clock.now()
-                if leased:
+                if leased or self._has_compensations(run):
                     return run
                 return self.store.set_status(
                     tenant,
@@ -291,6 +297,99 @@ class Runtime:
             except (StaleStateError, RunClosedError):
                 continue
         raise StaleStateError(f"run {run_id} kept changing while it was being cancelled")
+
+    # -- effects --------------------------------------------------------------------------------
+
+    def effects(
+        self,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        run_id: str | None = None,
+        status: Sequence[EffectStatus | str] = (),
+        limit: int = 1000,
+    ) -> builtins.list[EffectRecord]:
+        """Effects of a tenant (or of one run), filtered by status, in the order planned."""
+        try:
+            statuses = [EffectStatus(str(s).lower()) for s in status]
+        except ValueError as exc:
+            raise InvalidInputError(
+                str(exc), fix=f"use one of {', '.join(s.value for s in EffectStatus)}"
+            ) from None
+        return self.store.list_effects(tenant, run_id=run_id, statuses=statuses, limit=limit)
+
+    def resolve_effect(
+        self,
+        key: str,
+        *,
+        applied: bool,
+        by: str,
+        reason: str,
+        tenant: str = DEFAULT_TENANT,
+        receipt: str | None = None,
+        result: Any = None,
+    ) -> EffectRecord:
+        """Record a person's decision about an ``ambiguous`` effect and let its run continue.
+
+        ``applied=True`` marks it confirmed (with the ``receipt`` and ``result`` found at the
+        provider): the step gets that result without a call. ``applied=False`` marks it not
+        applied: the step calls the provider again with the same key. Who decided, when and
+        why is stored on the effect and in the run's events. A run waiting in
+        NEEDS_ATTENTION is moved back to RUNNING for any worker to pick up.
+        """
+        if not by or not reason:
+            raise InvalidInputError(
+                "a resolution needs who decided and why", fix="pass --as NAME and --reason TEXT"
+            )
+        record = self.store.get_effect(tenant, key)
+        if record is None:
+            raise EffectNotFoundError(f"no effect {key} in tenant {tenant}")
+        if record.status is not EffectStatus.AMBIGUOUS:
+            raise EffectStateError(
+                f"effect {key} is {record.status}; only ambiguous effects are resolved by hand",
+                fix="see the effects that need a decision: `ratchet effects --status ambiguous`",
+            )
+        now = self.clock.now()
+        decision = {
+            "by": by,
+            "at": now.isoformat(timespec="seconds"),
+            "reason": reason,
+            "decision": "applied" if applied else "not_applied",
+        }
+        updated = self.store.update_effect(
+            tenant,
+            key,
+            expected_status=EffectStatus.AMBIGUOUS,
+            status=EffectStatus.CONFIRMED if applied else EffectStatus.PLANNED,
+            fence=None,
+            now=now,
+            attempts_delta=0 if applied or record.attempts == 0 else -1,
+            result=result,
+            receipt=receipt,
+            resolution=decision,
+        )
+        run = self.store.get_run(tenant, record.run_id)
+        if run.status is RunStatus.NEEDS_ATTENTION:
+            transitions.check(run.status, RunStatus.RUNNING)
+            self.store.set_status(
+                tenant,
+                run.run_id,
+                expected_status=RunStatus.NEEDS_ATTENTION,
+                expected_version=run.state_version,
+                status=RunStatus.RUNNING,
+                fence=None,
+                now=now,
+                data={"reason": "effect_resolved", "effect": key, **decision},
+                release_lease=True,
+            )
+        return updated
+
+    def _has_compensations(self, run: Run) -> bool:
+        """True when the run has confirmed effects to compensate (a worker must finish the
+        cancel, with the workflow's compensators loaded)."""
+        confirmed = self.store.list_effects(
+            run.tenant_id, run_id=run.run_id, statuses=[EffectStatus.CONFIRMED]
+        )
+        return any(e.compensator for e in confirmed)
 
     def close(self) -> None:
         """Stop the heartbeat thread and close the store."""

@@ -26,6 +26,10 @@ from ratchet.serde import StateCodec
 
 if TYPE_CHECKING:
     from ratchet.context import Context
+    from ratchet.retry import RetryPolicy
+
+ESCALATIONS = frozenset({"fail", "needs_attention"})
+"""The ``on_exhausted`` values that are not step names."""
 
 S = TypeVar("S")
 
@@ -87,11 +91,13 @@ StepFn = Callable[["Context", Any], Outcome]
 
 @dataclass(frozen=True, slots=True)
 class StepDef:
-    """A declared step: its name, its function and the steps it may go to."""
+    """A declared step: its name, its function, the steps it may go to, and its retry policy
+    (a :class:`ratchet.retry.RetryPolicy`, or None for no retries)."""
 
     name: str
     fn: StepFn
     next: frozenset[str]
+    retry: RetryPolicy | None = None
 
     def __call__(self, ctx: Context, state: Any) -> Outcome:
         return self.fn(ctx, state)
@@ -119,8 +125,11 @@ class Workflow(Generic[S]):
 
     ``version`` is the workflow version and ``state_schema`` the version of the state's shape;
     both are recorded on every run started from this definition. ``start`` names the first step
-    (default: the first in ``steps``). Raises :class:`DefinitionError` for an empty step list,
-    duplicate or malformed names, an unknown start step or a ``next`` naming an unknown step.
+    (default: the first in ``steps``). ``compensators`` lists the functions effects may name as
+    ``compensate=``; they must be declared here so a new process can run them after a crash.
+    Raises :class:`DefinitionError` for an empty step list, duplicate or malformed names, an
+    unknown start step, a ``next`` naming an unknown step, or a retry policy whose
+    ``on_exhausted`` names an unknown step.
     """
 
     def __init__(
@@ -132,6 +141,7 @@ class Workflow(Generic[S]):
         version: int = 1,
         state_schema: int = 1,
         start: str | None = None,
+        compensators: Sequence[Callable[..., Any]] = (),
     ) -> None:
         if not _NAME.match(name):
             raise DefinitionError(
@@ -159,6 +169,18 @@ class Workflow(Generic[S]):
                 raise DefinitionError(
                     f"workflow {name}: step {d.name!r} goes to undeclared steps {unknown}"
                 )
+            target = d.retry.on_exhausted if d.retry is not None else "fail"
+            if target not in ESCALATIONS and target not in self.steps:
+                raise DefinitionError(
+                    f"workflow {name}: step {d.name!r} retry on_exhausted={target!r} is neither "
+                    f"'fail', 'needs_attention' nor a declared step"
+                )
+        self.compensators: dict[str, Callable[..., Any]] = {}
+        for fn in compensators:
+            cname = getattr(fn, "__name__", "")
+            if not cname or cname in self.compensators:
+                raise DefinitionError(f"workflow {name}: compensator {fn!r} needs a unique name")
+            self.compensators[cname] = fn
         self.name = name
         self.version = version
         self.state_schema = state_schema
