@@ -74,11 +74,6 @@ class Context:
         self.new_messages.append(message)
         return message
 
-
-def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:
-    """Shorthand for :class:`ratchet.model.ToolCall`."""
-    return ToolCall(id, name, arguments)
-
     def effect(
         self,
         name: str,
@@ -124,3 +119,8 @@ def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:
             compensate=compensate,
             retry=retry,
         )
+
+
+def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:
+    """Shorthand for :class:`ratchet.model.ToolCall`."""
+    return ToolCall(id, name, arguments)

@@ -106,16 +106,28 @@ class StepDef:
 @overload
 def step(fn: StepFn, /) -> StepDef: ...
 @overload
-def step(*, name: str | None = None, next: Iterable[str] = ()) -> Callable[[StepFn], StepDef]: ...
 def step(
-    fn: StepFn | None = None, /, *, name: str | None = None, next: Iterable[str] = ()
+    *,
+    name: str | None = None,
+    next: Iterable[str] = (),
+    retry: RetryPolicy | None = None,
+) -> Callable[[StepFn], StepDef]: ...
+def step(
+    fn: StepFn | None = None,
+    /,
+    *,
+    name: str | None = None,
+    next: Iterable[str] = (),
+    retry: RetryPolicy | None = None,
 ) -> StepDef | Callable[[StepFn], StepDef]:
     """Declare a step. ``next`` lists the steps it may :func:`goto`; ``name`` defaults to the
-    function's name. A step with no ``next`` can only end the run (done or fail)."""
+    function's name. A step with no ``next`` can only end the run (done or fail). ``retry``
+    re-runs the step after a retryable error it raises (see :class:`ratchet.retry.RetryPolicy`);
+    when it is exhausted, its ``on_exhausted`` may name a declared failure step."""
     targets = frozenset([next] if isinstance(next, str) else next)
 
     def wrap(f: StepFn) -> StepDef:
-        return StepDef(name or f.__name__, f, targets)
+        return StepDef(name or f.__name__, f, targets, retry)
 
     return wrap(fn) if fn is not None else wrap
 

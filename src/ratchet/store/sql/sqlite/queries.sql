@@ -87,6 +87,7 @@ RETURNING state_version, steps_done;
 UPDATE runs
 SET status = :status,
     state_version = state_version + 1,
+    wake_at = NULL,
     error = COALESCE(:error, error),
     owner = CASE WHEN :keep_lease THEN owner END,
     lease_until = CASE WHEN :keep_lease THEN lease_until END,

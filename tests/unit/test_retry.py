@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pydantic
+import pytest
+
+from ratchet.effects import (
+    ErrorClass,
+    PermanentError,
+    TransientError,
+    UnknownOutcomeError,
+    classify,
+    effect_key,
+    request_hash,
+)
+from ratchet.retry import RetryPolicy
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_backoff_grows_by_the_multiplier_up_to_the_cap() -> None:
+    policy = RetryPolicy(initial_delay=1, multiplier=2, max_delay=5, jitter=False, max_attempts=9)
+    rng = random.Random(1)
+    assert [policy.delay(n, rng) for n in range(1, 6)] == [1, 2, 4, 5, 5]
+
+
+def test_full_jitter_stays_between_zero_and_the_computed_delay() -> None:
+    policy = RetryPolicy(initial_delay=2, multiplier=3, max_delay=100)
+    rng = random.Random(7)
+    for attempt in range(1, 5):
+        for _ in range(50):
+            assert 0 <= policy.delay(attempt, rng) <= 2 * 3 ** (attempt - 1)
+
+
+def test_retry_after_wins_but_is_capped() -> None:
+    policy = RetryPolicy(initial_delay=1, max_delay=30, jitter=False)
+    rng = random.Random(0)
+    assert policy.delay(1, rng, retry_after=12) == 12
+    assert policy.delay(1, rng, retry_after=500) == 30
+
+
+def test_attempts_and_total_time_bound_the_retries() -> None:
+    policy = RetryPolicy(max_attempts=3, initial_delay=10, jitter=False, total_time=25)
+    rng = random.Random(0)
+    kw = {"kind": "timeout", "first_failure": T0, "rng": rng}
+    assert policy.next_try(attempt=1, now=T0, **kw) == T0 + timedelta(seconds=10)  # type: ignore[arg-type]
+    later = T0 + timedelta(seconds=10)
+    assert policy.next_try(attempt=2, now=later, **kw) is None, "20 s more passes the 25 s limit"  # type: ignore[arg-type]
+    assert policy.next_try(attempt=3, now=T0, **kw) is None, "three attempts used"  # type: ignore[arg-type]
+
+
+def test_only_retryable_kinds_are_retried() -> None:
+    policy = RetryPolicy()
+    assert policy.allows("rate_limited")
+    assert not policy.allows("invalid_request")
+    assert not policy.allows("exception")
+    custom = RetryPolicy(retryable=frozenset({"exception"}))
+    assert custom.allows("exception")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_attempts": 0},
+        {"initial_delay": 0},
+        {"initial_delay": 10, "max_delay": 5},
+        {"multiplier": 0.5},
+        {"retryable": frozenset({"timeout"}), "non_retryable": frozenset({"timeout"})},
+        {"unknown_option": 1},
+    ],
+)
+def test_an_invalid_policy_is_refused_when_declared(kwargs: dict[str, object]) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_errors_are_classified_not_all_retried() -> None:
+    assert classify(TransientError("rate_limited")) is ErrorClass.TRANSIENT
+    assert classify(PermanentError("permission_denied")) is ErrorClass.PERMANENT
+    assert classify(UnknownOutcomeError("timeout")) is ErrorClass.UNKNOWN_OUTCOME
+    assert classify(ConnectionRefusedError()) is ErrorClass.TRANSIENT
+    assert classify(TimeoutError()) is ErrorClass.UNKNOWN_OUTCOME, "a timeout may have been applied"
+    assert classify(ValueError()) is ErrorClass.UNKNOWN_OUTCOME
+
+
+def test_effect_keys_are_stable_and_request_hashes_canonical() -> None:
+    assert effect_key("t", "wf", "r", 3, "pay", "refund") == "t/wf/r/3.pay/refund"
+    assert request_hash({"a": 1, "b": 2}) == request_hash({"b": 2, "a": 1})
+    assert request_hash({"a": 1}) != request_hash({"a": 2})
