@@ -5,7 +5,9 @@ leaves with ``os._exit(75)``: no cleanup, no final commit, exactly like a killed
 ``<name>`` narrows the point to one step (or effect) name. Unset, a crash point costs one
 comparison.
 
-Points: ``before_commit`` and ``after_commit`` around every step-boundary commit.
+Points: ``before_commit`` and ``after_commit`` around every step-boundary commit (named by the
+step); ``before_intent``, ``after_intent``, ``after_call`` and ``after_outcome`` around every
+effect (named by the effect).
 """
 
 from __future__ import annotations
@@ -17,6 +19,23 @@ EXIT_CODE = 75
 
 _spec = os.environ.get("RATCHET_CRASH_AT") or None
 _point, _, _name = (_spec or "").partition(":")
+
+
+POINTS = (
+    "before_intent",
+    "after_intent",
+    "after_call",
+    "after_outcome",
+    "before_commit",
+    "after_commit",
+)
+
+
+def arm(spec: str | None) -> None:
+    """Select a crash point from code (as ``RATCHET_CRASH_AT`` does); None disarms."""
+    global _spec, _point, _name  # noqa: PLW0603 (one process-wide setting, like the variable)
+    _spec = spec or None
+    _point, _, _name = (spec or "").partition(":")
 
 
 def crashpoint(point: str, name: str | None = None) -> None:

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import click
 
-from ratchet import demo as demo_app
 from ratchet import render
 from ratchet.cli_support import Settings, pass_settings, run_command
-from ratchet.crashpoints import EXIT_CODE
+from ratchet.crashpoints import EXIT_CODE, arm
+from ratchet.demos import brightness as brightness_app
+from ratchet.demos import temperature as demo_app
+from ratchet.demos.light import SmartLight
 from ratchet.errors import RunNotFoundError
 from ratchet.model import Message, Run
 from ratchet.runtime import Runtime
@@ -25,12 +27,13 @@ def _runtime(settings: Settings) -> Runtime:
     return Runtime(settings.db, workflows=[demo_app.temperature])
 
 
-def _run_of(rt: Runtime, settings: Settings, thread: str) -> Run:
-    runs = rt.list(tenant=settings.tenant, workflow="temperature", thread=thread, limit=1)
+def _run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temperature") -> Run:
+    runs = rt.list(tenant=settings.tenant, workflow=workflow, thread=thread, limit=1)
     if not runs:
+        start = "demo start" if workflow == "temperature" else f"demo {workflow} start"
         raise RunNotFoundError(
-            f"no demo run on thread {thread!r} in {settings.db}",
-            fix=f"start one with `ratchet demo start --thread {thread}`",
+            f"no {workflow} demo run on thread {thread!r} in {settings.db}",
+            fix=f"start one with `ratchet {start}`",
         )
     return runs[0]
 
@@ -148,3 +151,91 @@ def story() -> None:
     click.echo("\n" + ("The run survived the crash." if ok else "The demo did not go as expected."))
     if not ok:
         sys.exit(1)
+
+
+# -- the brightness demo ---------------------------------------------------------------------
+
+BRIGHTNESS_THREAD = "brightness-demo-1"
+EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
+COMMIT_POINTS = ("before_commit", "after_commit")
+
+
+def _light_path(settings: Settings) -> str:
+    """The simulated light lives next to an SQLite database, else in .ratchet/."""
+    if settings.db.startswith("sqlite:///"):
+        return str(Path(settings.db.removeprefix("sqlite:///")).parent / "light.db")
+    return ".ratchet/light.db"
+
+
+def _brightness_runtime(settings: Settings) -> Runtime:
+    return Runtime(settings.db, workflows=[brightness_app.brightness])
+
+
+@demo.group("brightness")
+def brightness_demo() -> None:
+    """Lower a light by 10% exactly once, whatever crashes around the call."""
+
+
+@brightness_demo.command("start")
+@click.option(
+    "--crash-at",
+    type=click.Choice(EFFECT_POINTS + COMMIT_POINTS),
+    help="Exit with code 75 at this point of the dim step.",
+)
+@pass_settings
+@run_command
+def brightness_start(settings: Settings, crash_at: str | None) -> None:
+    """Ask to lower the brightness and run the agent (optionally crashing)."""
+    if crash_at:
+        arm(f"{crash_at}:{'adjust' if crash_at in EFFECT_POINTS else 'dim'}")
+    with _brightness_runtime(settings) as rt:
+        run = rt.start(
+            brightness_app.brightness,
+            {"light": _light_path(settings)},
+            tenant=settings.tenant,
+            thread=BRIGHTNESS_THREAD,
+            idempotency_key=f"demo:{BRIGHTNESS_THREAD}",
+            messages=[Message("user", brightness_app.QUESTION)],
+        )
+        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+
+
+@brightness_demo.command("resume")
+@pass_settings
+@run_command
+def brightness_resume(settings: Settings) -> None:
+    """Continue the brightness run in this (new) process."""
+    with _brightness_runtime(settings) as rt:
+        run = _run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
+        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+
+
+@brightness_demo.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_settings
+@run_command
+def brightness_status(settings: Settings, as_json: bool) -> None:
+    """The light's brightness, how many commands it applied, and the run's state."""
+    light = SmartLight(_light_path(settings)).status()
+    with _brightness_runtime(settings) as rt:
+        run = _run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
+        effects = [
+            {"key": e.key, "status": str(e.status), "attempts": e.attempts}
+            for e in rt.effects(tenant=settings.tenant, run_id=run.run_id)
+        ]
+    info = {
+        "brightness": light["brightness"],
+        "commands_applied": light["commands"],
+        "run_id": run.run_id,
+        "status": str(run.status),
+        "next_step": run.next_step,
+        "effects": effects,
+    }
+    if as_json:
+        click.echo(render.dumps(info))
+        return
+    click.echo(f"brightness        {light['brightness']}%")
+    click.echo(f"commands applied  {light['commands']}")
+    click.echo(f"run               {run.run_id} {run.status} (next step {run.next_step or '-'})")
+    for e in effects:
+        click.echo(f"effect            {e['key']} {e['status']} attempts={e['attempts']}")
