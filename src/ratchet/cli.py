@@ -9,6 +9,7 @@ import click
 import orjson
 
 from ratchet import render
+from ratchet.cli_effects import chaos, effects
 from ratchet.cli_support import (
     Settings,
     app_option,
@@ -192,3 +193,5 @@ def worker(
 
 
 main.add_command(demo)
+main.add_command(effects)
+main.add_command(chaos)

@@ -199,6 +199,12 @@ class Runtime:
             current = self.store.get_run(tenant, run_id)
             if current.status.terminal:
                 return current
+            if current.wake_at is not None and current.wake_at > self.clock.now():
+                raise RunBusyError(
+                    f"run {run_id} waits to retry {current.next_step} until "
+                    f"{current.wake_at:%Y-%m-%d %H:%M:%S} UTC",
+                    fix="let a worker pick it up then, or cancel it",
+                )
             raise RunBusyError(
                 f"run {run_id} is {current.status} and leased by {current.owner} "
                 f"until {current.lease_until:%Y-%m-%d %H:%M:%S} UTC"
