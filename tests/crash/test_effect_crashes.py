@@ -1,0 +1,169 @@
+"""Crash windows around effects, with real processes and external systems that apply every
+call they receive (no deduplication)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ratchet.demos.light import SmartLight
+from ratchet.testing import run_matrix
+from tests.conftest import ROOT, cli_env, run_cli
+
+APP = "tests.apps.effects_app"
+POINTS = [
+    "before_intent",
+    "after_intent",
+    "after_call",
+    "after_outcome",
+    "before_commit",
+    "after_commit",
+]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_crash_matrix_never_duplicates_an_effect(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    rows = run_matrix(
+        APP, "two_effects", {"a": "a.db", "b": "b.db"}, durability=mode, workdir=tmp_path
+    )
+    reference, crashes = rows[0], rows[1:]
+    assert reference.status == "SUCCEEDED"
+    assert len(crashes) == 4 * 2 + 2 * 3, "four points per effect, two per step"
+    for row in crashes:
+        assert row.reached, row.point
+        assert not row.duplicate, row.point
+    by_point = {r.point: r for r in crashes}
+    assert by_point["after_call:notify"].status == "NEEDS_ATTENTION", (
+        "no reconciler: an unknown outcome goes to a person, never resent"
+    )
+    for point, row in by_point.items():
+        if point != "after_call:notify":
+            assert row.matches, point
+    for folder in sorted(tmp_path.glob("row-*")):
+        assert SmartLight(folder / "a.db").status()["commands"] == 1, folder.name
+        assert SmartLight(folder / "b.db", initial=0).status()["commands"] == 1, folder.name
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_the_brightness_contract_holds_at_every_crash_point(db_url: str, point: str) -> None:
+    crashed = run_cli(db_url, "demo", "brightness", "start", "--crash-at", point)
+    assert crashed.returncode == 75, crashed.stderr
+    assert f"CRASH {point}" in crashed.stderr
+    resumed = run_cli(db_url, "demo", "brightness", "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    status = json.loads(run_cli(db_url, "demo", "brightness", "status", "--json").stdout)
+    assert status["status"] == "SUCCEEDED"
+    assert (status["brightness"], status["commands_applied"]) == (70, 1)
+    again = run_cli(db_url, "demo", "brightness", "resume")
+    assert "nothing to resume" in again.stdout
+    assert (
+        json.loads(run_cli(db_url, "demo", "brightness", "status", "--json").stdout)[
+            "commands_applied"
+        ]
+        == 1
+    )
+
+
+def test_an_ambiguous_effect_is_resolved_by_a_person_through_the_cli(
+    db_url: str, tmp_path: Path
+) -> None:
+    start = run_cli(
+        db_url,
+        "start",
+        "two_effects",
+        "--app",
+        APP,
+        "--input",
+        json.dumps({"a": str(tmp_path / "a.db"), "b": str(tmp_path / "b.db")}),
+    )
+    run_id = start.stdout.split()[1]
+    crashed = run_cli(
+        db_url, "resume", run_id, "--app", APP, env=cli_env(RATCHET_CRASH_AT="after_call:notify")
+    )
+    assert crashed.returncode == 75
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    shown = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
+    assert shown["status"] == "NEEDS_ATTENTION"
+    assert shown["error"]["reason"] == "ambiguous_effect"
+
+    listed = json.loads(run_cli(db_url, "effects", "--status", "ambiguous", "--json").stdout)
+    assert [e["name"] for e in listed] == ["notify"]
+    key = listed[0]["key"]
+    refused = run_cli(db_url, "effects", "resolve", key, "--as", "ops", "--reason", "x")
+    assert refused.returncode == 1 and "--confirmed or --not-applied" in refused.stderr
+    ok = run_cli(
+        db_url,
+        "effects",
+        "resolve",
+        key,
+        "--confirmed",
+        "--receipt",
+        "cmd-1",
+        "--as",
+        "ops-alice",
+        "--reason",
+        "light B shows the command",
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    final = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
+    assert final["status"] == "SUCCEEDED"
+    assert SmartLight(tmp_path / "b.db", initial=0).status()["commands"] == 1
+    (effect,) = json.loads(
+        run_cli(db_url, "effects", "--run", run_id, "--status", "confirmed", "--json").stdout
+    )[1:]
+    assert effect["resolution"]["by"] == "ops-alice"
+
+
+@pytest.mark.parametrize(
+    "point", ["after_call:reserve.compensate", "after_outcome:reserve.compensate"]
+)
+def test_compensation_is_crash_safe(db_url: str, tmp_path: Path, point: str) -> None:
+    light = tmp_path / "a.db"
+    start = run_cli(db_url, "start", "saga", "--app", APP, "--input", json.dumps({"a": str(light)}))
+    run_id = start.stdout.split()[1]
+    crashed = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(RATCHET_CRASH_AT=point))
+    assert crashed.returncode == 75
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    final = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
+    assert final["status"] == "FAILED"
+    status = SmartLight(light).status()
+    assert status["commands"] == 2, "one reservation, one compensation, never a second"
+    assert status["brightness"] == 80
+    effects = {
+        e["name"]: e["status"]
+        for e in json.loads(run_cli(db_url, "effects", "--run", run_id, "--json").stdout)
+    }
+    if point.startswith("after_outcome"):
+        assert effects["reserve"] == "compensated"
+    else:
+        assert effects["reserve.compensate"] == "ambiguous", "unknown outcome: flagged, not resent"
+        assert final["error"]["details"]["unresolved_compensations"]
+
+
+def test_a_retry_wait_survives_the_process_and_a_worker_finishes_it(
+    db_url: str, tmp_path: Path
+) -> None:
+    light = tmp_path / "a.db"
+    start = run_cli(
+        db_url, "start", "flaky", "--app", APP, "--input", json.dumps({"a": str(light)})
+    )
+    run_id = start.stdout.split()[1]
+    first = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(RETRY_AFTER="1.0"))
+    assert first.returncode == 0
+    waiting = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
+    assert (waiting["status"], waiting["owner"]) == ("RUNNING", None)
+    early = run_cli(db_url, "resume", run_id, "--app", APP)
+    assert early.returncode == 1 and "waits to retry" in early.stderr
+    time.sleep(1.1)
+    worker = run_cli(db_url, "worker", "--app", APP, "--until-idle")
+    assert worker.returncode == 0, worker.stderr
+    final = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
+    assert final["status"] == "SUCCEEDED"
+    assert SmartLight(light).status() == {"brightness": 70, "commands": 1}
