@@ -7,32 +7,10 @@ import sys
 import click
 import orjson
 
+from ratchet import render
 from ratchet.cli_support import Settings, parse_json, pass_settings, run_command
-from ratchet.effects import EffectRecord
 from ratchet.errors import ConfigError
-from ratchet.model import JSON
 from ratchet.runtime import Runtime
-
-
-def effect_json(e: EffectRecord) -> dict[str, JSON]:
-    """An effect record as a JSON object."""
-    return {
-        "key": e.key,
-        "run_id": e.run_id,
-        "step": e.step,
-        "name": e.name,
-        "target": e.target,
-        "operation": e.operation,
-        "status": str(e.status),
-        "attempts": e.attempts,
-        "receipt": e.receipt,
-        "result": e.result,
-        "last_error": e.last_error,
-        "request": e.request,
-        "request_hash": e.request_hash,
-        "resolution": e.resolution,
-        "updated_at": e.updated_at.isoformat(timespec="seconds"),
-    }
 
 
 @click.group(invoke_without_command=True)
@@ -53,7 +31,7 @@ def _list(settings: Settings, run_id: str | None, statuses: tuple[str, ...], as_
     with Runtime(settings.db) as rt:
         found = rt.effects(tenant=settings.tenant, run_id=run_id, status=statuses)
     if as_json:
-        click.echo(orjson.dumps([effect_json(e) for e in found]).decode())
+        click.echo(orjson.dumps([render.effect_json(e) for e in found]).decode())
         return
     if not found:
         click.echo("no effects")

@@ -7,12 +7,34 @@ from typing import Any
 
 import orjson
 
-from ratchet.model import JSON, Event, Message, Run
+from ratchet.effects import EffectRecord
+from ratchet.model import JSON, Event, Message, Run, RunStatus
 from ratchet.runtime import Runtime, RunView
 
 
 def _ts(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="seconds")
+
+
+def effect_json(e: EffectRecord) -> dict[str, JSON]:
+    """An effect record as a JSON object."""
+    return {
+        "key": e.key,
+        "run_id": e.run_id,
+        "step": e.step,
+        "name": e.name,
+        "target": e.target,
+        "operation": e.operation,
+        "status": str(e.status),
+        "attempts": e.attempts,
+        "receipt": e.receipt,
+        "result": e.result,
+        "last_error": e.last_error,
+        "request": e.request,
+        "request_hash": e.request_hash,
+        "resolution": e.resolution,
+        "updated_at": _ts(e.updated_at),
+    }
 
 
 def run_json(run: Run) -> dict[str, JSON]:
@@ -56,6 +78,7 @@ def view_json(view: RunView) -> dict[str, JSON]:
         **run_json(view.run),
         "completed_steps": view.completed_steps,
         "messages": [m.to_json() for m in view.messages],
+        "effects": [effect_json(e) for e in view.effects],
         "events": [event_json(e) for e in view.events],
     }
 
@@ -95,10 +118,25 @@ def view_text(view: RunView) -> str:
     ]
     if run.result is not None:
         lines.append(f"result     {orjson.dumps(run.result).decode()}")
-    if run.error is not None:
+    if run.error is not None and run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
+        err = run.error if isinstance(run.error, dict) else {}
+        lines.append(f"why        {err.get('reason')} at step {err.get('step')}")
+        if err.get("message"):
+            lines.append(f"           {err['message']}")
+        if err.get("suggested_action"):
+            lines.append(f"do         {err['suggested_action']}")
+        if err.get("evidence"):
+            lines.append(f"evidence   {orjson.dumps(err['evidence']).decode()}")
+    elif run.error is not None:
         lines.append(f"error      {orjson.dumps(run.error).decode()}")
     lines.append(f"messages   {len(view.messages)}")
     lines += [f"  {message_line(m)}" for m in view.messages]
+    if view.effects:
+        lines.append(f"effects    {len(view.effects)}")
+        lines += [
+            f"  {e.status:<11} attempts={e.attempts} {e.target}.{e.operation}  {e.key}"
+            for e in view.effects
+        ]
     lines.append(f"events     last {len(view.events)}")
     for e in view.events:
         data = "" if e.data is None else orjson.dumps(e.data).decode()

@@ -34,13 +34,14 @@ DEFAULT_TENANT = "default"
 
 @dataclass(frozen=True, slots=True)
 class RunView:
-    """What ``status`` tells about a run: the run, its committed steps, its latest events and
-    its thread's messages."""
+    """What ``status`` tells about a run: the run, its committed steps, its latest events, its
+    thread's messages and its effects."""
 
     run: Run
     steps: list[StepRecord]
     events: list[Event]
     messages: list[Message]
+    effects: list[EffectRecord]
 
     @property
     def completed_steps(self) -> list[str]:
@@ -228,7 +229,8 @@ class Runtime:
         return self.store.get_run(tenant, run_id)
 
     def status(self, run_id: str, *, tenant: str = DEFAULT_TENANT, events: int = 20) -> RunView:
-        """The run with its committed steps, last ``events`` events and thread messages."""
+        """The run with its committed steps, last ``events`` events, thread messages and
+        effects."""
         run = self.store.get_run(tenant, run_id)
         all_events = self.store.events(tenant, run_id)
         return RunView(
@@ -236,6 +238,7 @@ class Runtime:
             steps=self.store.steps(tenant, run_id),
             events=all_events[-events:] if events else [],
             messages=self.store.messages(tenant, run.thread_id),
+            effects=self.store.list_effects(tenant, run_id=run_id),
         )
 
     def list(
