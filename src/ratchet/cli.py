@@ -9,6 +9,7 @@ import click
 import orjson
 
 from ratchet import render
+from ratchet.budget import Budget
 from ratchet.cli_effects import chaos, effects
 from ratchet.cli_support import (
     Settings,
@@ -18,6 +19,7 @@ from ratchet.cli_support import (
     pass_settings,
     run_command,
 )
+from ratchet.cli_waits import approvals, approve, reject, signal
 from ratchet.demo_cli import demo
 from ratchet.model import Durability, RunStatus
 from ratchet.runtime import DEFAULT_TENANT, Runtime
@@ -135,28 +137,67 @@ def show(settings: Settings, run_id: str, as_json: bool, events: int) -> None:
 @main.command()
 @click.argument("run_id")
 @app_option
+@click.option("--at", "at_step", help="Continue at this step (runs that need a person).")
+@click.option("--patch-state", help="State fields to overwrite, as a JSON object.")
+@click.option("--add-steps", type=int, help="Raise the step budget by N.")
+@click.option("--add-cost", type=float, help="Raise the cost budget by X.")
+@click.option("--add-tokens", type=int, help="Raise the token budget by N.")
+@click.option("--as", "by", help="Who takes over (recorded).")
+@click.option("--request-id", help="Repeat-safe id of this request.")
 @pass_settings
 @run_command
-def resume(settings: Settings, run_id: str, app: str | None) -> None:
-    """Advance a run inline from its last committed step until it ends or waits."""
+def resume(
+    settings: Settings,
+    run_id: str,
+    app: str | None,
+    at_step: str | None,
+    patch_state: str | None,
+    add_steps: int | None,
+    add_cost: float | None,
+    add_tokens: int | None,
+    by: str | None,
+    request_id: str | None,
+) -> None:
+    """Advance a run inline from its last committed step until it ends or waits.
+
+    A run that needs a person (NEEDS_ATTENTION, QUARANTINED) continues from its checkpoint,
+    optionally at another step, with patched state or a larger budget; never from the start.
+    """
+    more = None
+    if add_steps is not None or add_cost is not None or add_tokens is not None:
+        more = Budget(steps=add_steps, cost=add_cost, tokens=add_tokens)
     with settings.runtime(app, with_workflows=True) as rt:
-        click.echo(render.resumed(rt, run_id, settings.tenant))
+        click.echo(
+            render.resumed(
+                rt,
+                run_id,
+                settings.tenant,
+                at=at_step,
+                patch=parse_json(patch_state, "--patch-state"),
+                add_budget=more,
+                by=by,
+                request_id=request_id,
+            )
+        )
 
 
 @main.command()
 @click.argument("run_id")
 @click.option("--reason", default="", help="Why (recorded in the run's events).")
+@click.option("--request-id", help="Repeat-safe id of this request.")
 @pass_settings
 @run_command
-def cancel(settings: Settings, run_id: str, reason: str) -> None:
-    """Cancel a run at its next step boundary."""
+def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None) -> None:
+    """Cancel a run at its next step boundary (confirmed effects are compensated)."""
     with settings.runtime() as rt:
         before = rt.get(run_id, tenant=settings.tenant)
-        run = rt.cancel(run_id, tenant=settings.tenant, reason=reason)
+        run = rt.cancel(run_id, tenant=settings.tenant, reason=reason, request_id=request_id)
     if before.status.terminal:
         click.echo(f"run {run_id} already ended {run.status}; nothing to cancel")
-    elif run.status is RunStatus.CANCEL_REQUESTED:
+    elif run.status is RunStatus.CANCEL_REQUESTED and run.owner:
         click.echo("cancel requested; waiting for the current step to finish")
+    elif run.status is RunStatus.CANCEL_REQUESTED:
+        click.echo("cancel requested; a worker (or `ratchet resume`) compensates and finishes it")
     else:
         click.echo(f"run {run_id} {run.status}")
 
@@ -194,4 +235,6 @@ def worker(
 
 main.add_command(demo)
 main.add_command(effects)
+for command in (approvals, approve, reject, signal):
+    main.add_command(command)
 main.add_command(chaos)

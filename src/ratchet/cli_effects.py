@@ -55,6 +55,7 @@ def _list(settings: Settings, run_id: str | None, statuses: tuple[str, ...], as_
 @click.option("--result", "result_json", help="The provider's result as JSON (with --confirmed).")
 @click.option("--as", "by", required=True, help="Who decides.")
 @click.option("--reason", required=True, help="Why (what you checked).")
+@click.option("--request-id", help="Repeat-safe id of this request.")
 @pass_settings
 @run_command
 def resolve(
@@ -65,6 +66,7 @@ def resolve(
     result_json: str | None,
     by: str,
     reason: str,
+    request_id: str | None,
 ) -> None:
     """Record a person's decision about an ambiguous effect; its run continues."""
     if applied is None:
@@ -80,6 +82,7 @@ def resolve(
             tenant=settings.tenant,
             receipt=receipt,
             result=parse_json(result_json, "--result"),
+            request_id=request_id,
         )
     click.echo(f"effect {record.key} is now {record.status}; run {record.run_id} continues")
 

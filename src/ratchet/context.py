@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ratchet.model import JSON, Message, ToolCall
+from ratchet.errors import InvalidInputError
+from ratchet.model import JSON, Approval, Message, Run, Signal, ToolCall
+from ratchet.signals import Cancelled
 
 if TYPE_CHECKING:
     from ratchet.effect_runner import Compensate, EffectRunner, Execute, Reconcile
     from ratchet.retry import RetryPolicy
+
+
+class StepHost(Protocol):
+    """What a context needs from the execution that runs the step."""
+
+    effects: EffectRunner
+
+    def now(self) -> datetime: ...
+    def thread_messages(self) -> list[Message]: ...
+    def approvals(self) -> list[Approval]: ...
+    def signals(self) -> list[Signal]: ...
+    def charge(self, cost: float, tokens: int) -> None: ...
+    def budget_left(self) -> dict[str, float | int | None] | None: ...
+    def cancel_requested(self) -> bool: ...
 
 
 class Context:
@@ -24,38 +40,24 @@ class Context:
     the step's boundary, so they are recorded exactly when the step's progress is.
     """
 
-    def __init__(
-        self,
-        *,
-        run_id: str,
-        tenant_id: str,
-        thread_id: str,
-        workflow: str,
-        step: str,
-        fence: int,
-        now: Callable[[], datetime],
-        thread_messages: Callable[[], list[Message]],
-        effects: EffectRunner,
-    ) -> None:
-        self.run_id = run_id
-        self.tenant_id = tenant_id
-        self.thread_id = thread_id
-        self.workflow = workflow
+    def __init__(self, run: Run, step: str, host: StepHost) -> None:
+        self.run_id = run.run_id
+        self.tenant_id = run.tenant_id
+        self.thread_id = run.thread_id
+        self.workflow = run.workflow
         self.step = step
-        self.fence = fence
-        self._now = now
-        self._thread_messages = thread_messages
-        self._effects = effects
+        self.fence = run.fence
+        self._host = host
         self.new_messages: list[Message] = []
 
     def now(self) -> datetime:
         """The runtime clock's current time (use this, not ``datetime.now()``)."""
-        return self._now()
+        return self._host.now()
 
     @property
     def messages(self) -> list[Message]:
         """The thread's messages so far, including those this step added."""
-        return [*self._thread_messages(), *self.new_messages]
+        return [*self._host.thread_messages(), *self.new_messages]
 
     def add_message(
         self,
@@ -73,6 +75,45 @@ class Context:
         message = Message(role, content, tuple(tool_calls), tool_call_id, run_id=self.run_id)
         self.new_messages.append(message)
         return message
+
+    @property
+    def approval(self) -> Approval | None:
+        """The run's most recent decided approval (who, role, decision, comment), or None."""
+        decided = [a for a in self._host.approvals() if a.status != "pending"]
+        return decided[-1] if decided else None
+
+    def signal(self, name: str) -> JSON:
+        """The payload of the most recent signal called ``name`` in the run's inbox, or None."""
+        found = [s for s in self._host.signals() if s.name == name]
+        return found[-1].payload if found else None
+
+    @property
+    def signals(self) -> list[Signal]:
+        """Every signal the run received, oldest first."""
+        return self._host.signals()
+
+    def charge(self, *, cost: float = 0.0, tokens: int = 0) -> None:
+        """Charge a model call (or anything) to the run's budget. When a limit is crossed the
+        step still completes and commits; no further step starts."""
+        if cost < 0 or tokens < 0:
+            raise InvalidInputError("a charge cannot be negative", fix="pass cost/tokens >= 0")
+        self._host.charge(cost, tokens)
+
+    @property
+    def budget(self) -> dict[str, float | int | None] | None:
+        """What is left of each limit (None for no limit), or None when the run has no budget."""
+        return self._host.budget_left()
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once someone asked to cancel the run (read from the store each time)."""
+        return self._host.cancel_requested()
+
+    def check_cancelled(self) -> None:
+        """A safe point: leave the step at once if the run was cancelled (its work is dropped,
+        compensations run, the run ends CANCELLED)."""
+        if self._host.cancel_requested():
+            raise Cancelled(f"run {self.run_id} was cancelled")
 
     def effect(
         self,
@@ -109,7 +150,7 @@ class Context:
         different ``request`` under the same ``name`` in the same step occurrence raises
         :class:`ratchet.effects.EffectConflictError`.
         """
-        return self._effects.effect(
+        return self._host.effects.effect(
             name,
             target=target,
             operation=operation,

@@ -141,3 +141,17 @@ class EffectStateError(RatchetError):
 
     code = "effect_state_changed"
     fix = "re-read the effect with `ratchet effects --run RUN` and decide again"
+
+
+class ApprovalStateError(RatchetError):
+    """The run is not waiting for a decision (it was decided already, or never asked)."""
+
+    code = "approval_not_pending"
+    fix = "see what is pending with `ratchet approvals`"
+
+
+class NotAuthorizedError(RatchetError):
+    """The principal lacks the role the operation requires."""
+
+    code = "not_authorized"
+    fix = "ask someone who holds the required role"

@@ -10,11 +10,14 @@ cancel arrived): then it stops touching the run at once.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import traceback
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
+from ratchet import budget as budgets
 from ratchet import transitions
 from ratchet.clock import Clock
 from ratchet.committer import Committer
@@ -31,10 +34,22 @@ from ratchet.errors import (
     StoreError,
 )
 from ratchet.leases import Heartbeat, Lease
-from ratchet.model import JSON, Message, Run, RunStatus
-from ratchet.signals import Escalate, RetryLater
+from ratchet.model import JSON, Approval, Message, Run, RunStatus, Signal
+from ratchet.signals import Cancelled, Escalate, RetryLater
 from ratchet.store.base import Boundary, Store
-from ratchet.workflow import ESCALATIONS, Done, Fail, Next, Outcome, StepDef, Workflow
+from ratchet.workflow import (
+    ESCALATIONS,
+    Done,
+    Fail,
+    Next,
+    Outcome,
+    Sleep,
+    StepDef,
+    WaitApproval,
+    WaitSignal,
+    Workflow,
+    continuations,
+)
 
 SUGGESTIONS = {
     "ambiguous_effect": (
@@ -42,16 +57,17 @@ SUGGESTIONS = {
         "`ratchet effects resolve KEY --confirmed --receipt ID` or `--not-applied`"
     ),
     "retries_exhausted": "fix the cause of the error, then resume the run",
-    "budget_exhausted": "raise the budget or change the request, then resume the run",
+    "budget_exhausted": "raise the budget (`ratchet resume RUN --add-steps N ...`) or end the run",
+    "no_progress": "the run repeats itself; patch the state or resume at another step",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Stopped:
-    """Why an execution stopped: ``ended`` (terminal), ``retry_scheduled`` (sleeping until a
-    retry), ``needs_attention``, ``released`` (shutdown), ``lost`` (lease lost or run moved on),
-    ``quarantined``, ``cancelled``, or ``store_error`` (the database failed; the lease is left
-    to expire)."""
+    """Why an execution stopped: ``ended`` (terminal), ``waiting`` (for an approval, a signal or
+    a timer), ``retry_scheduled`` (sleeping until a retry), ``needs_attention``, ``released``
+    (shutdown), ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or
+    ``store_error`` (the database failed; the lease is left to expire)."""
 
     reason: str
     run_id: str
@@ -79,7 +95,11 @@ class Execution:
         self.effects = EffectRunner(store, clock, run, workflow, self.committer)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
+        self.budget: dict[str, Any] | None = run.budget if isinstance(run.budget, dict) else None
+        self._charge = (0.0, 0)
         self._thread_messages: list[Message] | None = None
+        self._approvals: list[Approval] | None = None
+        self._signals: list[Signal] | None = None
 
     def execute(self) -> Stopped:
         """Run steps until the run stops; never raises for a run-level problem."""
@@ -111,6 +131,13 @@ class Execution:
             return self._quarantine("decode_error", exc.message)
         fields = wf.codec.to_fields(state)
         step_name = run.next_step
+        waiting = run.waiting if isinstance(run.waiting, dict) else {}
+        if waiting.get("kind") == "signal":
+            # claimed because the wait for a signal timed out
+            step_name = waiting.get("on_timeout")
+            if step_name is None:
+                evidence = {"signal": waiting.get("name"), "timeout": waiting.get("timeout")}
+                return self._escalate(Escalate("fail", "signal_timeout", evidence), "wait")
         while step_name is not None:
             if step_name not in wf.steps:
                 self.committer.flush()
@@ -124,11 +151,15 @@ class Execution:
                 return self._release()
             current = step_name
             try:
+                self._check_budget()
                 boundary, state, step_name = self._step(current, state, fields)
             except RetryLater as wait:
                 return self._defer(wait)
             except Escalate as esc:
-                return self._needs_attention(esc, current)
+                return self._escalate(esc, current)
+            except Cancelled:
+                self.committer.flush()
+                return self._after_stale()
             fields.update(boundary.state)
             crashpoint("before_commit", boundary.step)
             self.committer.submit(boundary)
@@ -137,7 +168,27 @@ class Execution:
             if boundary.status is not RunStatus.RUNNING:
                 self.committer.flush()
             crashpoint("after_commit", boundary.step)
+            if boundary.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
+                return Stopped("waiting", run.run_id)
         return Stopped("ended", run.run_id)
+
+    def _check_budget(self) -> None:
+        """Before a step: stop when a limit was reached or the run makes no progress."""
+        if self.budget is None:
+            return
+        limit = budgets.exhausted(self.budget)
+        action = self.budget.get("on_exhausted", "needs_attention")
+        if limit is not None:
+            evidence = {
+                "limit": limit,
+                "limits": self.budget["limits"],
+                "used": self.budget["used"],
+            }
+            raise Escalate(action, "budget_exhausted", evidence)
+        guard = self.budget.get("guard") or {}
+        repeats = self.budget.get("max_repeats")
+        if repeats and guard.get("count", 0) >= repeats:
+            raise Escalate(action, "no_progress", {"repeats": guard["count"], "key": guard["key"]})
 
     def _step(
         self, name: str, state: Any, fields: dict[str, bytes]
@@ -145,17 +196,8 @@ class Execution:
         """Run one step and describe its boundary; returns (boundary, new state, next step)."""
         run, wf = self.run, self.workflow
         self.effects.begin_step(name, self.seq + 1)
-        ctx = Context(
-            run_id=run.run_id,
-            tenant_id=run.tenant_id,
-            thread_id=run.thread_id,
-            workflow=wf.name,
-            step=name,
-            fence=run.fence,
-            now=self.clock.now,
-            thread_messages=self._messages,
-            effects=self.effects,
-        )
+        self._charge = (0.0, 0)
+        ctx = Context(run, name, self)
         started = self.clock.now()
         outcome = self._call(wf.steps[name], ctx, state)
         try:
@@ -178,7 +220,10 @@ class Execution:
             "finished_at": self.clock.now(),
             "state": changed,
             "messages": tuple(ctx.new_messages),
+            "budget": self._spend(name, encoded),
         }
+        if isinstance(outcome, WaitApproval | WaitSignal | Sleep):
+            return self._wait_boundary(outcome, common), state, None
         if isinstance(outcome, Next):
             boundary = Boundary(
                 outcome="next", next_step=outcome.step, status=RunStatus.RUNNING, **common
@@ -202,6 +247,67 @@ class Execution:
         )
         return boundary, state, None
 
+    def _spend(self, step: str, encoded: dict[str, bytes]) -> JSON:
+        """Charge the step to the budget and update the no-progress guard."""
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        spent = budgets.charged(self.budget, steps=1, cost=cost, tokens=tokens)
+        digest = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(encoded.items())))
+        self.budget, _ = budgets.guarded(spent, f"{step}:{digest.hexdigest()[:16]}")
+        return self.budget
+
+    def _wait_boundary(
+        self, outcome: WaitApproval | WaitSignal | Sleep, common: dict[str, Any]
+    ) -> Boundary:
+        """The boundary of a step that ends in a wait; the run holds nothing while it waits."""
+        if isinstance(outcome, WaitApproval):
+            waiting: dict[str, JSON] = {
+                "kind": "approval",
+                "role": outcome.role,
+                "on_approve": outcome.on_approve,
+                "on_reject": outcome.on_reject,
+            }
+            approval = {**waiting, "request": outcome.request}
+            return Boundary(
+                outcome="wait_approval",
+                next_step=None,
+                status=RunStatus.WAITING_APPROVAL,
+                waiting=waiting,
+                approval=approval,
+                **common,
+            )
+        if isinstance(outcome, WaitSignal):
+            deadline = (
+                None
+                if outcome.timeout is None
+                else self.clock.now() + timedelta(seconds=outcome.timeout)
+            )
+            waiting = {
+                "kind": "signal",
+                "name": outcome.name,
+                "next": outcome.next,
+                "on_timeout": outcome.on_timeout,
+                "timeout": outcome.timeout,
+            }
+            return Boundary(
+                outcome="wait_signal",
+                next_step=outcome.next,
+                status=RunStatus.WAITING_EXTERNAL,
+                waiting=waiting,
+                wake_at=deadline,
+                **common,
+            )
+        waiting = {"kind": "timer", "next": outcome.next, "until": outcome.until.isoformat()}
+        return Boundary(
+            outcome="sleep",
+            next_step=outcome.next,
+            status=RunStatus.WAITING_EXTERNAL,
+            waiting=waiting,
+            wake_at=outcome.until,
+            **common,
+        )
+
     def _call(self, step: StepDef, ctx: Context, state: Any) -> Outcome:
         """Call the step function and turn anything unexpected into a typed outcome.
 
@@ -219,16 +325,17 @@ class Execution:
         except Exception as exc:
             tb = traceback.format_exception(exc)[-5:]
             return Fail("step_raised", f"{type(exc).__name__}: {exc}", {"traceback": tb})
-        if not isinstance(outcome, Next | Done | Fail):
+        if not isinstance(outcome, Next | Done | Fail | WaitApproval | WaitSignal | Sleep):
             return Fail(
                 "invalid_outcome",
-                f"step {step.name!r} returned {type(outcome).__name__}; "
-                "return goto(...), done(...) or fail(...)",
+                f"step {step.name!r} returned {type(outcome).__name__}; return goto(...), "
+                "done(...), fail(...), wait_for_approval(...), wait_for_signal(...) or sleep(...)",
             )
-        if isinstance(outcome, Next) and outcome.step not in step.next:
+        stray = [s for s in continuations(outcome) if s not in step.next]
+        if stray:
             return Fail(
                 "undeclared_transition",
-                f"step {step.name!r} went to {outcome.step!r}, which is not in its next= list",
+                f"step {step.name!r} continues with {stray}, which is not in its next= list",
             )
         return outcome
 
@@ -267,10 +374,38 @@ class Execution:
             return Fail(esc.reason, message, details)
         return Next(esc.action)
 
-    def _messages(self) -> list[Message]:
+    # -- what a step's context reads (see ratchet.context.StepHost) ---------------------------
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def thread_messages(self) -> list[Message]:
         if self._thread_messages is None:
             self._thread_messages = self.store.messages(self.run.tenant_id, self.run.thread_id)
         return self._thread_messages
+
+    def approvals(self) -> list[Approval]:
+        if self._approvals is None:
+            self._approvals = self.store.approvals(self.run.tenant_id, run_id=self.run.run_id)
+        return self._approvals
+
+    def signals(self) -> list[Signal]:
+        if self._signals is None:
+            self._signals = self.store.signals(self.run.tenant_id, self.run.run_id)
+        return self._signals
+
+    def charge(self, cost: float, tokens: int) -> None:
+        spent_cost, spent_tokens = self._charge
+        self._charge = (spent_cost + cost, spent_tokens + tokens)
+
+    def budget_left(self) -> dict[str, float | int | None] | None:
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        return budgets.remaining(budgets.charged(self.budget, cost=cost, tokens=tokens))
+
+    def cancel_requested(self) -> bool:
+        return self._current().status is RunStatus.CANCEL_REQUESTED
 
     # -- stopping -------------------------------------------------------------------------------
 
@@ -298,6 +433,17 @@ class Execution:
             data=wait.error,
         )
         return Stopped("retry_scheduled", self.run.run_id)
+
+    def _escalate(self, esc: Escalate, step: str) -> Stopped:
+        """Stop before (or instead of) a step: hand the run to a person, or fail it."""
+        if esc.action == "needs_attention":
+            return self._needs_attention(esc, step)
+        self.committer.flush()
+        unresolved = self.effects.compensate_all()
+        data: dict[str, JSON] = {"reason": esc.reason, "step": step, "details": esc.evidence}
+        if unresolved:
+            data["unresolved_compensations"] = unresolved
+        return self._close(self._current(), RunStatus.FAILED, data, "ended")
 
     def _needs_attention(self, esc: Escalate, step: str) -> Stopped:
         """Hand the run to a person with why, where, what to do, and the evidence."""
@@ -327,6 +473,8 @@ class Execution:
         data: dict[str, JSON] = {"reason": "cancelled", "step": run.next_step}
         if unresolved:
             data["unresolved_compensations"] = unresolved
+        if self.workflow.delete_messages_on_cancel:
+            data["deleted_messages"] = self.store.delete_run_messages(run.tenant_id, run.run_id)
         return self._close(run, RunStatus.CANCELLED, data, "cancelled")
 
     def _quarantine(self, reason: str, message: str) -> Stopped:

@@ -106,6 +106,8 @@ class Run:
     ``next_step`` is the step the run continues with; None once it has ended. ``wake_at`` is
     set while the run sleeps before a retry (no worker claims it earlier); ``step_attempts`` and
     ``retry_since`` count failed attempts of ``next_step`` and when the first one failed.
+    ``waiting`` says what a WAITING_* run waits for (``kind`` approval, signal or timer, and the
+    steps to continue with); ``budget`` holds the run's limits and usage (see ``ratchet.budget``).
     """
 
     run_id: str
@@ -128,6 +130,8 @@ class Run:
     wake_at: datetime | None = None
     step_attempts: int = 0
     retry_since: datetime | None = None
+    waiting: JSON = None
+    budget: JSON = None
 
     @property
     def durability(self) -> Durability:
@@ -200,3 +204,49 @@ class Message:
         if self.tool_call_id is not None:
             out["tool_call_id"] = self.tool_call_id
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is acting: a tenant, a subject (a person or a service) and the roles it holds."""
+
+    tenant: str
+    subject: str
+    roles: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A request for a person's decision, and the decision once made."""
+
+    id: int
+    run_id: str
+    step: str
+    role: str
+    request: JSON
+    on_approve: str
+    on_reject: str
+    status: str
+    decided_by: str | None
+    decided_role: str | None
+    comment: str | None
+    requested_at: datetime
+    decided_at: datetime | None
+
+    @property
+    def approved(self) -> bool:
+        """True once approved."""
+        return self.status == "approved"
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A signal delivered to a run's inbox; ``consumed_at`` is set when a wait took it."""
+
+    id: int
+    run_id: str
+    signal_id: str
+    name: str
+    payload: JSON
+    received_at: datetime
+    consumed_at: datetime | None

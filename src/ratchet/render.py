@@ -8,12 +8,39 @@ from typing import Any
 import orjson
 
 from ratchet.effects import EffectRecord
-from ratchet.model import JSON, Event, Message, Run, RunStatus
+from ratchet.model import JSON, Approval, Event, Message, Run, RunStatus
 from ratchet.runtime import Runtime, RunView
 
 
 def _ts(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="seconds")
+
+
+def approval_json(a: Approval) -> dict[str, JSON]:
+    """An approval request (and its decision) as a JSON object."""
+    return {
+        "id": a.id,
+        "run_id": a.run_id,
+        "step": a.step,
+        "role": a.role,
+        "request": a.request,
+        "status": a.status,
+        "on_approve": a.on_approve,
+        "on_reject": a.on_reject,
+        "decided_by": a.decided_by,
+        "comment": a.comment,
+        "requested_at": _ts(a.requested_at),
+        "decided_at": _ts(a.decided_at),
+    }
+
+
+def approval_line(a: Approval) -> str:
+    """One approval request as one line."""
+    decided = f" by {a.decided_by}" if a.decided_by else ""
+    return (
+        f"{a.run_id}  {a.status}{decided}  role={a.role}  step={a.step}  "
+        f"request={orjson.dumps(a.request).decode()}"
+    )
 
 
 def effect_json(e: EffectRecord) -> dict[str, JSON]:
@@ -167,12 +194,13 @@ def runs_table(runs: list[Run]) -> str:
     )
 
 
-def resumed(rt: Runtime, run_id: str, tenant: str) -> str:
-    """Resume a run inline and describe the outcome in one line."""
+def resumed(rt: Runtime, run_id: str, tenant: str, **options: Any) -> str:
+    """Resume a run inline (``options`` as :meth:`Runtime.resume`) and describe the outcome in
+    one line."""
     before = rt.get(run_id, tenant=tenant)
     if before.status.terminal:
         return f"run {run_id} is finished ({before.status}); nothing to resume"
-    after = rt.resume(run_id, tenant=tenant)
+    after = rt.resume(run_id, tenant=tenant, **options)
     where = f", next step {after.next_step}" if after.next_step else ""
     return f"run {run_id} {after.status}{where}"
 

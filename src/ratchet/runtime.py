@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -10,11 +9,10 @@ from datetime import timedelta
 from typing import Any
 
 from ratchet import transitions
+from ratchet.budget import Budget, extended
 from ratchet.clock import Clock, SystemClock
-from ratchet.effects import EffectRecord, EffectStatus
+from ratchet.effects import EffectRecord
 from ratchet.errors import (
-    EffectNotFoundError,
-    EffectStateError,
     InvalidInputError,
     RunBusyError,
     RunClosedError,
@@ -25,6 +23,9 @@ from ratchet.executor import Execution, Stopped
 from ratchet.ids import new_id
 from ratchet.leases import Heartbeat, is_dead_local_owner, process_owner
 from ratchet.model import Durability, Event, Message, Release, Run, RunStatus, StepRecord
+from ratchet.runtime_effects import RuntimeEffects
+from ratchet.runtime_waits import RuntimeWaits
+from ratchet.serde import dumps
 from ratchet.store.base import NewRun, Store
 from ratchet.store.url import open_store
 from ratchet.workflow import Workflow
@@ -49,7 +50,7 @@ class RunView:
         return [s.name for s in self.steps]
 
 
-class Runtime:
+class Runtime(RuntimeEffects, RuntimeWaits):
     """Starts and advances runs of registered workflows against one store.
 
     ``db`` is a database URL (default: ``RATCHET_DB`` or ``sqlite:///.ratchet/ratchet.db``) or
@@ -108,6 +109,7 @@ class Runtime:
         durability: Durability | str = Durability.SYNC,
         release: dict[str, str] | None = None,
         messages: Sequence[Message] = (),
+        budget: Budget | None = None,
     ) -> Run:
         """Create a PENDING run and return it; it runs when a worker (or
         :meth:`run_until_idle`) claims it.
@@ -118,7 +120,8 @@ class Runtime:
         and writes nothing. ``release`` takes the user's release ids (``code``, ``prompt``,
         ``model``, ``tools``), recorded with the workflow version, state schema and
         ``durability`` as the run's release manifest. ``messages`` are appended to the thread in
-        the same transaction that creates the run.
+        the same transaction that creates the run. ``budget`` overrides the workflow's default
+        :class:`~ratchet.budget.Budget`.
         """
         wf = workflow if isinstance(workflow, Workflow) else self.workflow(workflow)
         self.register(wf)
@@ -148,6 +151,7 @@ class Runtime:
             state=wf.codec.to_fields(state),
             idempotency_key=idempotency_key,
             messages=tuple(messages),
+            budget=limits.to_json() if (limits := budget or wf.budget) is not None else None,
         )
         run, _created = self.store.create_run(new, now)
         return run
@@ -176,17 +180,47 @@ class Runtime:
         )
         return None if run is None else self._execute(run)
 
-    def resume(self, run_id: str, *, tenant: str = DEFAULT_TENANT) -> Run:
+    def resume(
+        self,
+        run_id: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        at: str | None = None,
+        patch: dict[str, Any] | None = None,
+        add_budget: Budget | None = None,
+        by: str | None = None,
+        request_id: str | None = None,
+    ) -> Run:
         """Claim this run and advance it inline until it stops; return the run afterwards.
 
         A finished run is returned unchanged. A run leased by a process of this host that no
         longer exists (it crashed) is taken over at once; a run leased by a live owner raises
         :class:`RunBusyError`. The run's workflow must be registered.
+
+        A run in NEEDS_ATTENTION or QUARANTINED is continued by a person (``by``) from its
+        checkpoint, never from the beginning: at ``at`` (a declared step; default: where it
+        stopped), with ``patch`` (state fields to overwrite, validated against the state type
+        and recorded in a ``resumed`` event) and ``add_budget`` (limits to add). The attempts of
+        its planned effects start again from zero. A repeated ``request_id`` does not reopen or
+        patch again: it only continues the run.
         """
         run = self.store.get_run(tenant, run_id)
         if run.status.terminal:
             return run
-        self.workflow(run.workflow)
+        wf = self.workflow(run.workflow)
+        if request_id is not None and self.store.recall_request(tenant, request_id):
+            pass
+        elif run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
+            run = self._reopen(run, wf, at, patch, add_budget, by)
+            if request_id is not None:
+                result = {"run_id": run_id, "at": run.next_step}
+                self.store.remember_request(tenant, request_id, "resume", result, self.clock.now())
+        elif at is not None or patch is not None or add_budget is not None:
+            raise InvalidInputError(
+                f"run {run_id} is {run.status}; --at, --patch-state and budget changes are for "
+                "runs that need a person (NEEDS_ATTENTION or QUARANTINED)",
+                fix="resume it without them",
+            )
         claimed = self.store.claim(
             self.owner,
             self._lease_end(),
@@ -214,6 +248,53 @@ class Runtime:
             )
         self._execute(claimed)
         return self.store.get_run(tenant, run_id)
+
+    def _reopen(
+        self,
+        run: Run,
+        wf: Workflow[Any],
+        at: str | None,
+        patch: dict[str, Any] | None,
+        add_budget: Budget | None,
+        by: str | None,
+    ) -> Run:
+        error = run.error if isinstance(run.error, dict) else {}
+        step = at or run.next_step or error.get("resume_at") or error.get("step")
+        if step not in wf.steps:
+            raise InvalidInputError(
+                f"step {step!r} is not declared by workflow {wf.name}",
+                fix=f"pick one of {', '.join(wf.steps)} with --at",
+            )
+        patched: dict[str, bytes] = {}
+        if patch:
+            if not isinstance(patch, dict):
+                raise InvalidInputError("a state patch must be a JSON object of fields")
+            patched = {k: dumps(v) for k, v in patch.items()}
+            current = self.store.load_state(run.tenant_id, run.run_id)
+            wf.codec.coerce_fields({**current, **patched})
+        budget = run.budget
+        if add_budget is not None:
+            base = budget if isinstance(budget, dict) else Budget().to_json()
+            budget = extended(base, add_budget)
+        elif isinstance(budget, dict):
+            budget = {**budget, "guard": None}
+        transitions.check(run.status, RunStatus.RUNNING)
+        return self.store.reopen(
+            run.tenant_id,
+            run.run_id,
+            expected_status=run.status,
+            expected_version=run.state_version,
+            next_step=step,
+            state=patched,
+            budget=budget,
+            now=self.clock.now(),
+            data={
+                "by": by or self.owner,
+                "at": step,
+                "patched": sorted(patched),
+                "from": str(run.status),
+            },
+        )
 
     def _execute(self, run: Run) -> Stopped:
         wf = self.workflow(run.workflow)
@@ -263,14 +344,22 @@ class Runtime:
 
     # -- stopping -------------------------------------------------------------------------------
 
-    def cancel(self, run_id: str, *, tenant: str = DEFAULT_TENANT, reason: str = "") -> Run:
+    def cancel(
+        self,
+        run_id: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        reason: str = "",
+        request_id: str | None = None,
+    ) -> Run:
         """Ask a run to stop at its next step boundary; return the run afterwards.
 
         The run moves to CANCEL_REQUESTED. If no live worker holds it and it has nothing to
         compensate, it is finished here and ends CANCELLED; otherwise a worker (or
         :meth:`resume`) finishes it: at the next boundary the running step is not committed,
         confirmed effects with a compensator are compensated newest first, and the run ends
-        CANCELLED. A finished run is returned unchanged.
+        CANCELLED. A finished run is returned unchanged. Cancelling is idempotent (a repeat
+        changes nothing); ``request_id`` is recorded with the request.
         """
         for _ in range(10):
             run = self.store.get_run(tenant, run_id)
@@ -287,7 +376,7 @@ class Runtime:
                         status=RunStatus.CANCEL_REQUESTED,
                         fence=None,
                         now=self.clock.now(),
-                        data={"reason": reason or "cancel requested"},
+                        data={"reason": reason or "cancel requested", "request_id": request_id},
                     )
                 leased = run.lease_until is not None and run.lease_until > self.clock.now()
                 if leased or self._has_compensations(run):
@@ -306,99 +395,6 @@ class Runtime:
             except (StaleStateError, RunClosedError):
                 continue
         raise StaleStateError(f"run {run_id} kept changing while it was being cancelled")
-
-    # -- effects --------------------------------------------------------------------------------
-
-    def effects(
-        self,
-        *,
-        tenant: str = DEFAULT_TENANT,
-        run_id: str | None = None,
-        status: Sequence[EffectStatus | str] = (),
-        limit: int = 1000,
-    ) -> builtins.list[EffectRecord]:
-        """Effects of a tenant (or of one run), filtered by status, in the order planned."""
-        try:
-            statuses = [EffectStatus(str(s).lower()) for s in status]
-        except ValueError as exc:
-            raise InvalidInputError(
-                str(exc), fix=f"use one of {', '.join(s.value for s in EffectStatus)}"
-            ) from None
-        return self.store.list_effects(tenant, run_id=run_id, statuses=statuses, limit=limit)
-
-    def resolve_effect(
-        self,
-        key: str,
-        *,
-        applied: bool,
-        by: str,
-        reason: str,
-        tenant: str = DEFAULT_TENANT,
-        receipt: str | None = None,
-        result: Any = None,
-    ) -> EffectRecord:
-        """Record a person's decision about an ``ambiguous`` effect and let its run continue.
-
-        ``applied=True`` marks it confirmed (with the ``receipt`` and ``result`` found at the
-        provider): the step gets that result without a call. ``applied=False`` marks it not
-        applied: the step calls the provider again with the same key. Who decided, when and
-        why is stored on the effect and in the run's events. A run waiting in
-        NEEDS_ATTENTION is moved back to RUNNING for any worker to pick up.
-        """
-        if not by or not reason:
-            raise InvalidInputError(
-                "a resolution needs who decided and why", fix="pass --as NAME and --reason TEXT"
-            )
-        record = self.store.get_effect(tenant, key)
-        if record is None:
-            raise EffectNotFoundError(f"no effect {key} in tenant {tenant}")
-        if record.status is not EffectStatus.AMBIGUOUS:
-            raise EffectStateError(
-                f"effect {key} is {record.status}; only ambiguous effects are resolved by hand",
-                fix="see the effects that need a decision: `ratchet effects --status ambiguous`",
-            )
-        now = self.clock.now()
-        decision = {
-            "by": by,
-            "at": now.isoformat(timespec="seconds"),
-            "reason": reason,
-            "decision": "applied" if applied else "not_applied",
-        }
-        updated = self.store.update_effect(
-            tenant,
-            key,
-            expected_status=EffectStatus.AMBIGUOUS,
-            status=EffectStatus.CONFIRMED if applied else EffectStatus.PLANNED,
-            fence=None,
-            now=now,
-            attempts_delta=0 if applied or record.attempts == 0 else -1,
-            result=result,
-            receipt=receipt,
-            resolution=decision,
-        )
-        run = self.store.get_run(tenant, record.run_id)
-        if run.status is RunStatus.NEEDS_ATTENTION:
-            transitions.check(run.status, RunStatus.RUNNING)
-            self.store.set_status(
-                tenant,
-                run.run_id,
-                expected_status=RunStatus.NEEDS_ATTENTION,
-                expected_version=run.state_version,
-                status=RunStatus.RUNNING,
-                fence=None,
-                now=now,
-                data={"reason": "effect_resolved", "effect": key, **decision},
-                release_lease=True,
-            )
-        return updated
-
-    def _has_compensations(self, run: Run) -> bool:
-        """True when the run has confirmed effects to compensate (a worker must finish the
-        cancel, with the workflow's compensators loaded)."""
-        confirmed = self.store.list_effects(
-            run.tenant_id, run_id=run.run_id, statuses=[EffectStatus.CONFIRMED]
-        )
-        return any(e.compensator for e in confirmed)
 
     def close(self) -> None:
         """Stop the heartbeat thread and close the store."""

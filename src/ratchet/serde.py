@@ -77,6 +77,16 @@ class StateCodec:
         except DecodeError as exc:
             raise InvalidInputError(exc.message, fix="pass the fields the state declares") from exc
 
+    def coerce_fields(self, fields: dict[str, bytes]) -> Any:
+        """Like :meth:`from_fields`, but a misfit is the caller's input error (a state patch)."""
+        try:
+            return self.from_fields(fields)
+        except DecodeError as exc:
+            raise InvalidInputError(
+                f"the patched state does not fit {self.state_type.__name__}: {exc.message}",
+                fix="patch only declared fields, with values of their declared types",
+            ) from exc
+
     def to_fields(self, state: Any) -> dict[str, bytes]:
         """Encode each top-level field of ``state`` as canonical JSON."""
         if self._is_model:

@@ -34,3 +34,7 @@ class Escalate(Signal):
         self.action = action
         self.reason = reason
         self.evidence = evidence
+
+
+class Cancelled(Signal):
+    """Raised by ``ctx.check_cancelled()``: the run was cancelled; leave the step now."""

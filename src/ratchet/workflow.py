@@ -9,8 +9,10 @@ A workflow is declared once, at import time, and checked then::
 
 A step is a function ``(ctx, state) -> outcome``. It may change ``state`` in place or hand back a
 new state in the outcome. The outcome says what comes next: :func:`goto` another step, :func:`done`
-with a result, or :func:`fail` with a typed reason. Loops are just transitions (think -> act ->
-think). A step can only go to the steps it declared in ``next``.
+with a result, :func:`fail` with a typed reason, or a wait that holds no process:
+:func:`wait_for_approval`, :func:`wait_for_signal`, :func:`sleep` / :func:`sleep_until`. Loops are
+just transitions (think -> act -> think). A step can only continue with steps it declared in
+``next``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ratchet.errors import DefinitionError
@@ -25,6 +28,7 @@ from ratchet.model import JSON
 from ratchet.serde import StateCodec
 
 if TYPE_CHECKING:
+    from ratchet.budget import Budget
     from ratchet.context import Context
     from ratchet.retry import RetryPolicy
 
@@ -66,7 +70,41 @@ class Fail:
         return {"reason": self.reason, "message": self.message, "details": self.details}
 
 
-Outcome = Next | Done | Fail
+@dataclass(frozen=True, slots=True)
+class WaitApproval:
+    """Outcome: wait (holding nothing) until a person with ``role`` approves or rejects
+    ``request``; then continue with ``on_approve`` or ``on_reject``."""
+
+    role: str
+    request: JSON
+    on_approve: str
+    on_reject: str
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitSignal:
+    """Outcome: wait for a signal called ``name`` (one already in the run's inbox counts), then
+    continue with ``next``; after ``timeout`` seconds continue with ``on_timeout`` instead (or
+    fail with ``signal_timeout`` when it is None)."""
+
+    name: str
+    next: str
+    timeout: float | None = None
+    on_timeout: str | None = None
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Outcome: wait until ``until`` (a timezone-aware time), then continue with ``next``."""
+
+    until: datetime
+    next: str
+    state: Any = None
+
+
+Outcome = Next | Done | Fail | WaitApproval | WaitSignal | Sleep
 
 
 def goto(step: str, state: Any = None) -> Next:
@@ -84,6 +122,55 @@ def fail(reason: str, message: str = "", state: Any = None, **details: JSON) -> 
     if not _NAME.match(reason):
         raise DefinitionError(f"failure reason {reason!r} must be a snake_case code")
     return Fail(reason, message, details, state)
+
+
+def wait_for_approval(
+    role: str, request: JSON, *, on_approve: str, on_reject: str, state: Any = None
+) -> WaitApproval:
+    """Pause the run until a person holding ``role`` decides on ``request`` (shown to them).
+
+    Both continuation steps must be listed in the step's ``next``. The next step sees the
+    decision as ``ctx.approval``.
+    """
+    return WaitApproval(role, request, on_approve, on_reject, state)
+
+
+def wait_for_signal(
+    name: str,
+    *,
+    next: str,
+    timeout: float | None = None,
+    on_timeout: str | None = None,
+    state: Any = None,
+) -> WaitSignal:
+    """Pause the run until signal ``name`` arrives (``ratchet signal RUN NAME``), then go to
+    ``next``; the step after reads it with ``ctx.signal(name)``."""
+    return WaitSignal(name, next, timeout, on_timeout, state)
+
+
+def sleep(seconds: float, *, next: str, now: datetime, state: Any = None) -> Sleep:
+    """Pause the run for ``seconds`` from ``now`` (pass ``ctx.now()``), then go to ``next``."""
+    return Sleep(now + timedelta(seconds=seconds), next, state)
+
+
+def sleep_until(until: datetime, *, next: str, state: Any = None) -> Sleep:
+    """Pause the run until ``until`` (timezone-aware), then go to ``next``."""
+    if until.tzinfo is None:
+        raise DefinitionError("sleep_until needs a timezone-aware time", fix="use ctx.now() + ...")
+    return Sleep(until, next, state)
+
+
+def continuations(outcome: Outcome) -> list[str]:
+    """The steps an outcome may continue with (each must be declared in the step's ``next``)."""
+    if isinstance(outcome, Next):
+        return [outcome.step]
+    if isinstance(outcome, WaitApproval):
+        return [outcome.on_approve, outcome.on_reject]
+    if isinstance(outcome, WaitSignal):
+        return [outcome.next, *([outcome.on_timeout] if outcome.on_timeout else [])]
+    if isinstance(outcome, Sleep):
+        return [outcome.next]
+    return []
 
 
 StepFn = Callable[["Context", Any], Outcome]
@@ -139,6 +226,9 @@ class Workflow(Generic[S]):
     both are recorded on every run started from this definition. ``start`` names the first step
     (default: the first in ``steps``). ``compensators`` lists the functions effects may name as
     ``compensate=``; they must be declared here so a new process can run them after a crash.
+    ``budget`` is the default :class:`ratchet.budget.Budget` of its runs (limits and the
+    no-progress guard; None: no limits, no guard). ``delete_messages_on_cancel`` removes the
+    thread messages a run added when it is cancelled (default: keep them).
     Raises :class:`DefinitionError` for an empty step list, duplicate or malformed names, an
     unknown start step, a ``next`` naming an unknown step, or a retry policy whose
     ``on_exhausted`` names an unknown step.
@@ -154,6 +244,8 @@ class Workflow(Generic[S]):
         state_schema: int = 1,
         start: str | None = None,
         compensators: Sequence[Callable[..., Any]] = (),
+        budget: Budget | None = None,
+        delete_messages_on_cancel: bool = False,
     ) -> None:
         if not _NAME.match(name):
             raise DefinitionError(
@@ -193,6 +285,8 @@ class Workflow(Generic[S]):
             if not cname or cname in self.compensators:
                 raise DefinitionError(f"workflow {name}: compensator {fn!r} needs a unique name")
             self.compensators[cname] = fn
+        self.budget = budget
+        self.delete_messages_on_cancel = delete_messages_on_cancel
         self.name = name
         self.version = version
         self.state_schema = state_schema

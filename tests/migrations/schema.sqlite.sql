@@ -1,3 +1,9 @@
+-- index approvals_by_run
+CREATE INDEX approvals_by_run ON approvals (run_id, id);
+
+-- index approvals_pending
+CREATE INDEX approvals_pending ON approvals (tenant_id, status, id);
+
 -- index effects_by_run
 CREATE INDEX effects_by_run ON effects (tenant_id, run_id, id);
 
@@ -15,6 +21,28 @@ CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
 
 -- index runs_runnable
 CREATE INDEX runs_runnable ON runs (status, lease_until);
+
+-- index signals_inbox
+CREATE INDEX signals_inbox ON signals (run_id, name, consumed_at, id);
+
+-- table approvals
+CREATE TABLE approvals (
+    id           INTEGER PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    run_id       TEXT NOT NULL REFERENCES runs (run_id),
+    step         TEXT NOT NULL,
+    role         TEXT NOT NULL,
+    request      TEXT NOT NULL,
+    on_approve   TEXT NOT NULL,
+    on_reject    TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
+    decided_by   TEXT,
+    decided_role TEXT,
+    comment      TEXT,
+    request_id   TEXT,
+    requested_at TEXT NOT NULL,
+    decided_at   TEXT
+);
 
 -- table effects
 CREATE TABLE effects (
@@ -77,6 +105,16 @@ CREATE TABLE ratchet_migrations (
     applied_at TEXT NOT NULL
 );
 
+-- table requests
+CREATE TABLE requests (
+    tenant_id  TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    operation  TEXT NOT NULL,
+    result     TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, request_id)
+) WITHOUT ROWID;
+
 -- table runs
 CREATE TABLE runs (
     run_id          TEXT PRIMARY KEY,
@@ -98,8 +136,21 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT,
     UNIQUE (tenant_id, idempotency_key)
+);
+
+-- table signals
+CREATE TABLE signals (
+    id          INTEGER PRIMARY KEY,
+    tenant_id   TEXT NOT NULL,
+    run_id      TEXT NOT NULL REFERENCES runs (run_id),
+    signal_id   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    payload     TEXT,
+    received_at TEXT NOT NULL,
+    consumed_at TEXT,
+    UNIQUE (tenant_id, run_id, signal_id)
 );
 
 -- table state_fields

@@ -21,7 +21,17 @@ from datetime import datetime
 from typing import Protocol
 
 from ratchet.effects import EffectRecord, EffectStatus, NewEffect
-from ratchet.model import JSON, Event, Message, Release, Run, RunStatus, StepRecord
+from ratchet.model import (
+    JSON,
+    Approval,
+    Event,
+    Message,
+    Release,
+    Run,
+    RunStatus,
+    Signal,
+    StepRecord,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +47,7 @@ class NewRun:
     state: dict[str, bytes]
     idempotency_key: str | None = None
     messages: tuple[Message, ...] = ()
+    budget: JSON = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,10 @@ class Boundary:
 
     ``status`` is the run's status after the boundary (RUNNING to continue, or a status the
     transition table allows from RUNNING). ``state`` holds only the fields that changed.
+    For a wait, ``waiting`` says what for (``{"kind": "approval" | "signal" | "timer", ...}``),
+    ``wake_at`` when a timer fires or a signal wait times out, and ``approval`` (``role``,
+    ``request``, ``on_approve``, ``on_reject``) the request a person must decide. ``budget``
+    is the run's budget after the step (None: unchanged).
     """
 
     step: str
@@ -57,6 +72,10 @@ class Boundary:
     messages: tuple[Message, ...] = ()
     result: JSON = None
     error: JSON = None
+    waiting: JSON = None
+    wake_at: datetime | None = None
+    approval: JSON = None
+    budget: JSON = None
 
 
 class Store(Protocol):
@@ -119,14 +138,17 @@ class Store(Protocol):
     ) -> Run | None:
         """Atomically take the lease on one runnable run and return it with its new fence.
 
-        Runnable: status PENDING, RUNNING or CANCEL_REQUESTED, workflow in ``workflows``, and no
-        live lease (``lease_until`` is null or before ``now``). The claim sets ``owner`` and
-        ``lease_until``, increments ``fence`` and ``state_version``, moves PENDING to RUNNING and
-        appends a ``claimed`` event. Without ``run_id`` the oldest runnable run of any
-        tenant is taken (this is the worker's scan, the one query not scoped by tenant); with
-        ``run_id`` (and ``tenant_id``) only that run. ``dead_owner`` names an owner the caller
-        has proven dead (a process of this host that no longer exists): its live-looking lease
-        counts as expired. Returns None when nothing is claimable; two concurrent claimers never
+        Runnable: status PENDING, RUNNING or CANCEL_REQUESTED, or WAITING_EXTERNAL with a due
+        ``wake_at`` (a timer or a signal timeout); workflow in ``workflows``; no live lease
+        (``lease_until`` is null or before ``now``); no retry wait pending (``wake_at`` null or
+        due). The claim sets ``owner`` and ``lease_until``, increments ``fence`` and
+        ``state_version``, moves PENDING and WAITING_EXTERNAL to RUNNING (keeping ``waiting`` so
+        the claimer knows a wait timed out) and appends a ``claimed`` event. Without
+        ``run_id`` the oldest runnable run of any tenant is taken (this is the worker's scan,
+        the one query not scoped by tenant); with ``run_id`` (and ``tenant_id``) only that run.
+        ``dead_owner`` names an owner the caller has proven dead (a process of this host that no
+        longer exists): its live-looking lease counts as expired. Returns None when nothing is
+        claimable; two concurrent claimers never
         both get the same run.
         """
         ...
@@ -156,8 +178,11 @@ class Store(Protocol):
 
         Guarded by ``fence``, ``expected_version`` and status RUNNING. On success it writes the
         step records, changed state fields, thread messages, a ``step_completed`` event per
-        boundary, and the run row (next step, status, result/error, version + 1); when the last
-        boundary leaves RUNNING the lease is released in the same transaction. When the guard
+        boundary, and the run row (next step, status, result/error, waiting, wake_at, budget,
+        version + 1); when the last boundary leaves RUNNING the lease is released in the same
+        transaction. A boundary that waits for approval adds a pending approval. A boundary that
+        waits for a signal already in the run's inbox does not wait: the signal is consumed and
+        the run is left RUNNING (lease released) at the wait's next step. When the guard
         fails nothing is written and it raises :class:`~ratchet.errors.LeaseLostError` (fence
         moved on), :class:`~ratchet.errors.RunClosedError` (run ended) or
         :class:`~ratchet.errors.StaleStateError` (version or status moved on, e.g. a cancel).
@@ -262,6 +287,100 @@ class Store(Protocol):
     ) -> list[EffectRecord]:
         """Effects of a tenant (optionally of one run, of any of ``statuses``) in the order
         they were planned."""
+        ...
+
+    def approvals(
+        self, tenant_id: str, *, run_id: str | None = None, pending: bool = False
+    ) -> list[Approval]:
+        """Approval requests of a tenant (or of one run; only pending ones with ``pending``),
+        oldest first."""
+        ...
+
+    def decide_approval(
+        self,
+        tenant_id: str,
+        approval_id: int,
+        *,
+        approve: bool,
+        by: str,
+        role: str,
+        comment: str | None,
+        request_id: str | None,
+        now: datetime,
+    ) -> tuple[Approval, bool]:
+        """Record a decision on a pending approval and move its WAITING_APPROVAL run back to
+        RUNNING (lease free) at ``on_approve`` or ``on_reject``, atomically.
+
+        Idempotent on ``request_id``: a repeat returns ``(the decided approval, False)``; a first
+        decision returns ``(approval, True)``. The caller checked the principal's role. Raises
+        :class:`~ratchet.errors.ApprovalStateError` when the approval is no longer pending and
+        :class:`~ratchet.errors.RunClosedError` when the run has ended (the late decision is
+        recorded as a ``late_approval`` event).
+        """
+        ...
+
+    def deliver_signal(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        signal_id: str,
+        name: str,
+        payload: JSON,
+        now: datetime,
+    ) -> tuple[Signal, str]:
+        """Put a signal in the run's inbox; wake the run if it waits for ``name``.
+
+        Returns the signal and what happened: ``woke`` (the run was waiting for it and is
+        RUNNING again at the wait's next step, the signal consumed), ``queued`` (kept in the
+        inbox for a later wait) or ``duplicate`` (this ``signal_id`` was delivered before;
+        nothing changed). A signal to a finished run is recorded as a ``late_signal`` event and
+        raises :class:`~ratchet.errors.RunClosedError`.
+        """
+        ...
+
+    def signals(self, tenant_id: str, run_id: str) -> list[Signal]:
+        """The run's inbox, oldest first (consumed signals included)."""
+        ...
+
+    def reopen(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        expected_status: RunStatus,
+        expected_version: int,
+        next_step: str,
+        state: dict[str, bytes],
+        budget: JSON,
+        now: datetime,
+        data: JSON,
+    ) -> Run:
+        """A person continues a NEEDS_ATTENTION or QUARANTINED run: status RUNNING (lease
+        free) at ``next_step``, with the state fields in ``state`` rewritten, the budget
+        replaced when given, and the attempts of its planned effects reset, atomically; appends
+        a ``resumed`` event with ``data`` (who, the patched fields). Guarded like
+        :meth:`set_status`."""
+        ...
+
+    def record_event(
+        self, tenant_id: str, run_id: str, type: str, data: JSON, now: datetime
+    ) -> None:
+        """Append an event without touching the run (e.g. a late message that was ignored)."""
+        ...
+
+    def recall_request(self, tenant_id: str, request_id: str) -> tuple[str, JSON] | None:
+        """The ``(operation, result)`` remembered for a client request id, or None."""
+        ...
+
+    def remember_request(
+        self, tenant_id: str, request_id: str, operation: str, result: JSON, now: datetime
+    ) -> None:
+        """Remember a client request's result; the first one stays (later ones are ignored)."""
+        ...
+
+    def delete_run_messages(self, tenant_id: str, run_id: str) -> int:
+        """Delete the thread messages a run added (cancel clean-up policy); return how many."""
         ...
 
     def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:

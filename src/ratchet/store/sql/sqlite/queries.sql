@@ -3,9 +3,9 @@
 
 -- name: insert_run
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                  idempotency_key, created_at, updated_at)
+                  idempotency_key, budget, created_at, updated_at)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
-        :idempotency_key, :now, :now);
+        :idempotency_key, :budget, :now, :now);
 
 -- name: run_by_key
 SELECT * FROM runs WHERE tenant_id = :tenant_id AND idempotency_key = :idempotency_key;
@@ -32,7 +32,8 @@ SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = 
 
 -- name: pick_runnable
 SELECT tenant_id, run_id FROM runs
-WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
   AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows))
@@ -47,11 +48,12 @@ SET owner = :owner,
     lease_until = :lease_until,
     fence = fence + 1,
     state_version = state_version + 1,
-    status = CASE status WHEN 'PENDING' THEN 'RUNNING' ELSE status END,
+    status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING' ELSE status END,
     wake_at = NULL,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
-  AND status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+  AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
   AND (wake_at IS NULL OR wake_at <= :now)
 RETURNING *;
@@ -74,6 +76,9 @@ SET status = :status,
     steps_done = steps_done + :steps,
     step_attempts = 0,
     retry_since = NULL,
+    waiting = :waiting,
+    wake_at = :wake_at,
+    budget = COALESCE(:budget, budget),
     result = :result,
     error = :error,
     owner = CASE WHEN :keep_lease THEN owner END,
@@ -196,3 +201,93 @@ WHERE tenant_id = :tenant_id
   AND (:any_status OR status IN (SELECT value FROM json_each(:statuses)))
 ORDER BY id
 LIMIT :limit;
+
+-- name: insert_approval
+INSERT INTO approvals (tenant_id, run_id, step, role, request, on_approve, on_reject, status,
+                       requested_at)
+VALUES (:tenant_id, :run_id, :step, :role, :request, :on_approve, :on_reject, 'pending', :now);
+
+-- name: list_approvals
+SELECT * FROM approvals
+WHERE tenant_id = :tenant_id
+  AND (:run_id IS NULL OR run_id = :run_id)
+  AND (NOT :pending OR status = 'pending')
+ORDER BY id;
+
+-- name: get_approval
+SELECT * FROM approvals WHERE tenant_id = :tenant_id AND id = :id;
+
+-- name: approval_by_request
+SELECT * FROM approvals WHERE tenant_id = :tenant_id AND request_id = :request_id;
+
+-- name: decide_approval
+UPDATE approvals
+SET status = :status, decided_by = :by, decided_role = :role, comment = :comment,
+    request_id = :request_id, decided_at = :now
+WHERE tenant_id = :tenant_id AND id = :id AND status = 'pending'
+RETURNING *;
+
+-- name: wake_run
+UPDATE runs
+SET status = 'RUNNING',
+    next_step = :next_step,
+    waiting = NULL,
+    wake_at = NULL,
+    owner = NULL,
+    lease_until = NULL,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND status = :expected_status
+RETURNING *;
+
+-- name: insert_signal
+INSERT INTO signals (tenant_id, run_id, signal_id, name, payload, received_at)
+VALUES (:tenant_id, :run_id, :signal_id, :name, :payload, :now)
+ON CONFLICT (tenant_id, run_id, signal_id) DO NOTHING;
+
+-- name: get_signal
+SELECT * FROM signals WHERE tenant_id = :tenant_id AND run_id = :run_id AND signal_id = :signal_id;
+
+-- name: first_unconsumed_signal
+SELECT * FROM signals
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND name = :name AND consumed_at IS NULL
+ORDER BY id
+LIMIT 1;
+
+-- name: consume_signal
+UPDATE signals SET consumed_at = :now WHERE id = :id AND consumed_at IS NULL;
+
+-- name: list_signals
+SELECT * FROM signals WHERE tenant_id = :tenant_id AND run_id = :run_id ORDER BY id;
+
+-- name: reopen_run
+UPDATE runs
+SET status = 'RUNNING',
+    next_step = :next_step,
+    budget = COALESCE(:budget, budget),
+    waiting = NULL,
+    wake_at = NULL,
+    step_attempts = 0,
+    retry_since = NULL,
+    owner = NULL,
+    lease_until = NULL,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND status = :expected_status AND state_version = :expected_version
+RETURNING *;
+
+-- name: reset_planned_effects
+UPDATE effects SET attempts = 0, updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND status = 'planned';
+
+-- name: recall_request
+SELECT operation, result FROM requests WHERE tenant_id = :tenant_id AND request_id = :request_id;
+
+-- name: remember_request
+INSERT INTO requests (tenant_id, request_id, operation, result, created_at)
+VALUES (:tenant_id, :request_id, :operation, :result, :now)
+ON CONFLICT (tenant_id, request_id) DO NOTHING;
+
+-- name: delete_run_messages
+DELETE FROM messages WHERE tenant_id = :tenant_id AND run_id = :run_id;
