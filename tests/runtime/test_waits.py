@@ -159,7 +159,7 @@ def test_a_signal_wakes_a_waiting_run(runtime: Runtime) -> None:
     run = runtime.start(signal_flow)
     runtime.run_until_idle()
     assert runtime.get(run.run_id).status is RunStatus.WAITING_EXTERNAL
-    sent, what = runtime.signal(run.run_id, "paid", {"amount": 30}, signal_id="psp-1")
+    _, what = runtime.signal(run.run_id, "paid", {"amount": 30}, signal_id="psp-1")
     assert what == "woke"
     runtime.run_until_idle()
     assert runtime.get(run.run_id).result == {"shipped": {"amount": 30}}
