@@ -1,8 +1,11 @@
-"""Property: random interleavings of store operations never leave a terminal state, never make
-a status change outside the transition table, and never move a version or a fence backwards."""
+"""Property: random interleavings of claims, commits, waits, approvals, signals, cancels,
+releases and lease expiry never leave a terminal state, never make a status change outside the
+transition table, never move a version or a fence backwards, and never leave a waiting run
+holding a lease."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -84,6 +87,63 @@ class StoreMachine(RuleBasedStateMachine):
         except RatchetError:
             return
 
+    @rule(owner=st.sampled_from(OWNERS), kind=st.sampled_from(["approval", "signal", "timer"]))
+    def commit_a_wait(self, owner: str, kind: str) -> None:
+        held = self.leases.get(owner)
+        if held is None:
+            return
+        now = self.clock.now()
+        if kind == "approval":
+            waiting = {"kind": "approval", "role": "r", "on_approve": "a", "on_reject": "b"}
+            b = Boundary(
+                "first",
+                "wait",
+                None,
+                RunStatus.WAITING_APPROVAL,
+                now,
+                now,
+                waiting=waiting,
+                approval={**waiting, "request": {}},
+            )
+        else:
+            waiting = {"kind": kind, "name": "go", "next": "first", "on_timeout": None}
+            b = Boundary(
+                "first",
+                "wait",
+                "first",
+                RunStatus.WAITING_EXTERNAL,
+                now,
+                now,
+                waiting=waiting,
+                wake_at=now + LEASE,
+            )
+        try:
+            self.store.commit("t1", "r", held.fence, held.state_version, [b], now)
+        except RatchetError:
+            return
+
+    @rule(approve=st.booleans(), request=st.sampled_from(["q1", "q2", None]))
+    def decide(self, approve: bool, request: str | None) -> None:
+        for a in self.store.approvals("t1", run_id="r", pending=True):
+            with contextlib.suppress(RatchetError):
+                self.store.decide_approval(
+                    "t1",
+                    a.id,
+                    approve=approve,
+                    by="p",
+                    role="r",
+                    comment=None,
+                    request_id=request,
+                    now=self.clock.now(),
+                )
+
+    @rule(signal_id=st.sampled_from(["s1", "s2", "s3"]))
+    def signal(self, signal_id: str) -> None:
+        with contextlib.suppress(RatchetError):
+            self.store.deliver_signal(
+                "t1", "r", signal_id=signal_id, name="go", payload=None, now=self.clock.now()
+            )
+
     @rule(seconds=st.integers(min_value=1, max_value=40))
     def time_passes(self, seconds: int) -> None:
         self.clock.advance(seconds)
@@ -104,6 +164,12 @@ class StoreMachine(RuleBasedStateMachine):
         if run.status.terminal:
             self.was_terminal = run.status
         self.last = run
+
+    @invariant()
+    def a_waiting_run_holds_no_lease(self) -> None:
+        run = self.store.get_run("t1", "r")
+        if run.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
+            assert run.owner is None
 
     @invariant()
     def every_recorded_status_change_is_in_the_table(self) -> None:
