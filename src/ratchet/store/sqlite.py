@@ -27,6 +27,10 @@ from ratchet.store.sqlite_rows import (
 from ratchet.store.sqlite_waits import SqliteWaits, wake
 
 
+LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCEL_REQUESTED})
+"""The only statuses in which a run may hold a lease."""
+
+
 class SqliteStore(SqliteEffects, SqliteWaits):
     """:class:`~ratchet.store.base.Store` on one SQLite database file."""
 
@@ -343,7 +347,7 @@ class SqliteStore(SqliteEffects, SqliteWaits):
                     **ids,
                     "status": str(status),
                     "error": to_json(data) if keeps_error and data is not None else None,
-                    "keep_lease": not (release_lease or status.terminal),
+                    "keep_lease": not release_lease and status in LEASED,
                     "now": at,
                     "expected_status": str(expected_status),
                     "expected_version": expected_version,
