@@ -26,7 +26,6 @@ from ratchet.store.sqlite_rows import (
 )
 from ratchet.store.sqlite_waits import SqliteWaits, wake
 
-
 LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCEL_REQUESTED})
 """The only statuses in which a run may hold a lease."""
 
