@@ -207,8 +207,8 @@ class Store(Protocol):
         Guarded by ``expected_status``, ``expected_version`` and, when given, ``fence``. ``data``
         is stored in the status event and, for FAILED/QUARANTINED/NEEDS_ATTENTION/CANCELLED, on
         the run's ``error``. The lease is released when ``release_lease`` is set or the new
-        status is not RUNNING or CANCEL_REQUESTED (no other status holds a lease); a pending retry wait (``wake_at``) is cleared. Raises like
-        :meth:`commit` when the guard fails.
+        status is not RUNNING or CANCEL_REQUESTED (no other status holds a lease); a pending
+        retry wait (``wake_at``) is cleared. Raises like :meth:`commit` when the guard fails.
         """
         ...
 
