@@ -21,6 +21,7 @@ from ratchet.cli_support import (
 )
 from ratchet.cli_waits import approvals, approve, reject, signal
 from ratchet.demo_cli import demo
+from ratchet.demo_refund_cli import refund_demo
 from ratchet.model import Durability, RunStatus
 from ratchet.runtime import DEFAULT_TENANT, Runtime
 from ratchet.store.url import default_url, open_store
@@ -234,6 +235,7 @@ def worker(
 
 
 main.add_command(demo)
+del refund_demo  # registered on the demo group when imported
 main.add_command(effects)
 for command in (approvals, approve, reject, signal):
     main.add_command(command)

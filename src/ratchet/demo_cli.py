@@ -27,7 +27,7 @@ def _runtime(settings: Settings) -> Runtime:
     return Runtime(settings.db, workflows=[demo_app.temperature])
 
 
-def _run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temperature") -> Run:
+def run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temperature") -> Run:
     runs = rt.list(tenant=settings.tenant, workflow=workflow, thread=thread, limit=1)
     if not runs:
         start = "demo start" if workflow == "temperature" else f"demo {workflow} start"
@@ -76,7 +76,7 @@ def demo_start(settings: Settings, thread: str, crash_before_reply: bool) -> Non
 def demo_status(settings: Settings, thread: str, as_json: bool) -> None:
     """Show the demo run's status, next step and thread messages."""
     with _runtime(settings) as rt:
-        view = rt.status(_run_of(rt, settings, thread).run_id, tenant=settings.tenant)
+        view = rt.status(run_of(rt, settings, thread).run_id, tenant=settings.tenant)
     if as_json:
         click.echo(
             render.dumps(
@@ -106,7 +106,7 @@ def demo_status(settings: Settings, thread: str, as_json: bool) -> None:
 def demo_resume(settings: Settings, thread: str) -> None:
     """Continue the demo run from its last committed step in this (new) process."""
     with _runtime(settings) as rt:
-        run = _run_of(rt, settings, thread)
+        run = run_of(rt, settings, thread)
         click.echo(render.resumed(rt, run.run_id, settings.tenant))
         last = rt.status(run.run_id, tenant=settings.tenant).messages[-1:]
         if last and last[0].role == "assistant" and last[0].content:
@@ -206,7 +206,7 @@ def brightness_start(settings: Settings, crash_at: str | None) -> None:
 def brightness_resume(settings: Settings) -> None:
     """Continue the brightness run in this (new) process."""
     with _brightness_runtime(settings) as rt:
-        run = _run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
+        run = run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
         click.echo(render.resumed(rt, run.run_id, settings.tenant))
 
 
@@ -218,7 +218,7 @@ def brightness_status(settings: Settings, as_json: bool) -> None:
     """The light's brightness, how many commands it applied, and the run's state."""
     light = SmartLight(_light_path(settings)).status()
     with _brightness_runtime(settings) as rt:
-        run = _run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
+        run = run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
         effects = [
             {"key": e.key, "status": str(e.status), "attempts": e.attempts}
             for e in rt.effects(tenant=settings.tenant, run_id=run.run_id)

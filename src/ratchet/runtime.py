@@ -32,6 +32,12 @@ from ratchet.workflow import Workflow
 
 DEFAULT_TENANT = "default"
 
+WAIT_HINTS = {
+    RunStatus.WAITING_APPROVAL: "it continues once a person decides: see `ratchet approvals`",
+    RunStatus.WAITING_EXTERNAL: "it continues when its signal arrives (`ratchet signal RUN NAME`) "
+    "or its timer fires",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class RunView:
@@ -239,6 +245,10 @@ class Runtime(RuntimeEffects, RuntimeWaits):
                     f"run {run_id} waits to retry {current.next_step} until "
                     f"{current.wake_at:%Y-%m-%d %H:%M:%S} UTC",
                     fix="let a worker pick it up then, or cancel it",
+                )
+            if current.status in WAIT_HINTS:
+                raise RunBusyError(
+                    f"run {run_id} is {current.status}", fix=WAIT_HINTS[current.status]
                 )
             raise RunBusyError(
                 f"run {run_id} is {current.status} and leased by {current.owner} "
