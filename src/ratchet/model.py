@@ -132,6 +132,8 @@ class Run:
     retry_since: datetime | None = None
     waiting: JSON = None
     budget: JSON = None
+    workflow_version: int = 1
+    state_schema: int = 1
 
     @property
     def durability(self) -> Durability:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
 import orjson
@@ -44,6 +45,57 @@ def _default(value: Any) -> Any:
     if callable(dump):
         return dump(mode="json")
     raise TypeError(f"type {type(value).__name__} is not JSON serializable")
+
+
+class OversizeError(DecodeError):
+    """Stored state is over the configured limits (bytes, fields or nesting depth)."""
+
+    code = "oversize"
+    fix = "shrink the state (keep large values out of it) or raise the limits"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What stored state may weigh: total bytes, number of top-level fields, nesting depth."""
+
+    max_bytes: int = 1_000_000
+    max_fields: int = 256
+    max_depth: int = 64
+
+    def check(self, fields: dict[str, bytes]) -> None:
+        """Raise :class:`OversizeError` when ``fields`` (encoded JSON) break a limit."""
+        size = sum(len(k) + len(v) for k, v in fields.items())
+        if size > self.max_bytes:
+            raise OversizeError(f"state is {size} bytes; the limit is {self.max_bytes}")
+        if len(fields) > self.max_fields:
+            raise OversizeError(f"state has {len(fields)} fields; the limit is {self.max_fields}")
+        for name, raw in fields.items():
+            if _depth(raw) > self.max_depth:
+                raise OversizeError(
+                    f"state field {name!r} nests deeper than {self.max_depth} levels"
+                )
+
+
+def _depth(raw: bytes) -> int:
+    """Nesting depth of JSON text, counted without parsing it (strings are skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
 
 
 class StateCodec:

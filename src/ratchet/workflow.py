@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from ratchet.errors import DefinitionError
 from ratchet.model import JSON
 from ratchet.serde import StateCodec
+from ratchet.versions import Compatibility
 
 if TYPE_CHECKING:
     from ratchet.budget import Budget
@@ -229,6 +230,14 @@ class Workflow(Generic[S]):
     ``budget`` is the default :class:`ratchet.budget.Budget` of its runs (limits and the
     no-progress guard; None: no limits, no guard). ``delete_messages_on_cancel`` removes the
     thread messages a run added when it is cancelled (default: keep them).
+
+    Old runs under new code: the definition runs stored runs of workflow versions
+    ``min_version`` to ``version``; a run of a newer version or state schema is quarantined
+    (``schema_too_new``) until that code is back. Older state schemas are brought up to date by
+    the functions registered with :meth:`migration`. ``renamed={"old": "new"}`` and
+    ``removed={"old": "successor"}`` map steps a stored run may still point at.
+    ``retired={"model": {"old-model": "new-model"}, "tools": {"v1": None}}`` replaces a retired
+    model or tool set named in a run's release manifest, or (None) quarantines such runs.
     Raises :class:`DefinitionError` for an empty step list, duplicate or malformed names, an
     unknown start step, a ``next`` naming an unknown step, or a retry policy whose
     ``on_exhausted`` names an unknown step.
@@ -246,6 +255,10 @@ class Workflow(Generic[S]):
         compensators: Sequence[Callable[..., Any]] = (),
         budget: Budget | None = None,
         delete_messages_on_cancel: bool = False,
+        min_version: int = 1,
+        renamed: dict[str, str] | None = None,
+        removed: dict[str, str] | None = None,
+        retired: dict[str, dict[str, str | None]] | None = None,
     ) -> None:
         if not _NAME.match(name):
             raise DefinitionError(
@@ -287,11 +300,75 @@ class Workflow(Generic[S]):
             self.compensators[cname] = fn
         self.budget = budget
         self.delete_messages_on_cancel = delete_messages_on_cancel
+        if not 1 <= min_version <= version:
+            raise DefinitionError(f"workflow {name}: min_version must be in 1..{version}")
+        self.min_version = min_version
+        self.renamed = dict(renamed or {})
+        self.removed = dict(removed or {})
+        for table, mapping in (("renamed", self.renamed), ("removed", self.removed)):
+            for old, new in mapping.items():
+                if old in self.steps:
+                    raise DefinitionError(
+                        f"workflow {name}: {table} step {old!r} is still declared"
+                    )
+                if new not in self.steps:
+                    raise DefinitionError(
+                        f"workflow {name}: {table}[{old!r}] = {new!r} is not a declared step"
+                    )
+        self.retired = {k: dict(v) for k, v in (retired or {}).items()}
+        unknown_kinds = sorted(set(self.retired) - {"model", "tools"})
+        if unknown_kinds:
+            raise DefinitionError(
+                f"workflow {name}: retired kinds {unknown_kinds} are unknown",
+                fix="use 'model' and 'tools' (the release ids they replace)",
+            )
+        self.migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self.name = name
         self.version = version
         self.state_schema = state_schema
         self.state_type = state
         self.codec = StateCodec(state)
+
+    def migration(
+        self, *, from_schema: int
+    ) -> Callable[
+        [Callable[[dict[str, Any]], dict[str, Any]]], Callable[[dict[str, Any]], dict[str, Any]]
+    ]:
+        """Register a pure function that turns stored state of schema ``from_schema`` (a dict
+        of fields) into schema ``from_schema + 1``. Migrations chain: a run stored at schema 1
+        under code at schema 3 goes through 1->2 and 2->3 when a worker claims it."""
+
+        def register(
+            fn: Callable[[dict[str, Any]], dict[str, Any]],
+        ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+            if not 1 <= from_schema < self.state_schema:
+                raise DefinitionError(
+                    f"workflow {self.name}: a migration from schema {from_schema} does not lead "
+                    f"to the current schema {self.state_schema}"
+                )
+            if from_schema in self.migrations:
+                raise DefinitionError(
+                    f"workflow {self.name}: two migrations from schema {from_schema}"
+                )
+            self.migrations[from_schema] = fn
+            return fn
+
+        return register
+
+    @property
+    def compat(self) -> Compatibility:
+        """What this definition can read (for :func:`ratchet.versions.plan`)."""
+        return Compatibility(
+            self.name,
+            self.version,
+            self.state_schema,
+            self.min_version,
+            frozenset(self.steps),
+            dict(self.migrations),
+            self.renamed,
+            self.removed,
+            self.retired,
+        )
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, version={self.version}, steps={list(self.steps)})"

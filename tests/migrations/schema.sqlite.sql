@@ -19,6 +19,9 @@ CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at);
 -- index runs_by_thread
 CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
 
+-- index runs_quarantined
+CREATE INDEX runs_quarantined ON runs (status, workflow);
+
 -- index runs_runnable
 CREATE INDEX runs_runnable ON runs (status, lease_until);
 
@@ -136,7 +139,7 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER,
     UNIQUE (tenant_id, idempotency_key)
 );
 

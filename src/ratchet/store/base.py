@@ -59,7 +59,8 @@ class Boundary:
     For a wait, ``waiting`` says what for (``{"kind": "approval" | "signal" | "timer", ...}``),
     ``wake_at`` when a timer fires or a signal wait times out, and ``approval`` (``role``,
     ``request``, ``on_approve``, ``on_reject``) the request a person must decide. ``budget``
-    is the run's budget after the step (None: unchanged).
+    is the run's budget after the step (None: unchanged). ``workflow_version`` and
+    ``state_schema`` are the writer's (None: unchanged).
     """
 
     step: str
@@ -76,6 +77,8 @@ class Boundary:
     wake_at: datetime | None = None
     approval: JSON = None
     budget: JSON = None
+    workflow_version: int | None = None
+    state_schema: int | None = None
 
 
 class Store(Protocol):
@@ -381,6 +384,42 @@ class Store(Protocol):
 
     def delete_run_messages(self, tenant_id: str, run_id: str) -> int:
         """Delete the thread messages a run added (cancel clean-up policy); return how many."""
+        ...
+
+    def upgrade_run(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        fence: int,
+        expected_version: int,
+        fields: dict[str, bytes],
+        drop: Sequence[str],
+        next_step: str | None,
+        workflow_version: int,
+        state_schema: int,
+        now: datetime,
+        data: JSON,
+    ) -> Run:
+        """Rewrite a claimed run for the running code: the migrated state ``fields`` (all of
+        them), the fields in ``drop`` deleted, the (renamed) ``next_step`` and the versions it is
+        now written with, atomically; appends an ``upgraded`` event with ``data``. Guarded like
+        :meth:`commit`."""
+        ...
+
+    def scan_runs(
+        self, statuses: Sequence[RunStatus], *, workflow: str | None = None, limit: int = 1000
+    ) -> list[Run]:
+        """Runs of every tenant in any of ``statuses`` (an operator's read, e.g. the pre-deploy
+        check), oldest first."""
+        ...
+
+    def requeue_too_new(
+        self, workflow: str, *, workflow_version: int, state_schema: int, now: datetime
+    ) -> list[tuple[str, str]]:
+        """Move runs of ``workflow`` quarantined as ``schema_too_new`` that this code can read
+        (versions at most the given ones) back to RUNNING; return their ``(tenant, run)`` ids.
+        This is how runs written by a newer release run again once it is back."""
         ...
 
     def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:

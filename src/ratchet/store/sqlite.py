@@ -24,13 +24,14 @@ from ratchet.store.sqlite_rows import (
     write_fields,
     write_messages,
 )
+from ratchet.store.sqlite_versions import SqliteVersions
 from ratchet.store.sqlite_waits import SqliteWaits, wake
 
 LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCEL_REQUESTED})
 """The only statuses in which a run may hold a lease."""
 
 
-class SqliteStore(SqliteEffects, SqliteWaits):
+class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions):
     """:class:`~ratchet.store.base.Store` on one SQLite database file."""
 
     dialect = "sqlite"
@@ -91,6 +92,8 @@ class SqliteStore(SqliteEffects, SqliteWaits):
                     "release": to_json(new.release.to_json()),
                     "idempotency_key": new.idempotency_key,
                     "budget": to_json(new.budget),
+                    "workflow_version": new.release.workflow_version,
+                    "state_schema": new.release.state_schema,
                     "now": at,
                 },
             )
@@ -248,6 +251,8 @@ class SqliteStore(SqliteEffects, SqliteWaits):
                     "waiting": to_json(last.waiting),
                     "wake_at": ts(last.wake_at),
                     "budget": to_json(last.budget),
+                    "workflow_version": last.workflow_version,
+                    "state_schema": last.state_schema,
                     "now": at,
                     "fence": fence,
                     "expected_version": expected_version,

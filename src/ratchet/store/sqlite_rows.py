@@ -48,6 +48,8 @@ def run_row(row: sqlite3.Row) -> Run:
         retry_since=dt(row["retry_since"]),
         waiting=from_json(row["waiting"]),
         budget=from_json(row["budget"]),
+        workflow_version=row["workflow_version"],
+        state_schema=row["state_schema"],
     )
 
 

@@ -3,9 +3,10 @@
 
 -- name: insert_run
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                  idempotency_key, budget, created_at, updated_at)
+                  idempotency_key, budget, workflow_version, state_schema, created_at,
+                  updated_at)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
-        :idempotency_key, :budget, :now, :now);
+        :idempotency_key, :budget, :workflow_version, :state_schema, :now, :now);
 
 -- name: run_by_key
 SELECT * FROM runs WHERE tenant_id = :tenant_id AND idempotency_key = :idempotency_key;
@@ -79,6 +80,8 @@ SET status = :status,
     waiting = :waiting,
     wake_at = :wake_at,
     budget = COALESCE(:budget, budget),
+    workflow_version = COALESCE(:workflow_version, workflow_version),
+    state_schema = COALESCE(:state_schema, state_schema),
     result = :result,
     error = :error,
     owner = CASE WHEN :keep_lease THEN owner END,
@@ -291,3 +294,36 @@ ON CONFLICT (tenant_id, request_id) DO NOTHING;
 
 -- name: delete_run_messages
 DELETE FROM messages WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: upgrade_run
+UPDATE runs
+SET next_step = :next_step,
+    workflow_version = :workflow_version,
+    state_schema = :state_schema,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
+RETURNING *;
+
+-- name: delete_field
+DELETE FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id AND field = :field;
+
+-- name: scan_runs
+SELECT * FROM runs
+WHERE status IN (SELECT value FROM json_each(:statuses))
+  AND (:workflow IS NULL OR workflow = :workflow)
+ORDER BY created_at
+LIMIT :limit;
+
+-- name: requeue_too_new
+UPDATE runs
+SET status = 'RUNNING',
+    state_version = state_version + 1,
+    owner = NULL,
+    lease_until = NULL,
+    updated_at = :now
+WHERE status = 'QUARANTINED' AND workflow = :workflow
+  AND json_extract(error, '$.reason') = 'schema_too_new'
+  AND workflow_version <= :workflow_version AND state_schema <= :state_schema
+RETURNING tenant_id, run_id;
