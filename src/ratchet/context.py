@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from ratchet.errors import InvalidInputError
-from ratchet.model import JSON, Approval, Message, Run, Signal, ToolCall
+from ratchet.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from ratchet.signals import Cancelled
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ class StepHost(Protocol):
     def charge(self, cost: float, tokens: int) -> None: ...
     def budget_left(self) -> dict[str, float | int | None] | None: ...
     def cancel_requested(self) -> bool: ...
+    def release(self) -> Release: ...
 
 
 class Context:
@@ -103,6 +104,12 @@ class Context:
     def budget(self) -> dict[str, float | int | None] | None:
         """What is left of each limit (None for no limit), or None when the run has no budget."""
         return self._host.budget_left()
+
+    @property
+    def release(self) -> Release:
+        """The run's release manifest, with retired models/tools replaced as the workflow
+        declares (``retired=``): call the model named here, not the one the run started with."""
+        return self._host.release()
 
     @property
     def cancel_requested(self) -> bool:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import threading
 import traceback
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from ratchet import budget as budgets
 from ratchet import transitions
+from ratchet.boundaries import next_step_of, to_boundary
+from ratchet.checkpoint import Readable, inspect
 from ratchet.clock import Clock
 from ratchet.committer import Committer
 from ratchet.context import Context
@@ -26,7 +28,6 @@ from ratchet.crashpoints import crashpoint
 from ratchet.effect_runner import EffectRunner
 from ratchet.effects import EffectError
 from ratchet.errors import (
-    DecodeError,
     LeaseLostError,
     RatchetError,
     RunClosedError,
@@ -34,9 +35,12 @@ from ratchet.errors import (
     StoreError,
 )
 from ratchet.leases import Heartbeat, Lease
-from ratchet.model import JSON, Approval, Message, Run, RunStatus, Signal
+from ratchet.model import JSON, Approval, Message, Release, Run, RunStatus, Signal
+from ratchet.seal import Keyring, seal_fields
+from ratchet.serde import Limits
 from ratchet.signals import Cancelled, Escalate, RetryLater
 from ratchet.store.base import Boundary, Store
+from ratchet.versions import Quarantine
 from ratchet.workflow import (
     ESCALATIONS,
     Done,
@@ -73,24 +77,31 @@ class Stopped:
     run_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What every execution of a runtime shares."""
+
+    store: Store
+    clock: Clock
+    heartbeat: Heartbeat
+    shutdown: threading.Event
+    keyring: Keyring | None
+    limits: Limits
+
+
 class Execution:
     """Advances one claimed run until it stops; see the module docstring."""
 
-    def __init__(
-        self,
-        store: Store,
-        clock: Clock,
-        heartbeat: Heartbeat,
-        run: Run,
-        workflow: Workflow[Any],
-        shutdown: threading.Event,
-    ) -> None:
-        self.store = store
-        self.clock = clock
-        self.heartbeat = heartbeat
+    def __init__(self, services: Services, run: Run, workflow: Workflow[Any]) -> None:
+        self.store = store = services.store
+        self.clock = clock = services.clock
+        self.heartbeat = services.heartbeat
+        self.shutdown = services.shutdown
+        self.keyring = services.keyring
+        self.limits = services.limits
         self.run = run
         self.workflow = workflow
-        self.shutdown = shutdown
+        self.replacements: dict[str, str] = {}
         self.committer = Committer(store, run, clock.now)
         self.effects = EffectRunner(store, clock, run, workflow, self.committer)
         self.seq = run.steps_done
@@ -124,12 +135,15 @@ class Execution:
             self.heartbeat.drop(lease)
 
     def _loop(self, lease: Lease) -> Stopped:
-        run, wf = self.run, self.workflow
-        try:
-            state = wf.codec.from_fields(self.store.load_state(run.tenant_id, run.run_id))
-        except DecodeError as exc:
-            return self._quarantine("decode_error", exc.message)
-        fields = wf.codec.to_fields(state)
+        wf = self.workflow
+        stored = self.store.load_state(self.run.tenant_id, self.run.run_id)
+        found = inspect(self.run, stored, wf, keyring=self.keyring, limits=self.limits)
+        if isinstance(found, Quarantine):
+            return self._quarantine(found.reason, found.message, found.evidence)
+        if found.upgrade.changes:
+            self._upgrade(found)
+        self.replacements = found.upgrade.replacements
+        run, state, fields = self.run, found.state, dict(found.fields)
         step_name = run.next_step
         waiting = run.waiting if isinstance(run.waiting, dict) else {}
         if waiting.get("kind") == "signal":
@@ -172,6 +186,31 @@ class Execution:
                 return Stopped("waiting", run.run_id)
         return Stopped("ended", run.run_id)
 
+    def _upgrade(self, found: Readable) -> None:
+        """Rewrite the claimed run for this code (migrated state, renamed step)."""
+        run, wf, up = self.run, self.workflow, found.upgrade
+        self.run = self.effects.run = self.store.upgrade_run(
+            run.tenant_id,
+            run.run_id,
+            fence=run.fence,
+            expected_version=self.committer.version,
+            fields=seal_fields(self.keyring, run.tenant_id, run.run_id, found.fields),
+            drop=found.drop,
+            next_step=up.next_step,
+            workflow_version=wf.version,
+            state_schema=wf.state_schema,
+            now=self.clock.now(),
+            data={
+                "from_version": run.workflow_version,
+                "to_version": wf.version,
+                "from_schema": up.from_schema,
+                "to_schema": up.to_schema,
+                "renamed_step": {up.renamed_from: up.next_step} if up.renamed_from else None,
+                "dropped_fields": list(found.drop),
+            },
+        )
+        self.committer.version = self.run.state_version
+
     def _check_budget(self) -> None:
         """Before a step: stop when a limit was reached or the run makes no progress."""
         if self.budget is None:
@@ -202,6 +241,7 @@ class Execution:
         outcome = self._call(wf.steps[name], ctx, state)
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
+            self.limits.check(encoded)
         except RatchetError as exc:
             outcome, encoded = Fail("state_not_storable", exc.message), fields
         if outcome.state is not None:
@@ -218,34 +258,13 @@ class Execution:
             "step": name,
             "started_at": started,
             "finished_at": self.clock.now(),
-            "state": changed,
+            "state": seal_fields(self.keyring, run.tenant_id, run.run_id, changed),
             "messages": tuple(ctx.new_messages),
             "budget": self._spend(name, encoded),
+            "workflow_version": wf.version,
+            "state_schema": wf.state_schema,
         }
-        if isinstance(outcome, WaitApproval | WaitSignal | Sleep):
-            return self._wait_boundary(outcome, common), state, None
-        if isinstance(outcome, Next):
-            boundary = Boundary(
-                outcome="next", next_step=outcome.step, status=RunStatus.RUNNING, **common
-            )
-            return boundary, state, outcome.step
-        if isinstance(outcome, Done):
-            boundary = Boundary(
-                outcome="done",
-                next_step=None,
-                status=RunStatus.SUCCEEDED,
-                result=outcome.result,
-                **common,
-            )
-            return boundary, state, None
-        boundary = Boundary(
-            outcome="fail",
-            next_step=None,
-            status=RunStatus.FAILED,
-            error={**outcome.to_json(), "step": name},
-            **common,
-        )
-        return boundary, state, None
+        return to_boundary(outcome, common, self.clock.now()), state, next_step_of(outcome)
 
     def _spend(self, step: str, encoded: dict[str, bytes]) -> JSON:
         """Charge the step to the budget and update the no-progress guard."""
@@ -256,57 +275,6 @@ class Execution:
         digest = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(encoded.items())))
         self.budget, _ = budgets.guarded(spent, f"{step}:{digest.hexdigest()[:16]}")
         return self.budget
-
-    def _wait_boundary(
-        self, outcome: WaitApproval | WaitSignal | Sleep, common: dict[str, Any]
-    ) -> Boundary:
-        """The boundary of a step that ends in a wait; the run holds nothing while it waits."""
-        if isinstance(outcome, WaitApproval):
-            waiting: dict[str, JSON] = {
-                "kind": "approval",
-                "role": outcome.role,
-                "on_approve": outcome.on_approve,
-                "on_reject": outcome.on_reject,
-            }
-            approval = {**waiting, "request": outcome.request}
-            return Boundary(
-                outcome="wait_approval",
-                next_step=None,
-                status=RunStatus.WAITING_APPROVAL,
-                waiting=waiting,
-                approval=approval,
-                **common,
-            )
-        if isinstance(outcome, WaitSignal):
-            deadline = (
-                None
-                if outcome.timeout is None
-                else self.clock.now() + timedelta(seconds=outcome.timeout)
-            )
-            waiting = {
-                "kind": "signal",
-                "name": outcome.name,
-                "next": outcome.next,
-                "on_timeout": outcome.on_timeout,
-                "timeout": outcome.timeout,
-            }
-            return Boundary(
-                outcome="wait_signal",
-                next_step=outcome.next,
-                status=RunStatus.WAITING_EXTERNAL,
-                waiting=waiting,
-                wake_at=deadline,
-                **common,
-            )
-        waiting = {"kind": "timer", "next": outcome.next, "until": outcome.until.isoformat()}
-        return Boundary(
-            outcome="sleep",
-            next_step=outcome.next,
-            status=RunStatus.WAITING_EXTERNAL,
-            waiting=waiting,
-            wake_at=outcome.until,
-            **common,
-        )
 
     def _call(self, step: StepDef, ctx: Context, state: Any) -> Outcome:
         """Call the step function and turn anything unexpected into a typed outcome.
@@ -404,6 +372,11 @@ class Execution:
         cost, tokens = self._charge
         return budgets.remaining(budgets.charged(self.budget, cost=cost, tokens=tokens))
 
+    def release(self) -> Release:
+        model = self.replacements.get("model", self.run.release.model)
+        tools = self.replacements.get("tools", self.run.release.tools)
+        return replace(self.run.release, model=model, tools=tools)
+
     def cancel_requested(self) -> bool:
         return self._current().status is RunStatus.CANCEL_REQUESTED
 
@@ -477,10 +450,17 @@ class Execution:
             data["deleted_messages"] = self.store.delete_run_messages(run.tenant_id, run.run_id)
         return self._close(run, RunStatus.CANCELLED, data, "cancelled")
 
-    def _quarantine(self, reason: str, message: str) -> Stopped:
+    def _quarantine(
+        self, reason: str, message: str, evidence: dict[str, JSON] | None = None
+    ) -> Stopped:
         """Park the run as QUARANTINED with the evidence; the worker goes on with others."""
         run = self._current()
-        data = {"reason": reason, "message": message, "step": run.next_step}
+        data = {
+            "reason": reason,
+            "message": message,
+            "step": run.next_step,
+            "evidence": evidence or {},
+        }
         return self._close(run, RunStatus.QUARANTINED, data, "quarantined")
 
     def _close(self, run: Run, status: RunStatus, data: JSON, why: str) -> Stopped:

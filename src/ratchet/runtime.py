@@ -14,18 +14,20 @@ from ratchet.clock import Clock, SystemClock
 from ratchet.effects import EffectRecord
 from ratchet.errors import (
     InvalidInputError,
+    RatchetError,
     RunBusyError,
     RunClosedError,
     StaleStateError,
     WorkflowNotFoundError,
 )
-from ratchet.executor import Execution, Stopped
+from ratchet.executor import Execution, Services, Stopped
 from ratchet.ids import new_id
 from ratchet.leases import Heartbeat, is_dead_local_owner, process_owner
 from ratchet.model import Durability, Event, Message, Release, Run, RunStatus, StepRecord
 from ratchet.runtime_effects import RuntimeEffects
 from ratchet.runtime_waits import RuntimeWaits
-from ratchet.serde import dumps
+from ratchet.seal import Keyring, open_fields, seal_fields
+from ratchet.serde import Limits, dumps
 from ratchet.store.base import NewRun, Store
 from ratchet.store.url import open_store
 from ratchet.workflow import Workflow
@@ -75,6 +77,8 @@ class Runtime(RuntimeEffects, RuntimeWaits):
         owner: str | None = None,
         lease_seconds: float = 30.0,
         migrate: bool = True,
+        keyring: Keyring | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.store: Store = db if db is not None and not isinstance(db, str) else open_store(db)
         self.clock: Clock = clock or SystemClock()
@@ -84,8 +88,21 @@ class Runtime(RuntimeEffects, RuntimeWaits):
         self.register(*workflows)
         self.heartbeat = Heartbeat(self.store, self.clock, self.owner, lease_seconds)
         self.shutdown = threading.Event()
+        self.keyring = keyring if keyring is not None else Keyring.from_env()
+        self.limits = limits or Limits()
+        self.services = Services(
+            self.store, self.clock, self.heartbeat, self.shutdown, self.keyring, self.limits
+        )
         if migrate:
             self.store.migrate(self.clock.now())
+
+    def _checked(self, fields: dict[str, bytes]) -> dict[str, bytes]:
+        """Refuse state over the limits as bad input (before anything is written)."""
+        try:
+            self.limits.check(fields)
+        except RatchetError as exc:
+            raise InvalidInputError(exc.message, fix=exc.fix) from exc
+        return fields
 
     def register(self, *workflows: Workflow[Any]) -> None:
         """Make workflows runnable by this runtime (by name)."""
@@ -144,6 +161,7 @@ class Runtime(RuntimeEffects, RuntimeWaits):
                 f"release ids {unknown} are unknown", fix="use code, prompt, model and tools"
             )
         state = wf.codec.coerce({} if input is None else input)
+        state_fields = wf.codec.to_fields(state)
         now = self.clock.now()
         run_id = new_id(now)
         manifest = Release(wf.version, wf.state_schema, mode, **extra)
@@ -154,7 +172,7 @@ class Runtime(RuntimeEffects, RuntimeWaits):
             workflow=wf.name,
             start_step=wf.start,
             release=manifest,
-            state=wf.codec.to_fields(state),
+            state=seal_fields(self.keyring, tenant, run_id, self._checked(state_fields)),
             idempotency_key=idempotency_key,
             messages=tuple(messages),
             budget=limits.to_json() if (limits := budget or wf.budget) is not None else None,
@@ -280,8 +298,13 @@ class Runtime(RuntimeEffects, RuntimeWaits):
             if not isinstance(patch, dict):
                 raise InvalidInputError("a state patch must be a JSON object of fields")
             patched = {k: dumps(v) for k, v in patch.items()}
-            current = self.store.load_state(run.tenant_id, run.run_id)
-            wf.codec.coerce_fields({**current, **patched})
+            stored = self.store.load_state(run.tenant_id, run.run_id)
+            try:
+                current = open_fields(self.keyring, run.tenant_id, run.run_id, stored)
+            except RatchetError:
+                current = {}  # a tampered run is repaired by patching every field it needs
+            wf.codec.coerce_fields(self._checked({**current, **patched}))
+            patched = seal_fields(self.keyring, run.tenant_id, run.run_id, patched)
         budget = run.budget
         if add_budget is not None:
             base = budget if isinstance(budget, dict) else Budget().to_json()
@@ -308,7 +331,7 @@ class Runtime(RuntimeEffects, RuntimeWaits):
 
     def _execute(self, run: Run) -> Stopped:
         wf = self.workflow(run.workflow)
-        return Execution(self.store, self.clock, self.heartbeat, run, wf, self.shutdown).execute()
+        return Execution(self.services, run, wf).execute()
 
     def _lease_end(self) -> Any:
         return self.clock.now() + timedelta(seconds=self.lease_seconds)
