@@ -9,30 +9,28 @@ from datetime import timedelta
 from typing import Any
 
 from ratchet import transitions
-from ratchet.budget import Budget, extended
+from ratchet.budget import Budget
 from ratchet.clock import Clock, SystemClock
 from ratchet.effects import EffectRecord
 from ratchet.errors import (
     InvalidInputError,
-    RatchetError,
     RunBusyError,
     RunClosedError,
     StaleStateError,
-    WorkflowNotFoundError,
 )
 from ratchet.executor import Execution, Services, Stopped
 from ratchet.ids import new_id
 from ratchet.leases import Heartbeat, is_dead_local_owner, process_owner
 from ratchet.model import Durability, Event, Message, Release, Run, RunStatus, StepRecord
+from ratchet.runtime_base import DEFAULT_TENANT
 from ratchet.runtime_effects import RuntimeEffects
+from ratchet.runtime_versions import RuntimeVersions
 from ratchet.runtime_waits import RuntimeWaits
-from ratchet.seal import Keyring, open_fields, seal_fields
-from ratchet.serde import Limits, dumps
+from ratchet.seal import Keyring, seal_fields
+from ratchet.serde import Limits
 from ratchet.store.base import NewRun, Store
 from ratchet.store.url import open_store
 from ratchet.workflow import Workflow
-
-DEFAULT_TENANT = "default"
 
 WAIT_HINTS = {
     RunStatus.WAITING_APPROVAL: "it continues once a person decides: see `ratchet approvals`",
@@ -58,7 +56,7 @@ class RunView:
         return [s.name for s in self.steps]
 
 
-class Runtime(RuntimeEffects, RuntimeWaits):
+class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
     """Starts and advances runs of registered workflows against one store.
 
     ``db`` is a database URL (default: ``RATCHET_DB`` or ``sqlite:///.ratchet/ratchet.db``) or
@@ -96,28 +94,10 @@ class Runtime(RuntimeEffects, RuntimeWaits):
         if migrate:
             self.store.migrate(self.clock.now())
 
-    def _checked(self, fields: dict[str, bytes]) -> dict[str, bytes]:
-        """Refuse state over the limits as bad input (before anything is written)."""
-        try:
-            self.limits.check(fields)
-        except RatchetError as exc:
-            raise InvalidInputError(exc.message, fix=exc.fix) from exc
-        return fields
-
     def register(self, *workflows: Workflow[Any]) -> None:
         """Make workflows runnable by this runtime (by name)."""
         for wf in workflows:
             self.workflows[wf.name] = wf
-
-    def workflow(self, name: str) -> Workflow[Any]:
-        """A registered workflow by name, or :class:`WorkflowNotFoundError`."""
-        try:
-            return self.workflows[name]
-        except KeyError:
-            known = ", ".join(sorted(self.workflows)) or "none"
-            raise WorkflowNotFoundError(
-                f"workflow {name!r} is not loaded (loaded: {known})"
-            ) from None
 
     # -- starting -------------------------------------------------------------------------------
 
@@ -188,6 +168,7 @@ class Runtime(RuntimeEffects, RuntimeWaits):
         Each claimed run advances until it ends, waits, is quarantined or is lost. Runs leased
         by a live owner elsewhere are left alone.
         """
+        self.recover_readable()
         count = 0
         while max_runs is None or count < max_runs:
             if self.shutdown.is_set() or self.advance_one(tenant=tenant) is None:
@@ -276,58 +257,6 @@ class Runtime(RuntimeEffects, RuntimeWaits):
             )
         self._execute(claimed)
         return self.store.get_run(tenant, run_id)
-
-    def _reopen(
-        self,
-        run: Run,
-        wf: Workflow[Any],
-        at: str | None,
-        patch: dict[str, Any] | None,
-        add_budget: Budget | None,
-        by: str | None,
-    ) -> Run:
-        error = run.error if isinstance(run.error, dict) else {}
-        step = at or run.next_step or error.get("resume_at") or error.get("step")
-        if step not in wf.steps:
-            raise InvalidInputError(
-                f"step {step!r} is not declared by workflow {wf.name}",
-                fix=f"pick one of {', '.join(wf.steps)} with --at",
-            )
-        patched: dict[str, bytes] = {}
-        if patch:
-            if not isinstance(patch, dict):
-                raise InvalidInputError("a state patch must be a JSON object of fields")
-            patched = {k: dumps(v) for k, v in patch.items()}
-            stored = self.store.load_state(run.tenant_id, run.run_id)
-            try:
-                current = open_fields(self.keyring, run.tenant_id, run.run_id, stored)
-            except RatchetError:
-                current = {}  # a tampered run is repaired by patching every field it needs
-            wf.codec.coerce_fields(self._checked({**current, **patched}))
-            patched = seal_fields(self.keyring, run.tenant_id, run.run_id, patched)
-        budget = run.budget
-        if add_budget is not None:
-            base = budget if isinstance(budget, dict) else Budget().to_json()
-            budget = extended(base, add_budget)
-        elif isinstance(budget, dict):
-            budget = {**budget, "guard": None}
-        transitions.check(run.status, RunStatus.RUNNING)
-        return self.store.reopen(
-            run.tenant_id,
-            run.run_id,
-            expected_status=run.status,
-            expected_version=run.state_version,
-            next_step=step,
-            state=patched,
-            budget=budget,
-            now=self.clock.now(),
-            data={
-                "by": by or self.owner,
-                "at": step,
-                "patched": sorted(patched),
-                "from": str(run.status),
-            },
-        )
 
     def _execute(self, run: Run) -> Stopped:
         wf = self.workflow(run.workflow)

@@ -7,20 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ratchet import transitions
-from ratchet.clock import Clock
 from ratchet.effects import EffectRecord, EffectStatus
 from ratchet.errors import EffectNotFoundError, EffectStateError, InvalidInputError
-from ratchet.model import Run, RunStatus
-from ratchet.store.base import Store
-
-DEFAULT_TENANT = "default"
+from ratchet.model import RunStatus
+from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase
 
 
-class RuntimeEffects:
+class RuntimeEffects(RuntimeBase):
     """Mixed into :class:`ratchet.runtime.Runtime`."""
-
-    store: Store
-    clock: Clock
 
     def effects(
         self,
@@ -110,11 +104,3 @@ class RuntimeEffects:
                 release_lease=True,
             )
         return updated
-
-    def _has_compensations(self, run: Run) -> bool:
-        """True when the run has confirmed effects to compensate (a worker must finish the
-        cancel, with the workflow's compensators loaded)."""
-        confirmed = self.store.list_effects(
-            run.tenant_id, run_id=run.run_id, statuses=[EffectStatus.CONFIRMED]
-        )
-        return any(e.compensator for e in confirmed)

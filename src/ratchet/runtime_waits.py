@@ -5,19 +5,13 @@ from __future__ import annotations
 import builtins
 import uuid
 
-from ratchet.clock import Clock
 from ratchet.errors import ApprovalStateError, NotAuthorizedError, RunClosedError
 from ratchet.model import JSON, Approval, Principal, Signal
-from ratchet.store.base import Store
-
-DEFAULT_TENANT = "default"
+from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase
 
 
-class RuntimeWaits:
+class RuntimeWaits(RuntimeBase):
     """Mixed into :class:`ratchet.runtime.Runtime`."""
-
-    store: Store
-    clock: Clock
 
     def approvals(
         self, *, tenant: str = DEFAULT_TENANT, run_id: str | None = None, pending: bool = True
