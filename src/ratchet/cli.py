@@ -23,7 +23,8 @@ from ratchet.cli_waits import approvals, approve, reject, signal
 from ratchet.demo_cli import demo
 from ratchet.demo_refund_cli import refund_demo
 from ratchet.model import Durability, RunStatus
-from ratchet.runtime import DEFAULT_TENANT, Runtime
+from ratchet.runtime import Runtime
+from ratchet.runtime_base import DEFAULT_TENANT
 from ratchet.store.url import default_url, open_store
 from ratchet.worker import Worker
 
