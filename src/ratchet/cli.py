@@ -19,6 +19,7 @@ from ratchet.cli_support import (
     pass_settings,
     run_command,
 )
+from ratchet.cli_versions import check, fail_run, repair
 from ratchet.cli_waits import approvals, approve, reject, signal
 from ratchet.demo_cli import demo
 from ratchet.demo_refund_cli import refund_demo
@@ -95,6 +96,7 @@ def start(
 
 @main.command()
 @click.option("--status", "statuses", multiple=True, help="Filter by status (repeatable).")
+@click.option("--quarantined", is_flag=True, help="Only QUARANTINED runs (with the reason).")
 @click.option("--workflow", help="Filter by workflow name.")
 @click.option("--thread", help="Filter by thread id.")
 @click.option("--limit", default=50, show_default=True)
@@ -104,12 +106,15 @@ def start(
 def runs(
     settings: Settings,
     statuses: tuple[str, ...],
+    quarantined: bool,
     workflow: str | None,
     thread: str | None,
     limit: int,
     as_json: bool,
 ) -> None:
     """List runs, newest first."""
+    if quarantined:
+        statuses = (*statuses, "QUARANTINED")
     with settings.runtime() as rt:
         found = rt.list(
             tenant=settings.tenant, status=statuses, workflow=workflow, thread=thread, limit=limit
@@ -238,6 +243,6 @@ def worker(
 main.add_command(demo)
 del refund_demo  # registered on the demo group when imported
 main.add_command(effects)
-for command in (approvals, approve, reject, signal):
+for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)

@@ -10,6 +10,7 @@ import orjson
 from ratchet.effects import EffectRecord
 from ratchet.model import JSON, Approval, Event, Message, Run, RunStatus
 from ratchet.runtime import Runtime, RunView
+from ratchet.runtime_versions import CheckRow
 
 
 def _ts(value: datetime | None) -> str | None:
@@ -175,7 +176,7 @@ def runs_table(runs: list[Run]) -> str:
     """What ``ratchet runs`` prints."""
     if not runs:
         return "no runs"
-    rows = [("RUN", "WORKFLOW", "STATUS", "NEXT", "STEPS", "THREAD", "UPDATED")]
+    rows = [("RUN", "WORKFLOW", "STATUS", "NEXT", "STEPS", "THREAD", "UPDATED", "WHY")]
     rows += [
         (
             r.run_id,
@@ -185,6 +186,7 @@ def runs_table(runs: list[Run]) -> str:
             str(r.steps_done),
             r.thread_id,
             _ts(r.updated_at) or "",
+            _why(r),
         )
         for r in runs
     ]
@@ -192,6 +194,15 @@ def runs_table(runs: list[Run]) -> str:
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     )
+
+
+def _why(run: Run) -> str:
+    """The reason a run needs a person, for listings."""
+    if run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED) and isinstance(
+        run.error, dict
+    ):
+        return str(run.error.get("reason", ""))
+    return ""
 
 
 def resumed(rt: Runtime, run_id: str, tenant: str, **options: Any) -> str:
@@ -203,6 +214,45 @@ def resumed(rt: Runtime, run_id: str, tenant: str, **options: Any) -> str:
     after = rt.resume(run_id, tenant=tenant, **options)
     where = f", next step {after.next_step}" if after.next_step else ""
     return f"run {run_id} {after.status}{where}"
+
+
+def check_json(row: CheckRow) -> dict[str, JSON]:
+    """One row of ``ratchet check`` as JSON."""
+    return {
+        "tenant": row.tenant_id,
+        "run_id": row.run_id,
+        "workflow": row.workflow,
+        "status": row.status,
+        "written_with": row.written_with,
+        "verdict": row.verdict,
+        "reason": row.reason,
+        "note": row.note,
+    }
+
+
+def check_table(rows: list[CheckRow]) -> str:
+    """What ``ratchet check`` prints."""
+    if not rows:
+        return "no live runs"
+    table = [("VERDICT", "REASON", "RUN", "TENANT", "WORKFLOW", "STATUS", "WRITTEN WITH", "NOTE")]
+    table += [
+        (
+            r.verdict,
+            r.reason or "-",
+            r.run_id,
+            r.tenant_id,
+            r.workflow,
+            r.status,
+            r.written_with,
+            r.note,
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    return "\n".join(
+        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]])
+        for row in table
+    )
 
 
 def dumps(value: Any) -> str:

@@ -14,7 +14,8 @@ class Worker:
     """Claims and advances runs one at a time until asked to stop.
 
     Startup recovery is the same loop: runs whose lease expired (their worker died) are as
-    claimable as new ones. When idle it polls with backoff from ``poll_interval`` up to
+    claimable as new ones; runs quarantined as written by a newer release that this code can
+    read again are put back first. When idle it polls with backoff from ``poll_interval`` up to
     ``max_poll_interval`` seconds; a database error is reported to ``on_error`` and retried with
     the same backoff, never fatal. On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) it
     stops claiming, lets the current step finish and commit, releases the lease and returns.
@@ -54,6 +55,7 @@ class Worker:
         shutdown = self.runtime.shutdown
         delay = self.poll_interval
         count = 0
+        self.runtime.recover_readable()
         while not shutdown.is_set():
             try:
                 stopped = self.runtime.advance_one()
