@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -27,7 +28,15 @@ from ratchet.crashpoints import EXIT_CODE, arm
 from ratchet.model import JSON, RunStatus
 from ratchet.runtime import Runtime
 
-__all__ = ["FakeClock", "MatrixRow", "arm", "crash_points", "format_matrix", "run_matrix"]
+__all__ = [
+    "FakeClock",
+    "MatrixRow",
+    "arm",
+    "crash_points",
+    "format_matrix",
+    "migrate_fixture",
+    "run_matrix",
+]
 
 EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
 COMMIT_POINTS = ("before_commit", "after_commit")
@@ -201,3 +210,49 @@ def format_matrix(rows: Sequence[MatrixRow]) -> str:
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
     )
+
+
+def migrate_fixture(workflow: Any, data: dict[str, Any], from_schema: int) -> Any:
+    """Bring a stored state you keep as a test fixture (a dict of fields, as written at
+    ``from_schema``) up to the workflow's current schema, and decode it into its state type.
+
+    Raises :class:`AssertionError` naming the problem, so a test of your migrations reads::
+
+        state = migrate_fixture(refund_review, json.load(open("fixtures/v1.json")), 1)
+        assert state.currency == "EUR"
+    """
+    from ratchet.checkpoint import inspect
+    from ratchet.model import Release, Run, RunStatus
+    from ratchet.serde import Limits, dumps
+    from ratchet.versions import Quarantine
+
+    now = FakeClock().now()
+    run = Run(
+        run_id="fixture",
+        tenant_id="fixture",
+        thread_id="fixture",
+        workflow=workflow.name,
+        status=RunStatus.RUNNING,
+        next_step=workflow.start,
+        state_version=1,
+        fence=1,
+        owner=None,
+        lease_until=None,
+        release=Release(workflow.min_version, from_schema),
+        idempotency_key=None,
+        result=None,
+        error=None,
+        steps_done=0,
+        created_at=now,
+        updated_at=now,
+        workflow_version=workflow.min_version,
+        state_schema=from_schema,
+    )
+    found = inspect(
+        run, {k: dumps(v) for k, v in data.items()}, workflow, keyring=None, limits=Limits()
+    )
+    if isinstance(found, Quarantine):
+        raise AssertionError(
+            f"fixture of schema {from_schema} would be quarantined: {found.reason}: {found.message}"
+        )
+    return found.state
