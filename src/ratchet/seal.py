@@ -49,8 +49,10 @@ class Keyring:
         for key_id, secret in keys.items():
             if not key_id.isalnum() or len(secret) < 16:
                 raise ConfigError(
-                    f"key {key_id!r} is not usable",
-                    fix="use alphanumeric key ids and secrets of at least 16 bytes",
+                    f"key {key_id!r} is not usable: ids must be alphanumeric and secrets at "
+                    f"least 16 bytes (this one has {len(secret)})",
+                    fix="generate one with: python -c 'import os,base64;"
+                    "print(base64.b64encode(os.urandom(32)).decode())'",
                 )
             if encrypt and len(secret) not in (16, 24, 32):
                 raise ConfigError(
