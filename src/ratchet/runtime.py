@@ -22,7 +22,7 @@ from ratchet.executor import Execution, Services, Stopped
 from ratchet.ids import new_id
 from ratchet.leases import Heartbeat, is_dead_local_owner, process_owner
 from ratchet.model import Durability, Event, Message, Release, Run, RunStatus, StepRecord
-from ratchet.runtime_base import DEFAULT_TENANT
+from ratchet.runtime_base import DEFAULT_TENANT, Tenant, tenant_of
 from ratchet.runtime_effects import RuntimeEffects
 from ratchet.runtime_versions import RuntimeVersions
 from ratchet.runtime_waits import RuntimeWaits
@@ -106,7 +106,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         workflow: Workflow[Any] | str,
         input: Any = None,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         thread: str | None = None,
         idempotency_key: str | None = None,
         durability: Durability | str = Durability.SYNC,
@@ -126,6 +126,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         the same transaction that creates the run. ``budget`` overrides the workflow's default
         :class:`~ratchet.budget.Budget`.
         """
+        tenant = tenant_of(tenant)
         wf = workflow if isinstance(workflow, Workflow) else self.workflow(workflow)
         self.register(wf)
         try:
@@ -189,7 +190,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         self,
         run_id: str,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         at: str | None = None,
         patch: dict[str, Any] | None = None,
         add_budget: Budget | None = None,
@@ -209,6 +210,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         its planned effects start again from zero. A repeated ``request_id`` does not reopen or
         patch again: it only continues the run.
         """
+        tenant = tenant_of(tenant)
         run = self.store.get_run(tenant, run_id)
         if run.status.terminal:
             return run
@@ -267,13 +269,15 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
 
     # -- inspecting -----------------------------------------------------------------------------
 
-    def get(self, run_id: str, *, tenant: str = DEFAULT_TENANT) -> Run:
+    def get(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Run:
         """The run, or :class:`~ratchet.errors.RunNotFoundError`."""
+        tenant = tenant_of(tenant)
         return self.store.get_run(tenant, run_id)
 
-    def status(self, run_id: str, *, tenant: str = DEFAULT_TENANT, events: int = 20) -> RunView:
+    def status(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, events: int = 20) -> RunView:
         """The run with its committed steps, last ``events`` events, thread messages and
         effects."""
+        tenant = tenant_of(tenant)
         run = self.store.get_run(tenant, run_id)
         all_events = self.store.events(tenant, run_id)
         return RunView(
@@ -287,13 +291,14 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
     def list(
         self,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         status: Sequence[RunStatus | str] = (),
         workflow: str | None = None,
         thread: str | None = None,
         limit: int = 100,
     ) -> list[Run]:
         """Runs of a tenant, newest first, filtered by status, workflow and thread."""
+        tenant = tenant_of(tenant)
         try:
             statuses = [RunStatus(str(s).upper()) for s in status]
         except ValueError as exc:
@@ -310,7 +315,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         self,
         run_id: str,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         reason: str = "",
         request_id: str | None = None,
     ) -> Run:
@@ -323,6 +328,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         CANCELLED. A finished run is returned unchanged. Cancelling is idempotent (a repeat
         changes nothing); ``request_id`` is recorded with the request.
         """
+        tenant = tenant_of(tenant)
         for _ in range(10):
             run = self.store.get_run(tenant, run_id)
             if run.status.terminal:

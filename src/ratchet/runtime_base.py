@@ -9,13 +9,21 @@ from ratchet.budget import Budget, extended
 from ratchet.clock import Clock
 from ratchet.effects import EffectStatus
 from ratchet.errors import InvalidInputError, RatchetError, WorkflowNotFoundError
-from ratchet.model import Run, RunStatus
+from ratchet.model import Principal, Run, RunStatus
 from ratchet.seal import Keyring, open_fields, seal_fields
 from ratchet.serde import Limits, dumps
 from ratchet.store.base import Store
 from ratchet.workflow import Workflow
 
 DEFAULT_TENANT = "default"
+
+Tenant = str | Principal
+"""Who a call acts for: a tenant id, or a :class:`~ratchet.model.Principal` (its tenant)."""
+
+
+def tenant_of(who: Tenant) -> str:
+    """The tenant id a call is scoped to."""
+    return who.tenant if isinstance(who, Principal) else who
 
 
 class RuntimeBase:

@@ -10,7 +10,7 @@ from ratchet import transitions
 from ratchet.effects import EffectRecord, EffectStatus
 from ratchet.errors import EffectNotFoundError, EffectStateError, InvalidInputError
 from ratchet.model import RunStatus
-from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase
+from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase, Tenant, tenant_of
 
 
 class RuntimeEffects(RuntimeBase):
@@ -19,12 +19,13 @@ class RuntimeEffects(RuntimeBase):
     def effects(
         self,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         run_id: str | None = None,
         status: Sequence[EffectStatus | str] = (),
         limit: int = 1000,
     ) -> builtins.list[EffectRecord]:
         """Effects of a tenant (or of one run), filtered by status, in the order planned."""
+        tenant = tenant_of(tenant)
         try:
             statuses = [EffectStatus(str(s).lower()) for s in status]
         except ValueError as exc:
@@ -40,7 +41,7 @@ class RuntimeEffects(RuntimeBase):
         applied: bool,
         by: str,
         reason: str,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         receipt: str | None = None,
         result: Any = None,
         request_id: str | None = None,
@@ -54,6 +55,7 @@ class RuntimeEffects(RuntimeBase):
         NEEDS_ATTENTION is moved back to RUNNING for any worker to pick up. A repeated
         ``request_id`` returns the effect as the first decision left it.
         """
+        tenant = tenant_of(tenant)
         if not by or not reason:
             raise InvalidInputError(
                 "a resolution needs who decided and why", fix="pass --as NAME and --reason TEXT"

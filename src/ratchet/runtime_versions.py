@@ -11,7 +11,7 @@ from ratchet import transitions
 from ratchet.checkpoint import Readable, inspect
 from ratchet.errors import InvalidInputError
 from ratchet.model import JSON, TERMINAL, Run, RunStatus
-from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase
+from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase, Tenant, tenant_of
 from ratchet.versions import Quarantine
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class RuntimeVersions(RuntimeBase):
         self,
         run_id: str,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         reason: str,
         by: str | None = None,
     ) -> Run:
@@ -104,6 +104,7 @@ class RuntimeVersions(RuntimeBase):
 
         A run with confirmed effects to compensate is refused: cancel it instead, so its
         compensations run."""
+        tenant = tenant_of(tenant)
         run = self.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
             raise InvalidInputError(
@@ -133,7 +134,7 @@ class RuntimeVersions(RuntimeBase):
         self,
         run_id: str,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         at: str | None = None,
         patch: dict[str, Any] | None = None,
         add_budget: Budget | None = None,
@@ -142,6 +143,7 @@ class RuntimeVersions(RuntimeBase):
         """Bring a QUARANTINED (or NEEDS_ATTENTION) run back to RUNNING without running it:
         at ``at``, with ``patch`` applied (validated against the state type). Any worker (or
         ``resume``) continues it."""
+        tenant = tenant_of(tenant)
         run = self.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
             raise InvalidInputError(

@@ -7,16 +7,17 @@ import uuid
 
 from ratchet.errors import ApprovalStateError, NotAuthorizedError, RunClosedError
 from ratchet.model import JSON, Approval, Principal, Signal
-from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase
+from ratchet.runtime_base import DEFAULT_TENANT, RuntimeBase, Tenant, tenant_of
 
 
 class RuntimeWaits(RuntimeBase):
     """Mixed into :class:`ratchet.runtime.Runtime`."""
 
     def approvals(
-        self, *, tenant: str = DEFAULT_TENANT, run_id: str | None = None, pending: bool = True
+        self, *, tenant: Tenant = DEFAULT_TENANT, run_id: str | None = None, pending: bool = True
     ) -> builtins.list[Approval]:
         """Approval requests of a tenant (pending ones by default), oldest first."""
+        tenant = tenant_of(tenant)
         return self.store.approvals(tenant, run_id=run_id, pending=pending)
 
     def approve(
@@ -106,7 +107,7 @@ class RuntimeWaits(RuntimeBase):
         name: str,
         payload: JSON = None,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: Tenant = DEFAULT_TENANT,
         signal_id: str | None = None,
     ) -> tuple[Signal, str]:
         """Deliver signal ``name`` to a run; return it and ``woke``, ``queued`` or
@@ -118,6 +119,7 @@ class RuntimeWaits(RuntimeBase):
         signal to a finished run is recorded as a late event and raises
         :class:`RunClosedError`.
         """
+        tenant = tenant_of(tenant)
         return self.store.deliver_signal(
             tenant,
             run_id,
