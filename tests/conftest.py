@@ -1,4 +1,5 @@
-"""Shared fixtures: real SQLite files in a temp folder, a fake clock, CLI subprocesses."""
+"""Shared fixtures: real SQLite files in a temp folder, real PostgreSQL databases (see
+tests/backends.py), a fake clock, CLI subprocesses."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from ratchet import FakeClock, Runtime
 from ratchet.store.sqlite import SqliteStore
+from tests.backends import PgServer, pg_server_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,6 +41,30 @@ def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
     store = SqliteStore(tmp_path / "store.db")
     yield store
     store.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The PostgreSQL test server (skips without RATCHET_TEST_PG_DSN, fails under CI)."""
+    server = pg_server_or_skip()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """The URL of a fresh, migrated PostgreSQL database, dropped after the test."""
+    url = pg_server.migrated()
+    yield url
+    pg_server.drop(url)
+
+
+@pytest.fixture
+def pg_empty_url(pg_server: PgServer) -> Iterator[str]:
+    """The URL of a fresh PostgreSQL database without a schema, dropped after the test."""
+    url = pg_server.empty()
+    yield url
+    pg_server.drop(url)
 
 
 def cli_env(**extra: str) -> dict[str, str]:

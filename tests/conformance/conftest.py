@@ -8,21 +8,27 @@ from pathlib import Path
 
 import pytest
 
-from ratchet import FakeClock
 from ratchet.model import Durability, Release
 from ratchet.store.base import NewRun, Store
-from ratchet.store.sqlite import SqliteStore
+from tests.backends import BACKENDS, Backend, PostgresBackend, SqliteBackend
 
-BACKENDS = ["sqlite"]
 LEASE = timedelta(seconds=30)
 
 
 @pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = SqliteStore(tmp_path / "conformance.db")
-    s.migrate(clock.now())
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Each backend in turn; PostgreSQL needs RATCHET_TEST_PG_DSN (see tests/backends.py)."""
+    if request.param == "sqlite":
+        return SqliteBackend(tmp_path)
+    return PostgresBackend(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def store(backend: Backend) -> Iterator[Store]:
+    """A fresh, migrated store of each backend, isolated from every other test."""
+    s = backend.new_store()
     yield s
-    s.close()
+    backend.dispose(s)
 
 
 def new_run(

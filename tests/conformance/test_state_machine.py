@@ -6,39 +6,39 @@ holding a lease."""
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
-from pathlib import Path
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 
 from ratchet import FakeClock, transitions
 from ratchet.errors import RatchetError
 from ratchet.model import Run, RunStatus
 from ratchet.store.base import Boundary
-from ratchet.store.sqlite import SqliteStore
+from tests.backends import Backend
 from tests.conformance.conftest import LEASE, new_run
 
 OWNERS = ["w1", "w2"]
 
 
 class StoreMachine(RuleBasedStateMachine):
-    def __init__(self) -> None:
+    def __init__(self, backend: Backend) -> None:
         super().__init__()
-        self.folder = Path(tempfile.mkdtemp())
+        self.backend = backend
         self.clock = FakeClock()
-        self.store = SqliteStore(self.folder / "sm.db")
-        self.store.migrate(self.clock.now())
+        self.store = backend.new_store()
         self.store.create_run(new_run("r"), self.clock.now())
         self.leases: dict[str, Run] = {}
         self.last = self.store.get_run("t1", "r")
         self.was_terminal: RunStatus | None = None
 
     def teardown(self) -> None:
-        self.store.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.backend.dispose(self.store)
 
     @rule(owner=st.sampled_from(OWNERS))
     def claim(self, owner: str) -> None:
@@ -179,5 +179,8 @@ class StoreMachine(RuleBasedStateMachine):
                 assert transitions.allowed(a, b), f"{a} -> {b} skipped the table"
 
 
-StoreMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
-TestStoreStateMachine = StoreMachine.TestCase
+def test_random_interleavings_never_turn_the_ratchet_back(backend: Backend) -> None:
+    run_state_machine_as_test(
+        lambda: StoreMachine(backend),
+        settings=settings(max_examples=60, stateful_step_count=30, deadline=None),
+    )

@@ -38,10 +38,13 @@ def test_an_unknown_status_filter_lists_the_valid_ones(db_url: str) -> None:
     assert "SUCCEEDED" in out.stderr
 
 
-def test_a_postgres_url_is_refused_clearly_for_now(db_url: str) -> None:
-    out = run_cli("postgresql://localhost/x", "runs")
+def test_an_unreachable_postgres_url_is_one_line_with_a_fix() -> None:
+    out = run_cli("postgresql://ratchet:s3cret@127.0.0.1:1/ratchet", "runs")
     assert out.returncode == 1
-    assert out.stderr.startswith("error[invalid_config]")
+    assert out.stderr.startswith("error[store_error]: cannot connect to PostgreSQL at 127.0.0.1:1")
+    assert out.stderr.strip().count("\n") == 0
+    assert "fix: check that PostgreSQL is running" in out.stderr
+    assert "s3cret" not in out.stderr
 
 
 def test_start_runs_show_and_cancel(db_url: str) -> None:

@@ -1,4 +1,4 @@
-"""The effect protocol in one process, on a real SQLite file, with an injected clock.
+"""The effect protocol in one process, on each backend, with an injected clock.
 
 Crash windows are exercised with real processes in tests/crash/; here the provider is an object
 that counts the calls it receives and applies each one (it does not deduplicate).

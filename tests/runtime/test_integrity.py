@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import sqlite3
 from dataclasses import dataclass
 
 import pytest
@@ -12,6 +11,7 @@ from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from ratchet.errors import ConfigError
 from ratchet.seal import IntegrityError, Keyring
 from ratchet.workflow import Outcome, wait_for_signal
+from tests.backends import overwrite_state_field, read_state_field
 
 K1 = b"k1-secret-0123456789abcdef012345"[:32]
 K2 = b"k2-secret-abcdefabcdef0123456789"[:32]
@@ -42,19 +42,11 @@ def rt(db_url: str, clock: FakeClock, keyring: Keyring | None) -> Runtime:
 
 
 def stored(db_url: str, run_id: str) -> str:
-    conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
-    (value,) = conn.execute(
-        "SELECT value FROM state_fields WHERE run_id = ? AND field = 'note'", (run_id,)
-    ).fetchone()
-    conn.close()
-    return str(value)
+    return read_state_field(db_url, run_id, "note")
 
 
 def overwrite(db_url: str, run_id: str, value: str) -> None:
-    conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
-    conn.execute("UPDATE state_fields SET value = ? WHERE run_id = ?", (value, run_id))
-    conn.commit()
-    conn.close()
+    overwrite_state_field(db_url, run_id, None, value)
 
 
 def held_run(db_url: str, clock: FakeClock, keyring: Keyring | None) -> str:

@@ -1,8 +1,8 @@
-"""Runtime behaviour on a real SQLite file, advanced inline with an injected clock."""
+"""Runtime behaviour on each backend (a real SQLite file, a real PostgreSQL database), advanced
+inline with an injected clock."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +19,7 @@ from ratchet.errors import (
 )
 from ratchet.model import Message
 from ratchet.store.base import Boundary
+from tests.backends import overwrite_state_field
 
 
 @dataclass
@@ -172,10 +173,7 @@ def test_cancel_of_a_finished_run_changes_nothing(runtime: Runtime) -> None:
 def test_an_unreadable_checkpoint_quarantines_only_that_run(runtime: Runtime, db_url: str) -> None:
     bad = runtime.start(agent)
     good = runtime.start(agent)
-    conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
-    conn.execute("UPDATE state_fields SET value = '{broken' WHERE run_id = ?", (bad.run_id,))
-    conn.commit()
-    conn.close()
+    overwrite_state_field(db_url, bad.run_id, "rounds", "{broken")
     assert runtime.run_until_idle() == 2
     quarantined = runtime.get(bad.run_id)
     assert quarantined.status is RunStatus.QUARANTINED

@@ -18,6 +18,7 @@ from ratchet.testing import migrate_fixture
 from tests.apps import versions_v1 as v1
 from tests.apps import versions_v2 as v2
 from tests.apps import versions_v3 as v3
+from tests.backends import overwrite_state_field
 
 
 def rt(db_url: str, clock: FakeClock, wf: Workflow[Any], **kw: Any) -> Runtime:
@@ -119,10 +120,7 @@ def test_each_unreadable_run_is_quarantined_with_its_reason_and_kept(
     elif make == "unknown_step":
         code = Workflow("profile", version=1, state=v1.Profile, steps=[only_collect])
     elif make == "bad_value":
-        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
-        conn.execute("UPDATE state_fields SET value = '42' WHERE run_id = ?", (run_id,))
-        conn.commit()
-        conn.close()
+        overwrite_state_field(db_url, run_id, None, "42")
         code = v1.profile
     elif make == "oversize":
         code, kw = v1.profile, {"limits": Limits(max_bytes=10)}
@@ -175,10 +173,7 @@ def test_the_check_reports_without_changing_anything(db_url: str, clock: FakeClo
 
 def test_a_quarantined_run_is_repaired_and_continues(db_url: str, clock: FakeClock) -> None:
     run_id = waiting_v1_run(db_url, clock)
-    conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
-    conn.execute("UPDATE state_fields SET value = '42' WHERE run_id = ?", (run_id,))
-    conn.commit()
-    conn.close()
+    overwrite_state_field(db_url, run_id, None, "42")
     with rt(db_url, clock, v1.profile) as code:
         code.run_until_idle()
         assert code.get(run_id).status is RunStatus.QUARANTINED

@@ -11,13 +11,19 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from ratchet.errors import LeaseLostError, RunClosedError, RunNotFoundError, StoreError
-from ratchet.model import JSON, Event, Message, Run, RunStatus, StepRecord, ToolCall
+from ratchet.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from ratchet.store import migrate
 from ratchet.store.base import Boundary, NewRun
-from ratchet.store.sqlite_conn import Q, dt, from_json, to_json, ts
+from ratchet.store.rows import (
+    ERROR_STATUSES,
+    LEASED,
+    event_from_row,
+    message_from_row,
+    step_from_row,
+)
+from ratchet.store.sqlite_conn import Q, dt, to_json, ts
 from ratchet.store.sqlite_effects import SqliteEffects
 from ratchet.store.sqlite_rows import (
-    ERROR_STATUSES,
     event,
     guard_failure,
     run_row,
@@ -26,9 +32,6 @@ from ratchet.store.sqlite_rows import (
 )
 from ratchet.store.sqlite_versions import SqliteVersions
 from ratchet.store.sqlite_waits import SqliteWaits, wake
-
-LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCEL_REQUESTED})
-"""The only statuses in which a run may hold a lease."""
 
 
 class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions):
@@ -401,57 +404,20 @@ class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions):
 
     def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:
         """See :meth:`Store.steps`."""
-        rows = self._read("list_steps", {"tenant_id": tenant_id, "run_id": run_id})
-        return [
-            StepRecord(
-                run_id=r["run_id"],
-                seq=r["seq"],
-                name=r["name"],
-                fence=r["fence"],
-                outcome=r["outcome"],
-                next_step=r["next_step"],
-                started_at=dt(r["started_at"]),  # type: ignore[arg-type]
-                finished_at=dt(r["finished_at"]),  # type: ignore[arg-type]
-            )
-            for r in rows
-        ]
+        found = self._read("list_steps", {"tenant_id": tenant_id, "run_id": run_id})
+        return [step_from_row(r, dt) for r in found]
 
     def events(
         self, tenant_id: str, run_id: str, *, after: int = 0, limit: int = 1000
     ) -> list[Event]:
         """See :meth:`Store.events`."""
         params = {"tenant_id": tenant_id, "run_id": run_id, "after": after, "limit": limit}
-        return [
-            Event(
-                run_id=r["run_id"],
-                seq=r["seq"],
-                type=r["type"],
-                step=r["step"],
-                fence=r["fence"],
-                data=from_json(r["data"]),
-                at=dt(r["at"]),  # type: ignore[arg-type]
-            )
-            for r in self._read("list_events", params)
-        ]
+        return [event_from_row(r, dt) for r in self._read("list_events", params)]
 
     def messages(self, tenant_id: str, thread_id: str) -> list[Message]:
         """See :meth:`Store.messages`."""
-        rows = self._read("list_messages", {"tenant_id": tenant_id, "thread_id": thread_id})
-        return [
-            Message(
-                role=r["role"],
-                content=r["content"],
-                tool_calls=tuple(
-                    ToolCall(c["id"], c["name"], c.get("arguments"))
-                    for c in (from_json(r["tool_calls"]) or ())
-                ),
-                tool_call_id=r["tool_call_id"],
-                seq=r["seq"],
-                run_id=r["run_id"],
-                at=dt(r["at"]),
-            )
-            for r in rows
-        ]
+        found = self._read("list_messages", {"tenant_id": tenant_id, "thread_id": thread_id})
+        return [message_from_row(r, dt) for r in found]
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -20,7 +20,8 @@ def open_store(url: str | None = None) -> Store:
     """Open (but do not migrate) the store a URL names.
 
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a bare file path select
-    the embedded SQLite store.
+    the embedded SQLite store; ``postgresql://`` (or ``postgres://``) URLs select the PostgreSQL
+    store, whose driver is imported only then (``pip install 'ratchet[postgres]'``).
     """
     url = url or default_url()
     if url.startswith("sqlite://"):
@@ -34,15 +35,19 @@ def open_store(url: str | None = None) -> Store:
 
         return SqliteStore(Path(path[1:]))
     if url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError(
-            f"database URL {url!r} names PostgreSQL, which this build of ratchet cannot open yet",
-            fix="use a sqlite:/// URL",
-        )
+        try:
+            from ratchet.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(
+                f"the database URL names PostgreSQL, but its driver is not installed ({exc.name})",
+                fix="pip install 'ratchet[postgres]'",
+            ) from exc
+        return PostgresStore(url)
     if "://" not in url:
         from ratchet.store.sqlite import SqliteStore
 
         return SqliteStore(Path(url))
     raise ConfigError(
         f"database URL {url!r} has an unknown scheme",
-        fix="use sqlite:///path/to/file.db",
+        fix="use sqlite:///path/to/file.db or postgresql://user@host:5432/database",
     )

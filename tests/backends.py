@@ -1,0 +1,190 @@
+"""The tests' databases: a fresh SQLite file, or a fresh PostgreSQL database per test.
+
+PostgreSQL tests read the server from ``RATCHET_TEST_PG_DSN`` (for example
+``postgresql://postgres@127.0.0.1:5432/test``). Once per session a template database is created
+and migrated; each test gets ``CREATE DATABASE ... TEMPLATE`` of it and drops it afterwards.
+Without the variable the PostgreSQL tests skip, except under CI (``CI`` set), where they fail;
+with it set but the server unreachable they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import pytest
+
+from ratchet.clock import SystemClock
+from ratchet.store.base import Store
+from ratchet.store.sqlite import SqliteStore
+
+DSN_VARIABLE = "RATCHET_TEST_PG_DSN"
+BACKENDS = ["sqlite", "postgres"]
+
+
+def database_url(dsn: str, name: str) -> str:
+    """The server's URL with the database part replaced by ``name``."""
+    return urlsplit(dsn)._replace(path=f"/{name}").geturl()
+
+
+def database_name(url: str) -> str:
+    """The database part of a PostgreSQL URL."""
+    return urlsplit(url).path.lstrip("/")
+
+
+class PgServer:
+    """The PostgreSQL server the tests use: creates and drops their databases."""
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+
+        self.dsn = dsn
+        self.prefix = f"ratchet_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        try:
+            self.admin = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            pytest.fail(
+                f"{DSN_VARIABLE} is {dsn}, but PostgreSQL cannot be reached there: {exc}. "
+                "Start PostgreSQL (.ci/run does) or unset the variable to skip these tests.",
+                pytrace=False,
+            )
+        self.template = self.empty()
+        store = self.store(self.template)
+        store.migrate(SystemClock().now())
+        store.close()
+
+    def store(self, url: str) -> Store:
+        from ratchet.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+
+    def _create(self, template: str | None) -> str:
+        from psycopg import sql
+
+        name = f"{self.prefix}_{uuid.uuid4().hex[:8]}"
+        query = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            sql.Identifier(name), sql.Identifier(template or "template0")
+        )
+        self.admin.execute(query)
+        return database_url(self.dsn, name)
+
+    def empty(self) -> str:
+        """The URL of a new database without any ratchet schema."""
+        return self._create(None)
+
+    def migrated(self) -> str:
+        """The URL of a new database copied from the migrated template."""
+        return self._create(database_name(self.template))
+
+    def drop(self, url: str) -> None:
+        """Drop a database created here, closing whatever is still connected to it."""
+        from psycopg import sql
+
+        query = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        self.admin.execute(query.format(sql.Identifier(database_name(url))))
+
+    def close(self) -> None:
+        self.drop(self.template)
+        self.admin.close()
+
+
+def pg_server_or_skip() -> PgServer:
+    """The test server, or a skip (a failure under CI) when none is configured."""
+    dsn = os.environ.get(DSN_VARIABLE)
+    if not dsn:
+        reason = (
+            f"{DSN_VARIABLE} is not set: PostgreSQL tests need a server, e.g. "
+            f"{DSN_VARIABLE}=postgresql://postgres@127.0.0.1:5432/test"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI must run them", pytrace=False)
+        pytest.skip(reason)
+    return PgServer(dsn)
+
+
+def overwrite_state_field(db_url: str, run_id: str, field: str | None, value: str) -> None:
+    """Write a state field's stored text (every field of the run when ``field`` is None) behind
+    the store's back, to simulate a damaged or tampered checkpoint."""
+    if db_url.startswith("sqlite:///"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+        with conn:
+            conn.execute(
+                "UPDATE state_fields SET value = ? WHERE run_id = ? AND (? IS NULL OR field = ?)",
+                (value, run_id, field, field),
+            )
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(db_url) as pg:
+        pg.execute(
+            "UPDATE ratchet.state_fields SET value = %(value)s"
+            " WHERE run_id = %(run_id)s AND (%(field)s::text IS NULL OR field = %(field)s)",
+            {"value": value, "run_id": run_id, "field": field},
+        )
+
+
+def read_state_field(db_url: str, run_id: str, field: str) -> str:
+    """A state field's stored text, read behind the store's back."""
+    if db_url.startswith("sqlite:///"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+        row = conn.execute(
+            "SELECT value FROM state_fields WHERE run_id = ? AND field = ?", (run_id, field)
+        ).fetchone()
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(db_url) as pg:
+            row = pg.execute(
+                "SELECT value FROM ratchet.state_fields WHERE run_id = %s AND field = %s",
+                (run_id, field),
+            ).fetchone()
+    assert row is not None, f"run {run_id} has no state field {field}"
+    return str(row[0])
+
+
+class Backend(Protocol):
+    """Makes fresh, migrated, isolated stores of one kind, and disposes of them."""
+
+    name: str
+
+    def new_store(self) -> Store: ...
+
+    def dispose(self, store: Store) -> None: ...
+
+
+class SqliteBackend:
+    name = "sqlite"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def new_store(self) -> Store:
+        store = SqliteStore(self.folder / f"{uuid.uuid4().hex}.db")
+        store.migrate(SystemClock().now())
+        return store
+
+    def dispose(self, store: Store) -> None:
+        store.close()
+        assert isinstance(store, SqliteStore)
+        for path in self.folder.glob(f"{store.path.name}*"):
+            path.unlink()
+
+
+class PostgresBackend:
+    name = "postgres"
+
+    def __init__(self, server: PgServer) -> None:
+        self.server = server
+
+    def new_store(self) -> Store:
+        return self.server.store(self.server.migrated())
+
+    def dispose(self, store: Store) -> None:
+        store.close()
+        self.server.drop(store.url)

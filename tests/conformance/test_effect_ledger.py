@@ -1,0 +1,268 @@
+"""Effect records and durable retry waits: the same contract on every backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from ratchet import FakeClock
+from ratchet.effects import EffectStatus, NewEffect
+from ratchet.errors import (
+    EffectNotFoundError,
+    EffectStateError,
+    LeaseLostError,
+    RunClosedError,
+)
+from ratchet.model import Run, RunStatus
+from ratchet.store.base import Boundary, Store
+from tests.conformance.conftest import LEASE, new_run
+
+E = EffectStatus
+
+
+def claimed(store: Store, clock: FakeClock, run_id: str = "r1", owner: str = "w1") -> Run:
+    store.create_run(new_run(run_id), clock.now())
+    run = store.claim(
+        owner, clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t1", run_id=run_id
+    )
+    assert run is not None
+    return run
+
+
+def intent(name: str = "charge", request: object = None) -> NewEffect:
+    return NewEffect(
+        key=f"t1/wf/r1/1.first/{name}",
+        step="first",
+        step_seq=1,
+        name=name,
+        target="payments",
+        operation="charge",
+        request_hash="h-" + name,
+        request=request if request is not None else {"amount": 10, "currency": "EUR"},
+    )
+
+
+def test_planning_an_effect_is_idempotent_on_its_key(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    first = store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+    again = store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+    assert first == again
+    assert (first.status, first.attempts, first.request) == (
+        E.PLANNED,
+        0,
+        {"amount": 10, "currency": "EUR"},
+    )
+    assert [e.type for e in store.events("t1", "r1")].count("effect") == 1
+    assert store.get_effect("t1", first.key) == first
+    assert store.get_effect("t2", first.key) is None, "another tenant sees nothing"
+
+
+def test_a_stale_fence_cannot_plan_or_move_an_effect(store: Store, clock: FakeClock) -> None:
+    old = claimed(store, clock)
+    planned = store.plan_effect("t1", "r1", old.fence, intent(), clock.now())
+    clock.advance(31)
+    new = store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"])
+    assert new is not None
+    with pytest.raises(LeaseLostError):
+        store.plan_effect("t1", "r1", old.fence, intent("other"), clock.now())
+    assert store.get_effect("t1", intent("other").key) is None
+    with pytest.raises(LeaseLostError):
+        store.update_effect(
+            "t1",
+            planned.key,
+            expected_status=E.PLANNED,
+            status=E.EXECUTING,
+            fence=old.fence,
+            now=clock.now(),
+        )
+    assert store.get_effect("t1", planned.key) == planned
+
+
+def test_an_effect_moves_only_from_the_status_the_caller_saw(
+    store: Store, clock: FakeClock
+) -> None:
+    run = claimed(store, clock)
+    planned = store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+    clock.advance(1)
+    executing = store.update_effect(
+        "t1",
+        planned.key,
+        expected_status=E.PLANNED,
+        status=E.EXECUTING,
+        fence=run.fence,
+        now=clock.now(),
+        attempts_delta=1,
+    )
+    assert (executing.status, executing.attempts) == (E.EXECUTING, 1)
+    assert executing.updated_at > planned.updated_at
+    with pytest.raises(EffectStateError):
+        store.update_effect(
+            "t1",
+            planned.key,
+            expected_status=E.PLANNED,
+            status=E.EXECUTING,
+            fence=run.fence,
+            now=clock.now(),
+        )
+    confirmed = store.update_effect(
+        "t1",
+        planned.key,
+        expected_status=E.EXECUTING,
+        status=E.CONFIRMED,
+        fence=run.fence,
+        now=clock.now(),
+        result={"z": 1, "a": [1, 2]},
+        receipt="rcpt-1",
+    )
+    assert (confirmed.result, confirmed.receipt, confirmed.last_error) == (
+        {"z": 1, "a": [1, 2]},
+        "rcpt-1",
+        None,
+    )
+    assert list(confirmed.result) == ["z", "a"], "JSON keeps its key order"
+    with pytest.raises(EffectNotFoundError):
+        store.update_effect(
+            "t1",
+            "no/such/key",
+            expected_status=E.PLANNED,
+            status=E.EXECUTING,
+            fence=None,
+            now=clock.now(),
+        )
+
+
+def test_a_person_resolves_an_effect_without_a_fence(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    planned = store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+    store.update_effect(
+        "t1",
+        planned.key,
+        expected_status=E.PLANNED,
+        status=E.EXECUTING,
+        fence=run.fence,
+        now=clock.now(),
+        error={"kind": "timeout"},
+    )
+    store.update_effect(
+        "t1",
+        planned.key,
+        expected_status=E.EXECUTING,
+        status=E.AMBIGUOUS,
+        fence=run.fence,
+        now=clock.now(),
+    )
+    resolved = store.update_effect(
+        "t1",
+        planned.key,
+        expected_status=E.AMBIGUOUS,
+        status=E.CONFIRMED,
+        fence=None,
+        now=clock.now(),
+        resolution={"by": "ops", "note": "seen in the ledger"},
+    )
+    assert resolved.status is E.CONFIRMED
+    assert resolved.last_error == {"kind": "timeout"}, "None keeps the old value"
+    assert resolved.resolution == {"by": "ops", "note": "seen in the ledger"}
+    last = store.events("t1", "r1")[-1]
+    assert (last.type, last.data["to"], last.data["resolution"]["by"]) == (
+        "effect",
+        "confirmed",
+        "ops",
+    )
+
+
+def test_effects_list_in_planning_order_and_filter_by_status(
+    store: Store, clock: FakeClock
+) -> None:
+    run = claimed(store, clock)
+    for name in ("b", "a", "c"):
+        store.plan_effect("t1", "r1", run.fence, intent(name), clock.now())
+    store.update_effect(
+        "t1",
+        intent("a").key,
+        expected_status=E.PLANNED,
+        status=E.EXECUTING,
+        fence=run.fence,
+        now=clock.now(),
+    )
+    assert [e.name for e in store.list_effects("t1", run_id="r1")] == ["b", "a", "c"]
+    assert [e.name for e in store.list_effects("t1", statuses=[E.EXECUTING])] == ["a"]
+    assert store.list_effects("t2") == []
+
+
+def test_no_effect_is_planned_on_a_finished_run(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    now = clock.now()
+    end = Boundary("first", "done", None, RunStatus.SUCCEEDED, now, now)
+    store.commit("t1", "r1", run.fence, run.state_version, [end], now)
+    with pytest.raises(RunClosedError):
+        store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+
+
+def test_a_deferred_run_sleeps_until_wake_at(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    wake = clock.now() + LEASE
+    slept = store.defer(
+        "t1",
+        "r1",
+        fence=run.fence,
+        expected_version=run.state_version,
+        wake_at=wake,
+        step_attempts=1,
+        now=clock.now(),
+        data={"kind": "rate_limited"},
+    )
+    assert (slept.wake_at, slept.step_attempts, slept.retry_since) == (wake, 1, clock.now())
+    assert (slept.owner, slept.lease_until) == (None, None), "a sleeping run holds no lease"
+    assert slept.state_version == run.state_version + 1
+    event = store.events("t1", "r1")[-1]
+    assert (event.type, event.step, event.data["attempts"]) == ("retry_scheduled", "first", 1)
+    clock.advance(29)
+    assert store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"]) is None
+    clock.advance(1)
+    woken = store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"])
+    assert woken is not None and woken.wake_at is None and woken.step_attempts == 1
+    now = clock.now()
+    b = Boundary("first", "next", "second", RunStatus.RUNNING, now, now)
+    store.commit("t1", "r1", woken.fence, woken.state_version, [b], now)
+    after = store.get_run("t1", "r1")
+    assert (after.step_attempts, after.retry_since) == (0, None), "a boundary clears the count"
+
+
+def test_a_stale_worker_cannot_defer(store: Store, clock: FakeClock) -> None:
+    old = claimed(store, clock)
+    clock.advance(31)
+    assert store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"]) is not None
+    with pytest.raises(LeaseLostError):
+        store.defer(
+            "t1",
+            "r1",
+            fence=old.fence,
+            expected_version=old.state_version,
+            wake_at=clock.now(),
+            step_attempts=1,
+            now=clock.now(),
+        )
+
+
+def test_a_status_change_ends_a_retry_wait(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    slept = store.defer(
+        "t1",
+        "r1",
+        fence=run.fence,
+        expected_version=run.state_version,
+        wake_at=clock.now() + LEASE,
+        step_attempts=1,
+        now=clock.now(),
+    )
+    cancelling = store.set_status(
+        "t1",
+        "r1",
+        expected_status=RunStatus.RUNNING,
+        expected_version=slept.state_version,
+        status=RunStatus.CANCEL_REQUESTED,
+        fence=None,
+        now=clock.now(),
+    )
+    assert cancelling.wake_at is None
+    assert store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"]) is not None

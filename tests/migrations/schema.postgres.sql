@@ -1,0 +1,218 @@
+-- table approvals
+CREATE TABLE ratchet.approvals (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_id text NOT NULL,
+    run_id text NOT NULL,
+    step text NOT NULL,
+    role text NOT NULL,
+    request json NOT NULL,
+    on_approve text NOT NULL,
+    on_reject text NOT NULL,
+    status text NOT NULL,
+    decided_by text,
+    decided_role text,
+    comment text,
+    request_id text,
+    requested_at timestamp with time zone NOT NULL,
+    decided_at timestamp with time zone,
+    CONSTRAINT approvals_pkey PRIMARY KEY (id),
+    CONSTRAINT approvals_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT approvals_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text])))
+);
+
+-- table effects
+CREATE TABLE ratchet.effects (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    effect_key text NOT NULL,
+    tenant_id text NOT NULL,
+    run_id text NOT NULL,
+    step text NOT NULL,
+    step_seq integer NOT NULL,
+    name text NOT NULL,
+    target text NOT NULL,
+    operation text NOT NULL,
+    request_hash text NOT NULL,
+    request json NOT NULL,
+    status text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    result json,
+    receipt text,
+    last_error json,
+    compensator text,
+    resolution json,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT effects_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT effects_effect_key_key UNIQUE (effect_key),
+    CONSTRAINT effects_pkey PRIMARY KEY (id),
+    CONSTRAINT effects_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT effects_status_check CHECK ((status = ANY (ARRAY['planned'::text, 'executing'::text, 'confirmed'::text, 'rejected'::text, 'ambiguous'::text, 'compensated'::text])))
+);
+
+-- table events
+CREATE TABLE ratchet.events (
+    seq bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_id text NOT NULL,
+    run_id text NOT NULL,
+    type text NOT NULL,
+    step text,
+    fence bigint,
+    data json,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT events_pkey PRIMARY KEY (seq),
+    CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id)
+);
+
+-- table messages
+CREATE TABLE ratchet.messages (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_id text NOT NULL,
+    thread_id text NOT NULL,
+    seq integer NOT NULL,
+    run_id text,
+    role text NOT NULL,
+    content text NOT NULL,
+    tool_calls json,
+    tool_call_id text,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT messages_pkey PRIMARY KEY (id),
+    CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['system'::text, 'user'::text, 'assistant'::text, 'tool'::text]))),
+    CONSTRAINT messages_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT messages_tenant_id_thread_id_seq_key UNIQUE (tenant_id, thread_id, seq)
+);
+
+-- table ratchet_migrations
+CREATE TABLE ratchet.ratchet_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone NOT NULL,
+    CONSTRAINT ratchet_migrations_pkey PRIMARY KEY (version)
+);
+
+-- table requests
+CREATE TABLE ratchet.requests (
+    tenant_id text NOT NULL,
+    request_id text NOT NULL,
+    operation text NOT NULL,
+    result json,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT requests_pkey PRIMARY KEY (tenant_id, request_id)
+);
+
+-- table runs
+CREATE TABLE ratchet.runs (
+    run_id text NOT NULL,
+    tenant_id text NOT NULL,
+    thread_id text NOT NULL,
+    workflow text NOT NULL,
+    status text NOT NULL,
+    next_step text,
+    state_version bigint DEFAULT 0 NOT NULL,
+    fence bigint DEFAULT 0 NOT NULL,
+    owner text,
+    lease_until timestamp with time zone,
+    release json NOT NULL,
+    idempotency_key text,
+    result json,
+    error json,
+    steps_done integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    wake_at timestamp with time zone,
+    step_attempts integer DEFAULT 0 NOT NULL,
+    retry_since timestamp with time zone,
+    waiting json,
+    budget json,
+    workflow_version integer,
+    state_schema integer,
+    CONSTRAINT runs_fence_check CHECK ((fence >= 0)),
+    CONSTRAINT runs_pkey PRIMARY KEY (run_id),
+    CONSTRAINT runs_state_version_check CHECK ((state_version >= 0)),
+    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'WAITING_APPROVAL'::text, 'WAITING_EXTERNAL'::text, 'NEEDS_ATTENTION'::text, 'QUARANTINED'::text, 'CANCEL_REQUESTED'::text, 'SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text]))),
+    CONSTRAINT runs_tenant_id_idempotency_key_key UNIQUE (tenant_id, idempotency_key)
+);
+
+-- table signals
+CREATE TABLE ratchet.signals (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_id text NOT NULL,
+    run_id text NOT NULL,
+    signal_id text NOT NULL,
+    name text NOT NULL,
+    payload json,
+    received_at timestamp with time zone NOT NULL,
+    consumed_at timestamp with time zone,
+    CONSTRAINT signals_pkey PRIMARY KEY (id),
+    CONSTRAINT signals_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT signals_tenant_id_run_id_signal_id_key UNIQUE (tenant_id, run_id, signal_id)
+);
+
+-- table state_fields
+CREATE TABLE ratchet.state_fields (
+    run_id text NOT NULL,
+    tenant_id text NOT NULL,
+    field text NOT NULL,
+    value text NOT NULL,
+    CONSTRAINT state_fields_pkey PRIMARY KEY (run_id, field),
+    CONSTRAINT state_fields_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id)
+);
+
+-- table steps
+CREATE TABLE ratchet.steps (
+    run_id text NOT NULL,
+    seq integer NOT NULL,
+    tenant_id text NOT NULL,
+    name text NOT NULL,
+    fence bigint NOT NULL,
+    outcome text NOT NULL,
+    next_step text,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    CONSTRAINT steps_pkey PRIMARY KEY (run_id, seq),
+    CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id)
+);
+
+-- index approvals_by_run
+CREATE INDEX approvals_by_run ON ratchet.approvals USING btree (run_id, id);
+
+-- index approvals_pending
+CREATE INDEX approvals_pending ON ratchet.approvals USING btree (tenant_id, status, id);
+
+-- index effects_by_run
+CREATE INDEX effects_by_run ON ratchet.effects USING btree (tenant_id, run_id, id);
+
+-- index effects_by_status
+CREATE INDEX effects_by_status ON ratchet.effects USING btree (tenant_id, status);
+
+-- index events_by_run
+CREATE INDEX events_by_run ON ratchet.events USING btree (run_id, seq);
+
+-- index runs_by_tenant
+CREATE INDEX runs_by_tenant ON ratchet.runs USING btree (tenant_id, created_at);
+
+-- index runs_by_thread
+CREATE INDEX runs_by_thread ON ratchet.runs USING btree (tenant_id, thread_id, created_at);
+
+-- index runs_quarantined
+CREATE INDEX runs_quarantined ON ratchet.runs USING btree (status, workflow);
+
+-- index runs_runnable
+CREATE INDEX runs_runnable ON ratchet.runs USING btree (status, lease_until);
+
+-- index signals_inbox
+CREATE INDEX signals_inbox ON ratchet.signals USING btree (run_id, name, consumed_at, id);
+
+-- function refuse_change_to_finished_run
+CREATE OR REPLACE FUNCTION ratchet.refuse_change_to_finished_run()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'run % is % and cannot change', OLD.run_id, OLD.status
+        USING ERRCODE = 'RT001', CONSTRAINT = 'runs_terminal_is_final';
+END;
+$function$;
+
+-- trigger runs_terminal_is_final
+CREATE TRIGGER runs_terminal_is_final BEFORE UPDATE ON ratchet.runs FOR EACH ROW WHEN (old.status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text])) EXECUTE FUNCTION ratchet.refuse_change_to_finished_run();

@@ -1,0 +1,134 @@
+"""PostgreSQL migrations, and the rule that both dialects ship the same migrations."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ratchet import FakeClock
+from ratchet.errors import MigrationChecksumError, RunClosedError, SchemaTooNewError
+from ratchet.model import RunStatus
+from ratchet.store import migrate
+from ratchet.store.postgres import PostgresStore
+from ratchet.store.postgres_conn import RUN_CLOSED_SQLSTATE, translate_error
+from tests.backends import PgServer
+from tests.conformance.conftest import LEASE, new_run
+from tests.migrations.schema import fresh_postgres_schema
+
+SNAPSHOT = Path(__file__).with_name("schema.postgres.sql")
+ALL = [f"{m.version:04d}_{m.name}" for m in migrate.discover("postgres")]
+
+
+def test_both_dialects_ship_the_same_migration_versions_and_names() -> None:
+    sqlite = [(m.version, m.name) for m in migrate.discover("sqlite")]
+    postgres = [(m.version, m.name) for m in migrate.discover("postgres")]
+    assert sqlite == postgres, "add the migration to both src/ratchet/store/sql/ folders"
+    assert [v for v, _ in postgres] == list(range(1, len(postgres) + 1))
+
+
+def test_a_fresh_postgres_migrate_equals_the_checked_in_snapshot(pg_server: PgServer) -> None:
+    assert fresh_postgres_schema(pg_server) == SNAPSHOT.read_text(), (
+        "schema changed: add a migration, then refresh the snapshot with "
+        "`python -m tests.migrations.schema postgres > tests/migrations/schema.postgres.sql`"
+    )
+
+
+def test_an_empty_database_has_schema_version_zero_and_migrates_once(
+    pg_empty_url: str, clock: FakeClock
+) -> None:
+    store = PostgresStore(pg_empty_url)
+    assert store.schema_version() == 0
+    assert store.migrate(clock.now()) == ALL
+    assert store.migrate(clock.now()) == []
+    assert store.schema_version() == len(ALL)
+    store.close()
+
+
+def test_two_processes_migrating_at_once_apply_each_file_once(
+    pg_empty_url: str, clock: FakeClock
+) -> None:
+    stores = [PostgresStore(pg_empty_url) for _ in range(2)]
+    start = threading.Barrier(2)
+    applied: list[list[str]] = []
+
+    def migrate_one(store: PostgresStore) -> None:
+        start.wait()
+        applied.append(store.migrate(clock.now()))
+
+    threads = [threading.Thread(target=migrate_one, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(applied) == [[], ALL]
+    for s in stores:
+        s.close()
+
+
+def test_a_postgres_database_newer_than_the_code_is_refused(pg_url: str, clock: FakeClock) -> None:
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            "INSERT INTO ratchet.ratchet_migrations VALUES (999, 'from_the_future', 'x', now())"
+        )
+    store = PostgresStore(pg_url)
+    with pytest.raises(SchemaTooNewError, match="999"):
+        store.migrate(clock.now())
+    store.close()
+
+
+def test_an_edited_applied_postgres_migration_is_refused(pg_url: str, clock: FakeClock) -> None:
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE ratchet.ratchet_migrations SET checksum = 'edited' WHERE version = 1")
+    store = PostgresStore(pg_url)
+    with pytest.raises(MigrationChecksumError):
+        store.migrate(clock.now())
+    store.close()
+
+
+def test_the_database_itself_refuses_to_change_a_finished_run(
+    pg_url: str, clock: FakeClock
+) -> None:
+    store = PostgresStore(pg_url)
+    store.create_run(new_run("r1"), clock.now())
+    run = store.claim("w1", clock.now() + LEASE, clock.now(), ["wf"])
+    assert run is not None
+    store.set_status(
+        "t1",
+        "r1",
+        expected_status=run.status,
+        expected_version=run.state_version,
+        status=RunStatus.FAILED,
+        fence=run.fence,
+        now=clock.now(),
+    )
+    store.close()
+    with psycopg.connect(pg_url) as conn, pytest.raises(psycopg.Error) as caught:
+        conn.execute("UPDATE ratchet.runs SET status = 'RUNNING' WHERE run_id = 'r1'")
+    assert caught.value.sqlstate == RUN_CLOSED_SQLSTATE
+    assert isinstance(translate_error(caught.value, "test"), RunClosedError)
+
+
+def test_upgrading_a_postgres_database_that_holds_finished_runs_succeeds(
+    pg_empty_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    known = migrate.discover("postgres")
+    monkeypatch.setattr(migrate, "discover", lambda dialect: known[:3])  # an older ratchet
+    store = PostgresStore(pg_empty_url)
+    store.migrate(clock.now())
+    with psycopg.connect(pg_empty_url) as conn:
+        conn.execute(
+            "INSERT INTO ratchet.runs (run_id, tenant_id, thread_id, workflow, status, release,"
+            " created_at, updated_at) VALUES ('r1', 't1', 'th1', 'wf', 'SUCCEEDED',"
+            ' \'{"workflow_version": 3, "state_schema": 2}\', now(), now())'
+        )
+    monkeypatch.undo()
+    assert store.migrate(clock.now()) == ALL[3:]
+    run = store.get_run("t1", "r1")
+    assert (run.status, run.workflow_version, run.state_schema) == (RunStatus.SUCCEEDED, 3, 2)
+    store.close()
+    with psycopg.connect(pg_empty_url) as conn, pytest.raises(psycopg.Error) as caught:
+        conn.execute("UPDATE ratchet.runs SET status = 'RUNNING' WHERE run_id = 'r1'")
+    assert caught.value.sqlstate == RUN_CLOSED_SQLSTATE, "the trigger is on again"

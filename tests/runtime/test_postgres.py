@@ -1,0 +1,121 @@
+"""What only PostgreSQL has: opening it by URL, its errors, runtimes sharing one database.
+
+Every other test in tests/runtime/ runs on PostgreSQL too (see conftest.py there).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+
+from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
+from ratchet.errors import StoreError
+from ratchet.store.postgres import PostgresStore
+from ratchet.store.postgres_conn import translate_error
+from ratchet.store.url import open_store
+from tests.backends import PgServer, database_name, database_url
+from tests.runtime.test_runtime import agent
+
+
+@pytest.fixture
+def db_url(pg_url: str) -> str:
+    """Only PostgreSQL in this module."""
+    return pg_url
+
+
+def test_a_postgres_url_runs_a_multi_step_workflow_to_succeeded(db_url: str) -> None:
+    with Runtime(db_url, workflows=[agent]) as rt:
+        assert isinstance(rt.store, PostgresStore)
+        run = rt.start(agent, {"rounds": 0})
+        assert rt.run_until_idle() == 1
+        view = rt.status(run.run_id)
+    assert (view.run.status, view.run.result) == (RunStatus.SUCCEEDED, {"rounds": 3})
+    assert view.completed_steps == ["think", "act"] * 3
+
+
+@dataclass
+class Order:
+    amount: int = 0
+
+
+def test_two_runtimes_on_one_database_run_each_step_once(db_url: str, clock: FakeClock) -> None:
+    entered: list[str] = []
+    lock = threading.Lock()
+
+    @step
+    def only(ctx: Context, s: Order):  # type: ignore[no-untyped-def]
+        with lock:
+            entered.append(ctx.run_id)
+        return done({"amount": s.amount})
+
+    wf = Workflow("shared", state=Order, steps=[only])
+    runtimes = [Runtime(db_url, clock=clock, owner=f"w{i}", workflows=[wf]) for i in range(2)]
+    runs = [runtimes[0].start(wf, {"amount": i}) for i in range(20)]
+    threads = [threading.Thread(target=rt.run_until_idle) for rt in runtimes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(entered) == sorted(r.run_id for r in runs)
+    for i, r in enumerate(runs):
+        assert runtimes[1].get(r.run_id).result == {"amount": i}
+    for rt in runtimes:
+        rt.close()
+
+
+def test_both_url_schemes_open_the_postgres_store(db_url: str) -> None:
+    for url in (db_url, db_url.replace("postgresql://", "postgres://", 1)):
+        store = open_store(url)
+        assert isinstance(store, PostgresStore)
+        assert store.schema_version() > 0
+        store.close()
+
+
+def test_an_unreachable_server_is_one_line_with_a_fix_and_no_password() -> None:
+    with pytest.raises(StoreError) as caught:
+        Runtime("postgresql://ratchet:s3cret@127.0.0.1:1/ratchet")
+    line = caught.value.one_line()
+    assert line.startswith("error[store_error]: cannot connect to PostgreSQL at 127.0.0.1:1/")
+    assert "(fix: check that PostgreSQL is running" in line
+    assert "\n" not in line and "s3cret" not in line
+
+
+def test_a_missing_database_is_a_clear_error(pg_server: PgServer) -> None:
+    url = database_url(pg_server.dsn, "ratchet_no_such_database")
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as caught:
+        Runtime(url)
+    assert "ratchet_no_such_database" in caught.value.one_line()
+
+
+def test_connections_the_server_dropped_are_replaced_without_a_failed_call(
+    runtime: Runtime, pg_server: PgServer, db_url: str
+) -> None:
+    run = runtime.start(agent)
+    terminated = pg_server.admin.execute(
+        "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity "
+        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        [database_name(db_url)],
+    ).fetchone()
+    assert terminated is not None and terminated[0] >= 1
+    assert runtime.run_until_idle() == 1
+    assert runtime.get(run.run_id).status is RunStatus.SUCCEEDED
+
+
+def test_a_connection_lost_mid_operation_is_a_store_error_with_a_fix(
+    pg_server: PgServer, db_url: str
+) -> None:
+    conn = psycopg.connect(db_url)
+    pid = conn.info.backend_pid
+    pg_server.admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
+    with pytest.raises(psycopg.OperationalError) as caught:
+        conn.execute("SELECT 1")
+    conn.close()
+    error = translate_error(caught.value, "db.example:5432/app")
+    assert isinstance(error, StoreError)
+    assert error.one_line().startswith(
+        "error[store_error]: lost the connection to PostgreSQL at db.example:5432/app"
+    )
+    assert "(fix: check that PostgreSQL is running" in error.one_line()
