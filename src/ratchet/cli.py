@@ -26,7 +26,7 @@ from ratchet.demo_refund_cli import refund_demo
 from ratchet.model import Durability, RunStatus
 from ratchet.runtime import Runtime
 from ratchet.runtime_base import DEFAULT_TENANT
-from ratchet.store.url import default_url, open_store
+from ratchet.store.url import default_url, open_store, safe_url
 from ratchet.worker import Worker
 
 
@@ -56,7 +56,7 @@ def migrate(settings: Settings) -> None:
     version = store.schema_version()
     store.close()
     click.echo(f"applied {', '.join(applied)}" if applied else "schema is up to date")
-    click.echo(f"schema version {version} at {settings.db}")
+    click.echo(f"schema version {version} at {safe_url(settings.db)}")
 
 
 @main.command()
@@ -232,7 +232,9 @@ def worker(
         on_error=lambda exc: click.echo(exc.one_line(), err=True),
     )
     w.install_signal_handlers()
-    click.echo(f"worker {rt.owner} serving {', '.join(sorted(rt.workflows))} on {settings.db}")
+    click.echo(
+        f"worker {rt.owner} serving {', '.join(sorted(rt.workflows))} on {safe_url(settings.db)}"
+    )
     try:
         count = w.run(until_idle=until_idle)
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,7 @@ from ratchet.demos.light import SmartLight
 from ratchet.errors import RunNotFoundError
 from ratchet.model import Message, Run
 from ratchet.runtime import Runtime
+from ratchet.store.url import safe_url
 
 DEFAULT_THREAD = "recovery-demo-1"
 thread_option = click.option("--thread", default=DEFAULT_THREAD, show_default=True)
@@ -32,7 +34,7 @@ def run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temper
     if not runs:
         start = "demo start" if workflow == "temperature" else f"demo {workflow} start"
         raise RunNotFoundError(
-            f"no {workflow} demo run on thread {thread!r} in {settings.db}",
+            f"no {workflow} demo run on thread {thread!r} in {safe_url(settings.db)}",
             fix=f"start one with `ratchet {start}`",
         )
     return runs[0]
@@ -160,11 +162,17 @@ EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
 COMMIT_POINTS = ("before_commit", "after_commit")
 
 
-def _light_path(settings: Settings) -> str:
-    """The simulated light lives next to an SQLite database, else in .ratchet/."""
+def side_file(settings: Settings, name: str) -> str:
+    """Where a demo keeps a simulated external system: next to an SQLite database, else in a
+    temporary folder named after the database URL (one per database)."""
     if settings.db.startswith("sqlite:///"):
-        return str(Path(settings.db.removeprefix("sqlite:///")).parent / "light.db")
-    return ".ratchet/light.db"
+        return str(Path(settings.db.removeprefix("sqlite:///")).parent / name)
+    digest = hashlib.sha256(settings.db.encode()).hexdigest()[:16]
+    return str(Path(tempfile.gettempdir()) / f"ratchet-demo-{digest}" / name)
+
+
+def _light_path(settings: Settings) -> str:
+    return side_file(settings, "light.db")
 
 
 def _brightness_runtime(settings: Settings) -> Runtime:

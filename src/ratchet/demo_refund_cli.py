@@ -12,7 +12,7 @@ import click
 
 from ratchet import render
 from ratchet.cli_support import Settings, pass_settings, run_command
-from ratchet.demo_cli import demo, run_of
+from ratchet.demo_cli import demo, run_of, side_file
 from ratchet.demos import refund as refund_app
 from ratchet.demos.ledger import Ledger
 from ratchet.model import Message
@@ -22,10 +22,7 @@ THREAD = "refund-demo-8472"
 
 
 def _provider_path(settings: Settings) -> str:
-    """The simulated provider lives next to an SQLite database, else in .ratchet/."""
-    if settings.db.startswith("sqlite:///"):
-        return str(Path(settings.db.removeprefix("sqlite:///")).parent / "provider.db")
-    return ".ratchet/provider.db"
+    return side_file(settings, "provider.db")
 
 
 def _runtime(settings: Settings) -> Runtime:

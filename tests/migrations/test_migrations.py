@@ -66,3 +66,29 @@ def test_pending_is_pure_and_ordered() -> None:
     assert migrate.pending(known, []) == known
     done = [(m.version, m.name, m.checksum) for m in known]
     assert migrate.pending(known, done) == []
+
+
+def test_upgrading_a_database_that_holds_finished_runs_succeeds(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    known = migrate.discover("sqlite")
+    monkeypatch.setattr(migrate, "discover", lambda dialect: known[:3])  # an older ratchet
+    store = SqliteStore(tmp_path / "m.db")
+    store.migrate(clock.now())
+    conn = sqlite3.connect(tmp_path / "m.db")
+    at = "2026-01-01T00:00:00.000000+00:00"
+    release = '{"workflow_version": 3, "state_schema": 2}'
+    conn.execute(
+        "INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, release, created_at,"
+        " updated_at) VALUES ('r1', 't1', 'th1', 'wf', 'SUCCEEDED', ?, ?, ?)",
+        (release, at, at),
+    )
+    conn.commit()
+    monkeypatch.undo()
+    assert store.migrate(clock.now()) == [f"{m.version:04d}_{m.name}" for m in known[3:]]
+    run = store.get_run("t1", "r1")
+    assert (run.status, run.workflow_version, run.state_schema) == ("SUCCEEDED", 3, 2)
+    with pytest.raises(sqlite3.IntegrityError, match="run_closed"):
+        conn.execute("UPDATE runs SET status = 'RUNNING' WHERE run_id = 'r1'")
+    conn.close()
+    store.close()

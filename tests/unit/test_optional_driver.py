@@ -34,3 +34,12 @@ def test_only_the_postgres_store_modules_import_the_driver() -> None:
                 names = [node.module]
             if any(n.split(".")[0] in {"psycopg", "psycopg_pool"} for n in names):
                 assert path.parent.name == "store" and path.name.startswith("postgres"), path
+
+
+def test_passwords_never_reach_messages() -> None:
+    from ratchet.store.url import safe_url
+
+    assert safe_url("postgresql://app:s3cret@db.internal:5433/runs") == (
+        "postgresql://app:***@db.internal:5433/runs"
+    )
+    assert safe_url("sqlite:///.ratchet/ratchet.db") == "sqlite:///.ratchet/ratchet.db"

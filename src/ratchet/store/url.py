@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from ratchet.errors import ConfigError
 from ratchet.store.base import Store
@@ -51,3 +52,13 @@ def open_store(url: str | None = None) -> Store:
         f"database URL {url!r} has an unknown scheme",
         fix="use sqlite:///path/to/file.db or postgresql://user@host:5432/database",
     )
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password replaced by ``***``, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
