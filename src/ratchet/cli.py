@@ -23,6 +23,7 @@ from ratchet.cli_versions import check, fail_run, repair
 from ratchet.cli_waits import approvals, approve, reject, signal
 from ratchet.demo_cli import demo
 from ratchet.demo_refund_cli import refund_demo
+from ratchet.errors import InvalidInputError
 from ratchet.model import Durability, RunStatus
 from ratchet.runtime import Runtime
 from ratchet.runtime_base import DEFAULT_TENANT
@@ -97,6 +98,8 @@ def start(
 @main.command()
 @click.option("--status", "statuses", multiple=True, help="Filter by status (repeatable).")
 @click.option("--quarantined", is_flag=True, help="Only QUARANTINED runs (with the reason).")
+@click.option("--stuck", is_flag=True, help="RUNNING runs with no progress (all tenants).")
+@click.option("--threshold", default=300.0, show_default=True, help="Seconds, for --stuck.")
 @click.option("--workflow", help="Filter by workflow name.")
 @click.option("--thread", help="Filter by thread id.")
 @click.option("--limit", default=50, show_default=True)
@@ -107,12 +110,23 @@ def runs(
     settings: Settings,
     statuses: tuple[str, ...],
     quarantined: bool,
+    stuck: bool,
+    threshold: float,
     workflow: str | None,
     thread: str | None,
     limit: int,
     as_json: bool,
 ) -> None:
     """List runs, newest first."""
+    if stuck:
+        with settings.runtime() as rt:
+            found = rt.stuck(threshold_seconds=threshold, limit=limit)
+        click.echo(
+            render.runs_table(found)
+            if not as_json
+            else orjson.dumps([render.run_json(r) for r in found]).decode()
+        )
+        return
     if quarantined:
         statuses = (*statuses, "QUARANTINED")
     with settings.runtime() as rt:
@@ -211,6 +225,7 @@ def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None)
 
 @main.command()
 @app_option
+@click.option("--concurrency", default=1, show_default=True, help="Runs in flight at once.")
 @click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
 @click.option("--lease", "lease_seconds", default=30.0, show_default=True)
 @click.option("--poll", "poll_interval", default=0.2, show_default=True)
@@ -219,27 +234,45 @@ def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None)
 def worker(
     settings: Settings,
     app: str | None,
+    concurrency: int,
     until_idle: bool,
     lease_seconds: float,
     poll_interval: float,
 ) -> None:
-    """Claim and advance runs until SIGTERM (finishes the current step, releases the lease)."""
+    """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
+    if concurrency < 1:
+        raise InvalidInputError("--concurrency must be at least 1")
     rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
     w = Worker(
         rt,
+        concurrency=concurrency,
         poll_interval=poll_interval,
         on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
         on_error=lambda exc: click.echo(exc.one_line(), err=True),
     )
     w.install_signal_handlers()
-    click.echo(
-        f"worker {rt.owner} serving {', '.join(sorted(rt.workflows))} on {safe_url(settings.db)}"
-    )
+    serving = ", ".join(sorted(rt.workflows))
+    click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
     try:
         count = w.run(until_idle=until_idle)
     finally:
         rt.close()
     click.echo(f"worker stopped after {count} run executions")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_settings
+@run_command
+def workers(settings: Settings, as_json: bool) -> None:
+    """List live workers (and those that left in the last hour)."""
+    with Runtime(settings.db) as rt:
+        found = rt.workers()
+        now = rt.clock.now()
+    if as_json:
+        click.echo(orjson.dumps([render.worker_json(w, now) for w in found]).decode())
+    else:
+        click.echo(render.workers_table(found, now))
 
 
 main.add_command(demo)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import cast
 
-from ratchet.errors import RatchetError
+from ratchet.errors import RatchetError, StoreUnavailableError
 from ratchet.model import Durability, Run
 from ratchet.store.base import Boundary, Store
 
@@ -24,13 +25,17 @@ class Committer:
     of the segment (``exit``). :meth:`flush` makes everything submitted durable, or raises the
     first commit error (for example :class:`~ratchet.errors.LeaseLostError`)."""
 
-    def __init__(self, store: Store, run: Run, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: Store, run: Run, now: Callable[[], datetime], retry_for: float = 60.0
+    ) -> None:
         self.store = store
         self.mode = run.durability
         self.tenant_id = run.tenant_id
         self.run_id = run.run_id
         self.fence = run.fence
         self.version = run.state_version
+        self.steps_done = run.steps_done
+        self.retry_for = retry_for
         self._now = now
         self._buffer: list[Boundary] = []
         self._queue: queue.Queue[object] | None = None
@@ -70,9 +75,42 @@ class Committer:
         self._error = None
 
     def _commit(self, batch: list[Boundary]) -> None:
-        self.version = self.store.commit(
-            self.tenant_id, self.run_id, self.fence, self.version, batch, self._now()
+        """Commit, riding out a database outage: retry the same commit (same fence, same
+        expected version) with backoff for up to ``retry_for`` seconds. A retry first checks
+        whether the lost attempt landed, so a boundary is never committed twice."""
+        deadline = time.monotonic() + self.retry_for
+        delay = 0.05
+        while True:
+            try:
+                self.version = self.store.commit(
+                    self.tenant_id, self.run_id, self.fence, self.version, batch, self._now()
+                )
+                self.steps_done += len(batch)
+                return
+            except StoreUnavailableError:
+                if time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+            try:
+                if self._landed(len(batch)):
+                    return
+            except StoreUnavailableError:
+                continue
+
+    def _landed(self, steps: int) -> bool:
+        """True when a commit whose answer was lost did land (our fence, one version more,
+        our steps counted)."""
+        run = self.store.get_run(self.tenant_id, self.run_id)
+        landed = (
+            run.fence == self.fence
+            and run.state_version == self.version + 1
+            and run.steps_done == self.steps_done + steps
         )
+        if landed:
+            self.version = run.state_version
+            self.steps_done = run.steps_done
+        return landed
 
     def _raise_pending(self) -> None:
         if self._error is not None:

@@ -122,6 +122,14 @@ class StoreError(RatchetError):
     fix = "check that the database is reachable and writable, then retry"
 
 
+class StoreUnavailableError(StoreError):
+    """The database is unreachable or busy for now (connection lost, server restarting, lock
+    timeout). Nothing was decided: the same operation may be retried later."""
+
+    code = "store_unavailable"
+    fix = "wait for the database to come back; workers retry on their own"
+
+
 class DecodeError(RatchetError):
     """Stored state or a payload cannot be decoded into the declared type."""
 

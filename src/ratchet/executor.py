@@ -288,6 +288,8 @@ class Execution:
             return self._escalated(esc, step.name)
         except EffectError as exc:
             return self._step_error(step, exc)
+        except StoreError:
+            raise  # the database failed, not the step: the run is continued later
         except RatchetError as exc:
             return Fail(exc.code, exc.message)
         except Exception as exc:

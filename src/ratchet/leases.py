@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -41,17 +42,35 @@ class Heartbeat:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+        self._concurrency: int | None = None
+
+    def register_worker(self, concurrency: int) -> None:
+        """Report this process in the workers table at every beat (``ratchet workers``)."""
+        self._concurrency = concurrency
+        self.beat()
+        self._start()
+
+    def unregister_worker(self) -> None:
+        """Report that this worker drained and left."""
+        if self._concurrency is not None:
+            self._concurrency = None
+            with contextlib.suppress(RatchetError):
+                self.store.worker_stopped(self.owner, self.clock.now())
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="ratchet-heartbeat", daemon=True
+                )
+                self._thread.start()
 
     def hold(self, tenant_id: str, run_id: str, fence: int) -> Lease:
         """Start renewing a lease the caller just claimed."""
         lease = Lease(tenant_id, run_id, fence)
         with self._lock:
             self._held[run_id] = lease
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._loop, name="ratchet-heartbeat", daemon=True
-                )
-                self._thread.start()
+        self._start()
         return lease
 
     def drop(self, lease: Lease) -> None:
@@ -66,8 +85,22 @@ class Heartbeat:
             return list(self._held.values())
 
     def beat(self) -> None:
-        """Renew every held lease once (the loop calls this; tests may call it directly)."""
-        for lease in self.held():
+        """Renew every held lease once, and report the worker when registered (the loop calls
+        this; tests may call it directly)."""
+        held = self.held()
+        if self._concurrency is not None:
+            host, _, pid = self.owner.rpartition(":")
+            # an unreachable database is reported by the lease renewals below too
+            with contextlib.suppress(RatchetError):
+                self.store.worker_beat(
+                    self.owner,
+                    host=host or socket.gethostname(),
+                    pid=int(pid) if pid.isdigit() else os.getpid(),
+                    concurrency=self._concurrency,
+                    runs_held=len(held),
+                    now=self.clock.now(),
+                )
+        for lease in held:
             try:
                 self.store.heartbeat(
                     lease.tenant_id,

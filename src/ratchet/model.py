@@ -252,3 +252,17 @@ class Signal:
     payload: JSON
     received_at: datetime
     consumed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker process as it last reported itself (``stopped_at`` set once it drained)."""
+
+    owner: str
+    host: str
+    pid: int
+    concurrency: int
+    runs_held: int
+    started_at: datetime
+    last_beat: datetime
+    stopped_at: datetime | None

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from ratchet.effects import EffectRecord
-from ratchet.model import JSON, Approval, Event, Message, Run, RunStatus
+from ratchet.model import JSON, Approval, Event, Message, Run, RunStatus, WorkerInfo
 from ratchet.runtime import Runtime, RunView
 from ratchet.runtime_versions import CheckRow
 
@@ -252,6 +252,46 @@ def check_table(rows: list[CheckRow]) -> str:
     return "\n".join(
         "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]])
         for row in table
+    )
+
+
+def worker_json(w: WorkerInfo, now: datetime) -> dict[str, JSON]:
+    """A worker as JSON, with how long ago it last beat."""
+    return {
+        "owner": w.owner,
+        "host": w.host,
+        "pid": w.pid,
+        "concurrency": w.concurrency,
+        "runs_held": w.runs_held,
+        "started_at": _ts(w.started_at),
+        "last_beat": _ts(w.last_beat),
+        "seconds_since_beat": round((now - w.last_beat).total_seconds(), 1),
+        "stopped_at": _ts(w.stopped_at),
+    }
+
+
+def workers_table(found: list[WorkerInfo], now: datetime) -> str:
+    """What ``ratchet workers`` prints."""
+    if not found:
+        return "no workers"
+    rows = [("OWNER", "HOST", "PID", "RUNS", "SLOTS", "LAST BEAT", "STATE")]
+    for w in found:
+        ago = (now - w.last_beat).total_seconds()
+        state = "stopped" if w.stopped_at else ("live" if ago < 60 else "silent")
+        rows.append(
+            (
+                w.owner,
+                w.host,
+                str(w.pid),
+                str(w.runs_held),
+                str(w.concurrency),
+                f"{ago:.0f}s ago",
+                state,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(n) for c, n in zip(r, widths, strict=True)).rstrip() for r in rows
     )
 
 

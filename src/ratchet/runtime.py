@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,16 @@ from ratchet.errors import (
 from ratchet.executor import Execution, Services, Stopped
 from ratchet.ids import new_id
 from ratchet.leases import Heartbeat, is_dead_local_owner, process_owner
-from ratchet.model import Durability, Event, Message, Release, Run, RunStatus, StepRecord
+from ratchet.model import (
+    Durability,
+    Event,
+    Message,
+    Release,
+    Run,
+    RunStatus,
+    StepRecord,
+    WorkerInfo,
+)
 from ratchet.runtime_base import DEFAULT_TENANT, Tenant, tenant_of
 from ratchet.runtime_effects import RuntimeEffects
 from ratchet.runtime_versions import RuntimeVersions
@@ -363,6 +373,18 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
             except (StaleStateError, RunClosedError):
                 continue
         raise StaleStateError(f"run {run_id} kept changing while it was being cancelled")
+
+    # -- the fleet ------------------------------------------------------------------------------
+
+    def workers(self) -> builtins.list[WorkerInfo]:
+        """Live workers of this database, and those that left in the last hour."""
+        return self.store.workers(self.clock.now() - timedelta(hours=1))
+
+    def stuck(self, *, threshold_seconds: float = 300.0, limit: int = 100) -> builtins.list[Run]:
+        """The watchdog's view: RUNNING runs of every tenant with no progress (no commit, no
+        claim) for ``threshold_seconds``. Once their lease expires any worker reclaims them."""
+        before = self.clock.now() - timedelta(seconds=threshold_seconds)
+        return self.store.stuck_runs(before, limit=limit)
 
     def close(self) -> None:
         """Stop the heartbeat thread and close the store."""

@@ -173,6 +173,19 @@ CREATE TABLE ratchet.steps (
     CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id)
 );
 
+-- table workers
+CREATE TABLE ratchet.workers (
+    owner text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    concurrency integer NOT NULL,
+    runs_held integer NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    last_beat timestamp with time zone NOT NULL,
+    stopped_at timestamp with time zone,
+    CONSTRAINT workers_pkey PRIMARY KEY (owner)
+);
+
 -- index approvals_by_run
 CREATE INDEX approvals_by_run ON ratchet.approvals USING btree (run_id, id);
 
@@ -194,6 +207,9 @@ CREATE INDEX runs_by_tenant ON ratchet.runs USING btree (tenant_id, created_at);
 -- index runs_by_thread
 CREATE INDEX runs_by_thread ON ratchet.runs USING btree (tenant_id, thread_id, created_at);
 
+-- index runs_by_wake
+CREATE INDEX runs_by_wake ON ratchet.runs USING btree (wake_at);
+
 -- index runs_quarantined
 CREATE INDEX runs_quarantined ON ratchet.runs USING btree (status, workflow);
 
@@ -202,6 +218,17 @@ CREATE INDEX runs_runnable ON ratchet.runs USING btree (status, lease_until);
 
 -- index signals_inbox
 CREATE INDEX signals_inbox ON ratchet.signals USING btree (run_id, name, consumed_at, id);
+
+-- function notify_work
+CREATE OR REPLACE FUNCTION ratchet.notify_work()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM pg_notify('ratchet_work', NEW.run_id);
+    RETURN NULL;
+END
+$function$;
 
 -- function refuse_change_to_finished_run
 CREATE OR REPLACE FUNCTION ratchet.refuse_change_to_finished_run()
@@ -213,6 +240,9 @@ BEGIN
         USING ERRCODE = 'RT001', CONSTRAINT = 'runs_terminal_is_final';
 END;
 $function$;
+
+-- trigger runs_notify_work
+CREATE TRIGGER runs_notify_work AFTER INSERT OR UPDATE OF status, owner ON ratchet.runs FOR EACH ROW WHEN (new.owner IS NULL AND (new.status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'CANCEL_REQUESTED'::text]))) EXECUTE FUNCTION ratchet.notify_work();
 
 -- trigger runs_terminal_is_final
 CREATE TRIGGER runs_terminal_is_final BEFORE UPDATE ON ratchet.runs FOR EACH ROW WHEN (old.status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text])) EXECUTE FUNCTION ratchet.refuse_change_to_finished_run();

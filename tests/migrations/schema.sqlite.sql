@@ -19,6 +19,9 @@ CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at);
 -- index runs_by_thread
 CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
 
+-- index runs_by_wake
+CREATE INDEX runs_by_wake ON runs (wake_at);
+
 -- index runs_quarantined
 CREATE INDEX runs_quarantined ON runs (status, workflow);
 
@@ -177,6 +180,18 @@ CREATE TABLE steps (
     started_at  TEXT NOT NULL,
     finished_at TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+-- table workers
+CREATE TABLE workers (
+    owner       TEXT PRIMARY KEY,
+    host        TEXT NOT NULL,
+    pid         INTEGER NOT NULL,
+    concurrency INTEGER NOT NULL,
+    runs_held   INTEGER NOT NULL,
+    started_at  TEXT NOT NULL,
+    last_beat   TEXT NOT NULL,
+    stopped_at  TEXT
 ) WITHOUT ROWID;
 
 -- trigger runs_terminal_is_final

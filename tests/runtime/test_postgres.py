@@ -116,6 +116,6 @@ def test_a_connection_lost_mid_operation_is_a_store_error_with_a_fix(
     error = translate_error(caught.value, "db.example:5432/app")
     assert isinstance(error, StoreError)
     assert error.one_line().startswith(
-        "error[store_error]: lost the connection to PostgreSQL at db.example:5432/app"
+        "error[store_unavailable]: lost the connection to PostgreSQL at db.example:5432/app"
     )
     assert "(fix: check that PostgreSQL is running" in error.one_line()

@@ -31,6 +31,7 @@ from ratchet.model import (
     RunStatus,
     Signal,
     StepRecord,
+    WorkerInfo,
 )
 
 
@@ -85,6 +86,8 @@ class Store(Protocol):
     """Persistent home of runs, steps, state, events and thread messages."""
 
     url: str
+    notifies: bool
+    """True when :meth:`wait_for_work` really waits for notifications."""
 
     def migrate(self, now: datetime) -> list[str]:
         """Apply pending schema migrations, in order, and return the names applied.
@@ -420,6 +423,36 @@ class Store(Protocol):
         """Move runs of ``workflow`` quarantined as ``schema_too_new`` that this code can read
         (versions at most the given ones) back to RUNNING; return their ``(tenant, run)`` ids.
         This is how runs written by a newer release run again once it is back."""
+        ...
+
+    def worker_beat(
+        self, owner: str, *, host: str, pid: int, concurrency: int, runs_held: int, now: datetime
+    ) -> None:
+        """Record that worker ``owner`` is alive (creating its row on the first beat)."""
+        ...
+
+    def worker_stopped(self, owner: str, now: datetime) -> None:
+        """Record that worker ``owner`` drained and left."""
+        ...
+
+    def workers(self, since: datetime) -> list[WorkerInfo]:
+        """Workers still running, and those that stopped after ``since``, oldest first."""
+        ...
+
+    def stuck_runs(self, before: datetime, *, limit: int = 100) -> list[Run]:
+        """RUNNING runs of every tenant with no progress since ``before`` (the watchdog's view;
+        their leases expire and any worker reclaims them)."""
+        ...
+
+    def next_wake(self, now: datetime) -> datetime | None:
+        """The earliest future ``wake_at`` of a retry wait or a timer, or None."""
+        ...
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds until a run may have become claimable; True when
+        told so (PostgreSQL LISTEN/NOTIFY), False on timeout. A store without notifications
+        (SQLite) returns False at once and the caller sleeps itself. Callers re-read the store
+        either way: a notification carries only a run id."""
         ...
 
     def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:

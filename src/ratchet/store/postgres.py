@@ -35,6 +35,7 @@ from ratchet.store.postgres_conn import (
     write_messages,
 )
 from ratchet.store.postgres_effects import PostgresEffects
+from ratchet.store.postgres_fleet import PostgresFleet
 from ratchet.store.postgres_versions import PostgresVersions
 from ratchet.store.postgres_waits import PostgresWaits, wake
 from ratchet.store.rows import (
@@ -49,7 +50,7 @@ from ratchet.store.rows import (
 )
 
 
-class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions):
+class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFleet):
     """:class:`~ratchet.store.base.Store` on a PostgreSQL database, schema ``ratchet``.
 
     ``PostgresStore(url, max_connections=8, timeout=30.0)``: see

@@ -22,7 +22,14 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ratchet.effects import EffectStatus
-from ratchet.errors import ConfigError, InvalidInputError, RatchetError, RunClosedError, StoreError
+from ratchet.errors import (
+    ConfigError,
+    InvalidInputError,
+    RatchetError,
+    RunClosedError,
+    StoreError,
+    StoreUnavailableError,
+)
 from ratchet.model import JSON, Message
 from ratchet.store import rows
 from ratchet.store.queries import queries
@@ -136,11 +143,15 @@ def translate_error(exc: psycopg.Error, where: str) -> RatchetError:
     if state == RUN_CLOSED_SQLSTATE or constraint == "runs_terminal_is_final":
         return RunClosedError(f"the run is finished and cannot change ({detail})")
     if isinstance(exc, PoolTimeout):
-        return StoreError(f"no connection to PostgreSQL at {where} could be had in time", fix=REACH)
+        return StoreUnavailableError(
+            f"no connection to PostgreSQL at {where} could be had in time", fix=REACH
+        )
     # connection_exception, admin_shutdown, crash_shutdown, cannot_connect_now, or none at all
     lost = state[:2] == "08" or state in {"57P01", "57P02", "57P03"}
     if lost or (isinstance(exc, psycopg.OperationalError) and not state):
-        return StoreError(f"lost the connection to PostgreSQL at {where}: {detail}", fix=REACH)
+        return StoreUnavailableError(
+            f"lost the connection to PostgreSQL at {where}: {detail}", fix=REACH
+        )
     if state in {"3F000", "42P01"}:  # invalid_schema_name, undefined_table
         return StoreError(
             f"the ratchet schema in {where} is missing or incomplete: {detail}",
@@ -155,7 +166,9 @@ def translate_error(exc: psycopg.Error, where: str) -> RatchetError:
     if state[:2] == "23":  # integrity_constraint_violation
         return StoreError(f"a constraint refused the write: {constraint or detail}")
     if state in {"40001", "40P01"}:  # serialization_failure, deadlock_detected
-        return StoreError(f"PostgreSQL aborted a conflicting transaction: {detail}", fix="retry")
+        return StoreUnavailableError(
+            f"PostgreSQL aborted a conflicting transaction: {detail}", fix="retry"
+        )
     if state[:2] == "22" or isinstance(exc, psycopg.DataError):  # data_exception
         return InvalidInputError(
             f"PostgreSQL cannot store a value: {detail}",

@@ -33,6 +33,7 @@ from ratchet.model import (
     Signal,
     StepRecord,
     ToolCall,
+    WorkerInfo,
 )
 
 
@@ -158,6 +159,20 @@ def effect_from_row(row: Row, when: When) -> EffectRecord:
         resolution=from_json(row["resolution"]),
         created_at=_at(when, row["created_at"]),
         updated_at=_at(when, row["updated_at"]),
+    )
+
+
+def worker_from_row(row: Row, when: When) -> WorkerInfo:
+    """A :class:`~ratchet.model.WorkerInfo` from a row of ``workers``."""
+    return WorkerInfo(
+        owner=row["owner"],
+        host=row["host"],
+        pid=row["pid"],
+        concurrency=row["concurrency"],
+        runs_held=row["runs_held"],
+        started_at=_at(when, row["started_at"]),
+        last_beat=_at(when, row["last_beat"]),
+        stopped_at=when(row["stopped_at"]),
     )
 
 

@@ -23,6 +23,7 @@ from ratchet.store.rows import (
 )
 from ratchet.store.sqlite_conn import Q, dt, to_json, ts
 from ratchet.store.sqlite_effects import SqliteEffects
+from ratchet.store.sqlite_fleet import SqliteFleet
 from ratchet.store.sqlite_rows import (
     event,
     guard_failure,
@@ -34,7 +35,7 @@ from ratchet.store.sqlite_versions import SqliteVersions
 from ratchet.store.sqlite_waits import SqliteWaits, wake
 
 
-class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions):
+class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions, SqliteFleet):
     """:class:`~ratchet.store.base.Store` on one SQLite database file."""
 
     dialect = "sqlite"

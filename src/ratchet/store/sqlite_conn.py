@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ratchet.errors import RunClosedError, StoreError
+from ratchet.errors import RunClosedError, StoreError, StoreUnavailableError
 from ratchet.model import JSON
 from ratchet.store.queries import queries
 
@@ -104,7 +104,9 @@ class SqliteConnections:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot start a write transaction on {self.path}: {exc}") from exc
+            raise StoreUnavailableError(
+                f"cannot start a write transaction on {self.path}: {exc}"
+            ) from exc
         try:
             yield conn
         except sqlite3.IntegrityError as exc:

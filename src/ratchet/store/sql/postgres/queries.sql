@@ -464,3 +464,31 @@ WHERE status = 'QUARANTINED' AND workflow = %(workflow)s
   AND error ->> 'reason' = 'schema_too_new'
   AND workflow_version <= %(workflow_version)s AND state_schema <= %(state_schema)s
 RETURNING tenant_id, run_id;
+
+-- name: worker_beat
+INSERT INTO ratchet.workers (owner, host, pid, concurrency, runs_held, started_at, last_beat)
+VALUES (%(owner)s, %(host)s, %(pid)s, %(concurrency)s, %(runs_held)s, %(now)s, %(now)s)
+ON CONFLICT (owner) DO UPDATE
+SET runs_held = excluded.runs_held, concurrency = excluded.concurrency,
+    last_beat = excluded.last_beat, stopped_at = NULL;
+
+-- name: worker_stopped
+UPDATE ratchet.workers SET stopped_at = %(now)s, runs_held = 0 WHERE owner = %(owner)s;
+
+-- name: list_workers
+SELECT * FROM ratchet.workers
+WHERE stopped_at IS NULL OR stopped_at > %(since)s
+ORDER BY started_at;
+
+-- name: stuck_runs
+SELECT * FROM ratchet.runs
+WHERE status = 'RUNNING' AND updated_at < %(before)s
+ORDER BY updated_at
+LIMIT %(limit)s;
+
+-- name: next_wake
+SELECT MIN(wake_at) AS wake_at FROM ratchet.runs
+WHERE wake_at > %(now)s AND status IN ('RUNNING', 'WAITING_EXTERNAL');
+
+-- name: listen_work
+LISTEN ratchet_work;

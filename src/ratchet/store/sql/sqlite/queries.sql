@@ -327,3 +327,25 @@ WHERE status = 'QUARANTINED' AND workflow = :workflow
   AND json_extract(error, '$.reason') = 'schema_too_new'
   AND workflow_version <= :workflow_version AND state_schema <= :state_schema
 RETURNING tenant_id, run_id;
+
+-- name: worker_beat
+INSERT INTO workers (owner, host, pid, concurrency, runs_held, started_at, last_beat)
+VALUES (:owner, :host, :pid, :concurrency, :runs_held, :now, :now)
+ON CONFLICT (owner) DO UPDATE
+SET runs_held = excluded.runs_held, concurrency = excluded.concurrency,
+    last_beat = excluded.last_beat, stopped_at = NULL;
+
+-- name: worker_stopped
+UPDATE workers SET stopped_at = :now, runs_held = 0 WHERE owner = :owner;
+
+-- name: list_workers
+SELECT * FROM workers
+WHERE stopped_at IS NULL OR stopped_at > :since
+ORDER BY started_at;
+
+-- name: stuck_runs
+SELECT * FROM runs WHERE status = 'RUNNING' AND updated_at < :before ORDER BY updated_at LIMIT :limit;
+
+-- name: next_wake
+SELECT MIN(wake_at) AS wake_at FROM runs
+WHERE wake_at > :now AND status IN ('RUNNING', 'WAITING_EXTERNAL');
