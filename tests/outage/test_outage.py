@@ -1,0 +1,102 @@
+"""A PostgreSQL restart in the middle of a worker's run: everything completes, nothing twice.
+
+The test starts a throwaway cluster of its own (initdb + pg_ctl on a free port, as the postgres
+user), so restarting it disturbs no other test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, cli_env, entries, ratchet_cmd, run_cli
+
+BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
+APP = "tests.apps.counting"
+ALL = [f"s{i}" for i in range(1, 11)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_postgres(*cmd: str) -> None:
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run([*prefix, *cmd], check=True, capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def cluster() -> Iterator[tuple[str, Path, int]]:
+    if BIN is None or not os.environ.get("RATCHET_TEST_PG_DSN"):
+        pytest.skip("PostgreSQL server binaries and RATCHET_TEST_PG_DSN are needed")
+    folder = Path(tempfile.mkdtemp(prefix="ratchet-outage-"))
+    data = folder / "data"
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
+    port = _free_port()
+    _as_postgres(str(BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust")
+    ctl = [str(BIN / "pg_ctl"), "-D", str(data), "-w", "-o", f"-p {port} -k {folder}"]
+    _as_postgres(*ctl, "-l", str(folder / "log"), "start")
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres", data, port
+    finally:
+        _as_postgres(str(BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_database_restart_mid_run_loses_nothing_and_repeats_nothing(
+    cluster: tuple[str, Path, int], tmp_path: Path
+) -> None:
+    url, data, port = cluster
+    log = tmp_path / "entries.log"
+    runs = [run_cli(url, "start", "counting", "--app", APP).stdout.split()[1] for _ in range(12)]
+    env = cli_env(COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="0.3")
+    worker = subprocess.Popen(
+        ratchet_cmd(url, "worker", "--app", APP, "--concurrency", "3", "--poll", "0.05"),
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while sum(entries(log).values()) < 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ctl = [str(BIN / "pg_ctl"), "-D", str(data), "-w", "-m", "fast"]
+        log_file = str(data.parent / "log")
+        before_restart = sum(entries(log).values())
+        _as_postgres(*ctl, "-o", f"-p {port} -k {data.parent}", "-l", log_file, "restart")
+        assert before_restart < len(runs) * len(ALL), "the restart came in the middle of the work"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            out = run_cli(url, "runs", "--json", "--limit", "100")
+            statuses = [r["status"] for r in json.loads(out.stdout)] if out.returncode == 0 else []
+            if statuses and all(s == "SUCCEEDED" for s in statuses):
+                break
+            time.sleep(0.2)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+
+    for run_id in runs:
+        shown = json.loads(run_cli(url, "show", run_id, "--json").stdout)
+        assert shown["status"] == "SUCCEEDED", shown
+        assert shown["result"] == {"total": 55}
+        assert shown["completed_steps"] == ALL, "each step committed once, in order"
+    per_run = [entries(log, r) for r in runs]
+    for counted in per_run:
+        assert set(counted) == set(ALL)
+        assert max(counted.values()) <= 2, "a step runs again only if its commit was lost"
