@@ -88,3 +88,34 @@ def test_migrate_reports_the_schema_version(db_url: str) -> None:
     second = run_cli(db_url, "migrate")
     assert "schema is up to date" in second.stdout
     assert f"schema version {known[-1].version}" in second.stdout
+
+
+def test_workers_lists_a_live_worker_and_its_drain(db_url: str) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import ROOT, cli_env, ratchet_cmd
+
+    proc = subprocess.Popen(
+        ratchet_cmd(db_url, "worker", "--app", APP, "--concurrency", "3", "--poll", "0.05"),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        live: list[dict[str, object]] = []
+        while time.monotonic() < deadline and not live:
+            out = run_cli(db_url, "workers", "--json")
+            live = [w for w in json.loads(out.stdout or "[]") if w["pid"] == proc.pid]
+            time.sleep(0.1)
+        assert live and live[0]["concurrency"] == 3 and live[0]["stopped_at"] is None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    (gone,) = [
+        w for w in json.loads(run_cli(db_url, "workers", "--json").stdout) if w["pid"] == proc.pid
+    ]
+    assert gone["stopped_at"] is not None
+    assert "stopped" in run_cli(db_url, "workers").stdout
