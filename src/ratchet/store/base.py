@@ -192,6 +192,7 @@ class Store(Protocol):
         fails nothing is written and it raises :class:`~ratchet.errors.LeaseLostError` (fence
         moved on), :class:`~ratchet.errors.RunClosedError` (run ended) or
         :class:`~ratchet.errors.StaleStateError` (version or status moved on, e.g. a cancel).
+        A commit refused by the fence or a finished run is recorded as a ``late_commit`` event.
         """
         ...
 

@@ -225,12 +225,12 @@ class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFl
         now: datetime,
     ) -> int:
         """See :meth:`Store.commit`. The guarded run update runs first and locks the run's row,
-        so a lost race writes nothing else. A commit against a finished run is recorded as a
-        ``late_commit`` event."""
+        so a lost race writes nothing else. A commit refused because the run ended or another
+        worker owns it is recorded as a ``late_commit`` event."""
         try:
             return self._commit(tenant_id, run_id, fence, expected_version, boundaries, now)
-        except RunClosedError:
-            info = {"fence": fence, "steps": [b.step for b in boundaries]}
+        except (RunClosedError, LeaseLostError) as exc:
+            info = {"fence": fence, "steps": [b.step for b in boundaries], "refused": exc.code}
             self.record_event(tenant_id, run_id, "late_commit", info, now)
             raise
 

@@ -221,11 +221,12 @@ class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions, SqliteFleet):
         now: datetime,
     ) -> int:
         """See :meth:`Store.commit`. The guarded run update runs first, so a lost race writes
-        nothing else. A commit against a finished run is recorded as a ``late_commit`` event."""
+        nothing else. A commit refused because the run ended or another worker owns it is
+        recorded as a ``late_commit`` event."""
         try:
             return self._commit(tenant_id, run_id, fence, expected_version, boundaries, now)
-        except RunClosedError:
-            info = {"fence": fence, "steps": [b.step for b in boundaries]}
+        except (RunClosedError, LeaseLostError) as exc:
+            info = {"fence": fence, "steps": [b.step for b in boundaries], "refused": exc.code}
             self.record_event(tenant_id, run_id, "late_commit", info, now)
             raise
 
