@@ -270,25 +270,27 @@ class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFl
             if row is None:
                 raise guard_failure(conn, ids, fence, expected_version)
             seq = row["steps_done"] - len(boundaries)
-            for b in boundaries:
-                seq += 1
-                conn.execute(
-                    Q["insert_step"],
-                    {
-                        **ids,
-                        "seq": seq,
-                        "name": b.step,
-                        "fence": fence,
-                        "outcome": b.outcome,
-                        "next_step": b.next_step,
-                        "started_at": b.started_at,
-                        "finished_at": b.finished_at,
-                    },
-                )
-                write_fields(conn, ids, b.state)
-                write_messages(conn, tenant_id, row["thread_id"], run_id, b.messages, b.finished_at)
-                data = {"seq": seq, "outcome": b.outcome, "next": b.next_step}
-                event(conn, ids, "step_completed", b.step, fence, data, now)
+            with conn.pipeline():  # one round trip for the rows of every boundary
+                for b in boundaries:
+                    seq += 1
+                    conn.execute(
+                        Q["insert_step"],
+                        {
+                            **ids,
+                            "seq": seq,
+                            "name": b.step,
+                            "fence": fence,
+                            "outcome": b.outcome,
+                            "next_step": b.next_step,
+                            "started_at": b.started_at,
+                            "finished_at": b.finished_at,
+                        },
+                    )
+                    write_fields(conn, ids, b.state)
+                    thread = row["thread_id"]
+                    write_messages(conn, tenant_id, thread, run_id, b.messages, b.finished_at)
+                    data = {"seq": seq, "outcome": b.outcome, "next": b.next_step}
+                    event(conn, ids, "step_completed", b.step, fence, data, now)
             version = int(row["state_version"])
             if last.status is not RunStatus.RUNNING:
                 change = {"from": "RUNNING", "to": str(last.status)}
