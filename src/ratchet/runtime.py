@@ -289,11 +289,11 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         effects."""
         tenant = tenant_of(tenant)
         run = self.store.get_run(tenant, run_id)
-        all_events = self.store.events(tenant, run_id)
+        recent = self.store.events(tenant, run_id, limit=events, latest=True) if events else []
         return RunView(
             run=run,
             steps=self.store.steps(tenant, run_id),
-            events=all_events[-events:] if events else [],
+            events=recent,
             messages=self.store.messages(tenant, run.thread_id),
             effects=self.store.list_effects(tenant, run_id=run_id),
         )

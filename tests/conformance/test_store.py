@@ -289,3 +289,14 @@ def test_lease_expiry_is_decided_by_the_time_passed_in(store: Store, clock: Fake
     assert store.claim("w2", later + LEASE, later, ["wf"]) is None
     later = clock.now() + timedelta(seconds=31)
     assert store.claim("w2", later + LEASE, later, ["wf"]) is not None
+
+
+def test_the_latest_events_come_oldest_first(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    for _ in range(3):
+        clock.advance(31)
+        claim(store, clock, "w")
+    every = store.events("t1", "r1")
+    latest = store.events("t1", "r1", limit=2, latest=True)
+    assert [e.seq for e in latest] == [e.seq for e in every[-2:]]
+    assert [e.seq for e in store.events("t1", "r1", after=every[0].seq, limit=1)] == [every[1].seq]

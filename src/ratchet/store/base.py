@@ -461,9 +461,16 @@ class Store(Protocol):
         ...
 
     def events(
-        self, tenant_id: str, run_id: str, *, after: int = 0, limit: int = 1000
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        latest: bool = False,
     ) -> list[Event]:
-        """The run's events with ``seq > after``, oldest first."""
+        """The run's events with ``seq > after``, oldest first, at most ``limit``; with
+        ``latest`` the newest ``limit`` events instead (still oldest first)."""
         ...
 
     def messages(self, tenant_id: str, thread_id: str) -> list[Message]:

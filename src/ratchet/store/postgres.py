@@ -376,11 +376,18 @@ class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFl
         return [step_from_row(r, when) for r in found]
 
     def events(
-        self, tenant_id: str, run_id: str, *, after: int = 0, limit: int = 1000
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        latest: bool = False,
     ) -> list[Event]:
         """See :meth:`Store.events`."""
         params = {"tenant_id": tenant_id, "run_id": run_id, "after": after, "limit": limit}
-        return [event_from_row(r, when) for r in self._read("list_events", params)]
+        query = "latest_events" if latest else "list_events"
+        return [event_from_row(r, when) for r in self._read(query, params)]
 
     def messages(self, tenant_id: str, thread_id: str) -> list[Message]:
         """See :meth:`Store.messages`."""

@@ -492,3 +492,13 @@ WHERE wake_at > %(now)s AND status IN ('RUNNING', 'WAITING_EXTERNAL');
 
 -- name: listen_work
 LISTEN ratchet_work;
+
+-- name: latest_events
+SELECT * FROM (
+    SELECT run_id, seq, type, step, fence, data, at
+    FROM ratchet.events
+    WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+    ORDER BY seq DESC
+    LIMIT %(limit)s
+) AS latest
+ORDER BY seq;

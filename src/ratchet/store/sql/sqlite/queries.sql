@@ -349,3 +349,12 @@ SELECT * FROM runs WHERE status = 'RUNNING' AND updated_at < :before ORDER BY up
 -- name: next_wake
 SELECT MIN(wake_at) AS wake_at FROM runs
 WHERE wake_at > :now AND status IN ('RUNNING', 'WAITING_EXTERNAL');
+
+-- name: latest_events
+SELECT * FROM (
+    SELECT * FROM events
+    WHERE tenant_id = :tenant_id AND run_id = :run_id
+    ORDER BY seq DESC
+    LIMIT :limit
+)
+ORDER BY seq;
