@@ -21,14 +21,10 @@ _spec = os.environ.get("RATCHET_CRASH_AT") or None
 _point, _, _name = (_spec or "").partition(":")
 
 
-POINTS = (
-    "before_intent",
-    "after_intent",
-    "after_call",
-    "after_outcome",
-    "before_commit",
-    "after_commit",
-)
+EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
+"""Crash points around every effect (named by the effect)."""
+COMMIT_POINTS = ("before_commit", "after_commit")
+"""Crash points around every step-boundary commit (named by the step)."""
 
 
 def arm(spec: str | None) -> None:

@@ -12,7 +12,7 @@ import click
 
 from ratchet import render
 from ratchet.cli_support import Settings, pass_settings, run_command
-from ratchet.crashpoints import EXIT_CODE, arm
+from ratchet.crashpoints import COMMIT_POINTS, EFFECT_POINTS, EXIT_CODE, arm
 from ratchet.demos import brightness as brightness_app
 from ratchet.demos import temperature as demo_app
 from ratchet.demos.light import SmartLight
@@ -158,8 +158,6 @@ def story() -> None:
 # -- the brightness demo ---------------------------------------------------------------------
 
 BRIGHTNESS_THREAD = "brightness-demo-1"
-EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
-COMMIT_POINTS = ("before_commit", "after_commit")
 
 
 def side_file(settings: Settings, name: str) -> str:

@@ -17,14 +17,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ratchet.clock import FakeClock
-from ratchet.crashpoints import EXIT_CODE, arm
+from ratchet.crashpoints import COMMIT_POINTS, EFFECT_POINTS, EXIT_CODE, arm
 from ratchet.model import JSON, RunStatus
 from ratchet.runtime import Runtime
 
@@ -37,9 +37,6 @@ __all__ = [
     "migrate_fixture",
     "run_matrix",
 ]
-
-EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
-COMMIT_POINTS = ("before_commit", "after_commit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +52,6 @@ class MatrixRow:
     matches: bool
     duplicate: bool
     processes: int = 1
-    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

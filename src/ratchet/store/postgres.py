@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ratchet.errors import LeaseLostError, RunClosedError, RunNotFoundError
-from ratchet.model import JSON, Event, Message, Run, RunStatus, StepRecord
+from ratchet.model import JSON, Run, RunStatus
 from ratchet.store import migrate
 from ratchet.store.base import Boundary, NewRun
 from ratchet.store.postgres_conn import (
@@ -38,19 +38,21 @@ from ratchet.store.postgres_effects import PostgresEffects
 from ratchet.store.postgres_fleet import PostgresFleet
 from ratchet.store.postgres_versions import PostgresVersions
 from ratchet.store.postgres_waits import PostgresWaits, wake
+from ratchet.store.reads import StoreReads
 from ratchet.store.rows import (
     ERROR_STATUSES,
     LEASED,
-    event_from_row,
+    advance_params,
     iso,
-    message_from_row,
     run_from_row,
-    step_from_row,
+    same,
+    step_completed,
+    step_params,
     to_json,
 )
 
 
-class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFleet):
+class PostgresStore(StoreReads, PostgresEffects, PostgresWaits, PostgresVersions, PostgresFleet):
     """:class:`~ratchet.store.base.Store` on a PostgreSQL database, schema ``ratchet``.
 
     ``PostgresStore(url, max_connections=8, timeout=30.0)``: see
@@ -147,11 +149,6 @@ class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFl
         }
         return [run_from_row(r, when) for r in self._read("list_runs", params)]
 
-    def load_state(self, tenant_id: str, run_id: str) -> dict[str, bytes]:
-        """See :meth:`Store.load_state`."""
-        found = self._read("load_state", {"tenant_id": tenant_id, "run_id": run_id})
-        return {r["field"]: r["value"].encode() for r in found}
-
     # -- leases ---------------------------------------------------------------------------------
 
     def claim(
@@ -246,51 +243,26 @@ class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFl
         last = boundaries[-1]
         ids = {"tenant_id": tenant_id, "run_id": run_id}
         with self._write() as conn:
-            row = maybe(
-                conn,
-                "advance_run",
-                {
-                    **ids,
-                    "status": str(last.status),
-                    "next_step": last.next_step,
-                    "steps": len(boundaries),
-                    "result": to_json(last.result),
-                    "error": to_json(last.error),
-                    "keep_lease": last.status is RunStatus.RUNNING,
-                    "waiting": to_json(last.waiting),
-                    "wake_at": last.wake_at,
-                    "budget": to_json(last.budget),
-                    "workflow_version": last.workflow_version,
-                    "state_schema": last.state_schema,
-                    "now": now,
-                    "fence": fence,
-                    "expected_version": expected_version,
-                },
+            params = advance_params(
+                ids,
+                boundaries,
+                fence=fence,
+                expected_version=expected_version,
+                at=now,
+                stamp=same,
             )
+            row = maybe(conn, "advance_run", params)
             if row is None:
                 raise guard_failure(conn, ids, fence, expected_version)
             seq = row["steps_done"] - len(boundaries)
+            thread = row["thread_id"]
             with conn.pipeline():  # one round trip for the rows of every boundary
                 for b in boundaries:
                     seq += 1
-                    conn.execute(
-                        Q["insert_step"],
-                        {
-                            **ids,
-                            "seq": seq,
-                            "name": b.step,
-                            "fence": fence,
-                            "outcome": b.outcome,
-                            "next_step": b.next_step,
-                            "started_at": b.started_at,
-                            "finished_at": b.finished_at,
-                        },
-                    )
+                    conn.execute(Q["insert_step"], step_params(ids, seq, b, fence, same))
                     write_fields(conn, ids, b.state)
-                    thread = row["thread_id"]
                     write_messages(conn, tenant_id, thread, run_id, b.messages, b.finished_at)
-                    data = {"seq": seq, "outcome": b.outcome, "next": b.next_step}
-                    event(conn, ids, "step_completed", b.step, fence, data, now)
+                    event(conn, ids, "step_completed", b.step, fence, step_completed(seq, b), now)
             version = int(row["state_version"])
             if last.status is not RunStatus.RUNNING:
                 change = {"from": "RUNNING", "to": str(last.status)}
@@ -369,30 +341,6 @@ class PostgresStore(PostgresEffects, PostgresWaits, PostgresVersions, PostgresFl
         return run_from_row(row, when)
 
     # -- history --------------------------------------------------------------------------------
-
-    def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:
-        """See :meth:`Store.steps`."""
-        found = self._read("list_steps", {"tenant_id": tenant_id, "run_id": run_id})
-        return [step_from_row(r, when) for r in found]
-
-    def events(
-        self,
-        tenant_id: str,
-        run_id: str,
-        *,
-        after: int = 0,
-        limit: int = 1000,
-        latest: bool = False,
-    ) -> list[Event]:
-        """See :meth:`Store.events`."""
-        params = {"tenant_id": tenant_id, "run_id": run_id, "after": after, "limit": limit}
-        query = "latest_events" if latest else "list_events"
-        return [event_from_row(r, when) for r in self._read(query, params)]
-
-    def messages(self, tenant_id: str, thread_id: str) -> list[Message]:
-        """See :meth:`Store.messages`."""
-        found = self._read("list_messages", {"tenant_id": tenant_id, "thread_id": thread_id})
-        return [message_from_row(r, when) for r in found]
 
 
 def _begin_wait(conn: Conn, ids: Params, last: Boundary, fence: int, at: datetime) -> int | None:

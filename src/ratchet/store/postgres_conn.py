@@ -76,6 +76,7 @@ class PostgresConnections:
     fails at once with the driver's reason.
     """
 
+    _when = staticmethod(when)
     dialect = "postgres"
 
     def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 30.0) -> None:

@@ -20,7 +20,7 @@ from ratchet.store.postgres_conn import (
     maybe,
     when,
 )
-from ratchet.store.rows import effect_from_row, to_json
+from ratchet.store.rows import effect_change, effect_from_row, to_json
 
 
 class PostgresEffects(PostgresConnections):
@@ -57,11 +57,6 @@ class PostgresEffects(PostgresConnections):
                 event(conn, ids, "effect", new.step, fence, {"key": new.key, "to": "planned"}, now)
         return effect_from_row(found, when)
 
-    def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
-        """See :meth:`Store.get_effect`."""
-        found = self._read("get_effect", {"tenant_id": tenant_id, "key": key})
-        return effect_from_row(found[0], when) if found else None
-
     def update_effect(
         self,
         tenant_id: str,
@@ -97,9 +92,7 @@ class PostgresEffects(PostgresConnections):
             ).fetchone()
             if row is None:
                 raise effect_guard_failure(conn, tenant_id, key, fence, expected_status)
-            info = {"key": key, "from": str(expected_status), "to": str(status)}
-            if resolution is not None:
-                info["resolution"] = resolution
+            info = effect_change(expected_status, status, key, resolution)
             ids = {"tenant_id": tenant_id, "run_id": row["run_id"]}
             event(conn, ids, "effect", row["step"], fence, info, now)
         return effect_from_row(row, when)

@@ -7,7 +7,7 @@ store's ``when`` converter (ISO text on SQLite, ``datetime`` already on PostgreS
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, cast
 
@@ -35,6 +35,7 @@ from ratchet.model import (
     ToolCall,
     WorkerInfo,
 )
+from ratchet.store.base import Boundary
 
 
 class Row(Protocol):
@@ -53,6 +54,77 @@ ERROR_STATUSES = frozenset(
 
 LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCEL_REQUESTED})
 """The only statuses in which a run may hold a lease."""
+
+
+Params = Mapping[str, Any]
+"""Named query parameters."""
+
+Stamp = Callable[[datetime | None], Any]
+"""Turns a time into what a driver stores (SQLite: ISO text; PostgreSQL: the datetime)."""
+
+
+def same(value: datetime | None) -> datetime | None:
+    """The :data:`Stamp` of a driver that stores datetimes as they are."""
+    return value
+
+
+def advance_params(
+    ids: Params,
+    boundaries: Sequence[Boundary],
+    *,
+    fence: int,
+    expected_version: int,
+    at: Any,
+    stamp: Stamp,
+) -> dict[str, Any]:
+    """Parameters of ``advance_run``: the run row after the last of ``boundaries``."""
+    last = boundaries[-1]
+    return {
+        **ids,
+        "status": str(last.status),
+        "next_step": last.next_step,
+        "steps": len(boundaries),
+        "result": to_json(last.result),
+        "error": to_json(last.error),
+        "keep_lease": last.status is RunStatus.RUNNING,
+        "waiting": to_json(last.waiting),
+        "wake_at": stamp(last.wake_at),
+        "budget": to_json(last.budget),
+        "workflow_version": last.workflow_version,
+        "state_schema": last.state_schema,
+        "now": at,
+        "fence": fence,
+        "expected_version": expected_version,
+    }
+
+
+def step_params(ids: Params, seq: int, b: Boundary, fence: int, stamp: Stamp) -> dict[str, Any]:
+    """Parameters of ``insert_step`` for boundary ``b`` at position ``seq``."""
+    return {
+        **ids,
+        "seq": seq,
+        "name": b.step,
+        "fence": fence,
+        "outcome": b.outcome,
+        "next_step": b.next_step,
+        "started_at": stamp(b.started_at),
+        "finished_at": stamp(b.finished_at),
+    }
+
+
+def step_completed(seq: int, b: Boundary) -> dict[str, JSON]:
+    """The data of a ``step_completed`` event."""
+    return {"seq": seq, "outcome": b.outcome, "next": b.next_step}
+
+
+def effect_change(
+    expected: EffectStatus, status: EffectStatus, key: str, resolution: JSON
+) -> dict[str, JSON]:
+    """The data of an ``effect`` event for a status change (with a person's resolution)."""
+    info: dict[str, JSON] = {"key": key, "from": str(expected), "to": str(status)}
+    if resolution is not None:
+        info["resolution"] = resolution
+    return info
 
 
 def iso(value: datetime) -> str:

@@ -11,17 +11,19 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from ratchet.errors import LeaseLostError, RunClosedError, RunNotFoundError, StoreError
-from ratchet.model import JSON, Event, Message, Run, RunStatus, StepRecord
+from ratchet.model import JSON, Run, RunStatus
 from ratchet.store import migrate
 from ratchet.store.base import Boundary, NewRun
+from ratchet.store.reads import StoreReads
 from ratchet.store.rows import (
     ERROR_STATUSES,
     LEASED,
-    event_from_row,
-    message_from_row,
-    step_from_row,
+    advance_params,
+    step_completed,
+    step_params,
+    to_json,
 )
-from ratchet.store.sqlite_conn import Q, dt, to_json, ts
+from ratchet.store.sqlite_conn import Q, ts
 from ratchet.store.sqlite_effects import SqliteEffects
 from ratchet.store.sqlite_fleet import SqliteFleet
 from ratchet.store.sqlite_rows import (
@@ -35,7 +37,7 @@ from ratchet.store.sqlite_versions import SqliteVersions
 from ratchet.store.sqlite_waits import SqliteWaits, wake
 
 
-class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions, SqliteFleet):
+class SqliteStore(StoreReads, SqliteEffects, SqliteWaits, SqliteVersions, SqliteFleet):
     """:class:`~ratchet.store.base.Store` on one SQLite database file."""
 
     dialect = "sqlite"
@@ -133,11 +135,6 @@ class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions, SqliteFleet):
             "limit": limit,
         }
         return [run_row(r) for r in self._read("list_runs", params)]
-
-    def load_state(self, tenant_id: str, run_id: str) -> dict[str, bytes]:
-        """See :meth:`Store.load_state`."""
-        rows = self._read("load_state", {"tenant_id": tenant_id, "run_id": run_id})
-        return {r["field"]: r["value"].encode() for r in rows}
 
     # -- leases ---------------------------------------------------------------------------------
 
@@ -243,53 +240,20 @@ class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions, SqliteFleet):
         ids = {"tenant_id": tenant_id, "run_id": run_id}
         at = ts(now)
         with self._write() as conn:
-            row = conn.execute(
-                Q["advance_run"],
-                {
-                    **ids,
-                    "status": str(last.status),
-                    "next_step": last.next_step,
-                    "steps": len(boundaries),
-                    "result": to_json(last.result),
-                    "error": to_json(last.error),
-                    "keep_lease": last.status is RunStatus.RUNNING,
-                    "waiting": to_json(last.waiting),
-                    "wake_at": ts(last.wake_at),
-                    "budget": to_json(last.budget),
-                    "workflow_version": last.workflow_version,
-                    "state_schema": last.state_schema,
-                    "now": at,
-                    "fence": fence,
-                    "expected_version": expected_version,
-                },
-            ).fetchone()
+            params = advance_params(
+                ids, boundaries, fence=fence, expected_version=expected_version, at=at, stamp=ts
+            )
+            row = conn.execute(Q["advance_run"], params).fetchone()
             if row is None:
                 raise guard_failure(conn, ids, fence, expected_version)
             seq = row["steps_done"] - len(boundaries)
-            thread_id: str | None = None
             for b in boundaries:
                 seq += 1
-                conn.execute(
-                    Q["insert_step"],
-                    {
-                        **ids,
-                        "seq": seq,
-                        "name": b.step,
-                        "fence": fence,
-                        "outcome": b.outcome,
-                        "next_step": b.next_step,
-                        "started_at": ts(b.started_at),
-                        "finished_at": ts(b.finished_at),
-                    },
-                )
+                conn.execute(Q["insert_step"], step_params(ids, seq, b, fence, ts))
                 write_fields(conn, ids, b.state)
-                if b.messages:
-                    if thread_id is None:
-                        thread_id = conn.execute(Q["get_run"], ids).fetchone()["thread_id"]
-                    fin = ts(b.finished_at)
-                    write_messages(conn, tenant_id, thread_id, run_id, b.messages, fin)
-                data = {"seq": seq, "outcome": b.outcome, "next": b.next_step}
-                event(conn, ids, "step_completed", b.step, fence, data, at)
+                fin = ts(b.finished_at)
+                write_messages(conn, tenant_id, row["thread_id"], run_id, b.messages, fin)
+                event(conn, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
             version = int(row["state_version"])
             if last.status is not RunStatus.RUNNING:
                 change = {"from": "RUNNING", "to": str(last.status)}
@@ -403,30 +367,6 @@ class SqliteStore(SqliteEffects, SqliteWaits, SqliteVersions, SqliteFleet):
         return run_row(row)
 
     # -- history --------------------------------------------------------------------------------
-
-    def steps(self, tenant_id: str, run_id: str) -> list[StepRecord]:
-        """See :meth:`Store.steps`."""
-        found = self._read("list_steps", {"tenant_id": tenant_id, "run_id": run_id})
-        return [step_from_row(r, dt) for r in found]
-
-    def events(
-        self,
-        tenant_id: str,
-        run_id: str,
-        *,
-        after: int = 0,
-        limit: int = 1000,
-        latest: bool = False,
-    ) -> list[Event]:
-        """See :meth:`Store.events`."""
-        params = {"tenant_id": tenant_id, "run_id": run_id, "after": after, "limit": limit}
-        query = "latest_events" if latest else "list_events"
-        return [event_from_row(r, dt) for r in self._read(query, params)]
-
-    def messages(self, tenant_id: str, thread_id: str) -> list[Message]:
-        """See :meth:`Store.messages`."""
-        found = self._read("list_messages", {"tenant_id": tenant_id, "thread_id": thread_id})
-        return [message_from_row(r, dt) for r in found]
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -12,20 +12,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from ratchet.errors import RunClosedError, StoreError, StoreUnavailableError
-from ratchet.model import JSON
 from ratchet.store.queries import queries
+from ratchet.store.rows import Params
 
 Q = queries("sqlite")
-Params = Mapping[str, Any]
 
 
 def ts(value: datetime | None) -> str | None:
@@ -36,16 +32,10 @@ def dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
-def to_json(value: JSON) -> str | None:
-    return None if value is None else orjson.dumps(value).decode()
-
-
-def from_json(value: str | None) -> JSON:
-    return None if value is None else orjson.loads(value)
-
-
 class SqliteConnections:
     """Per-thread connections to one SQLite file, and the transaction helpers."""
+
+    _when = staticmethod(dt)
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)

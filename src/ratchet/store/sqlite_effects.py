@@ -7,7 +7,8 @@ from datetime import datetime
 
 from ratchet.effects import EffectRecord, EffectStatus, NewEffect
 from ratchet.model import JSON
-from ratchet.store.sqlite_conn import Q, SqliteConnections, to_json, ts
+from ratchet.store.rows import effect_change, to_json
+from ratchet.store.sqlite_conn import Q, SqliteConnections, ts
 from ratchet.store.sqlite_rows import effect_guard_failure, effect_row, event, guard_failure
 
 
@@ -49,11 +50,6 @@ class SqliteEffects(SqliteConnections):
                 event(conn, ids, "effect", new.step, fence, info, at)
         return effect_row(found)
 
-    def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
-        """See :meth:`Store.get_effect`."""
-        rows = self._read("get_effect", {"tenant_id": tenant_id, "key": key})
-        return effect_row(rows[0]) if rows else None
-
     def update_effect(
         self,
         tenant_id: str,
@@ -91,9 +87,7 @@ class SqliteEffects(SqliteConnections):
             if row is None:
                 raise effect_guard_failure(conn, tenant_id, key, fence, expected_status)
             ids = {"tenant_id": tenant_id, "run_id": row["run_id"]}
-            info = {"key": key, "from": str(expected_status), "to": str(status)}
-            if resolution is not None:
-                info["resolution"] = resolution
+            info = effect_change(expected_status, status, key, resolution)
             event(conn, ids, "effect", row["step"], fence, info, at)
         return effect_row(row)
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from ratchet.effects import EffectRecord, EffectStatus
 from ratchet.model import JSON, Approval, Message, Run, Signal
 from ratchet.store import rows
-from ratchet.store.sqlite_conn import Params, Q, dt, to_json
+from ratchet.store.rows import Params, to_json
+from ratchet.store.sqlite_conn import Q, dt
 
 
 def run_row(row: sqlite3.Row) -> Run:

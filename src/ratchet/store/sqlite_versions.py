@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ratchet.model import JSON, Run, RunStatus
-from ratchet.store.sqlite_conn import Q, SqliteConnections, to_json, ts
+from ratchet.store.rows import to_json
+from ratchet.store.sqlite_conn import Q, SqliteConnections, ts
 from ratchet.store.sqlite_rows import event, guard_failure, run_row, write_fields
 
 

@@ -8,7 +8,8 @@ from datetime import datetime
 
 from ratchet.errors import ApprovalStateError, RunClosedError, RunNotFoundError
 from ratchet.model import JSON, Approval, Run, RunStatus, Signal
-from ratchet.store.sqlite_conn import Q, SqliteConnections, from_json, to_json, ts
+from ratchet.store.rows import from_json, to_json
+from ratchet.store.sqlite_conn import Q, SqliteConnections, ts
 from ratchet.store.sqlite_rows import (
     approval_row,
     event,

@@ -89,7 +89,7 @@ SET status = :status,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
-RETURNING state_version, steps_done;
+RETURNING state_version, steps_done, thread_id;
 
 -- name: set_status
 UPDATE runs
