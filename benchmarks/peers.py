@@ -1,6 +1,6 @@
 """Peer runtimes and the SQLite baseline for the step-overhead benchmark.
 
-``benchmarks/step_overhead.py`` measures ratchet on a linear workflow of no-op
+``benchmarks/step_overhead.py`` measures perdure on a linear workflow of no-op
 steps; this module measures the same workload on peer durable-execution
 runtimes, plus the cost of one durable SQLite commit as a floor, so the figures
 can be compared in one process on one machine.
@@ -86,9 +86,9 @@ _PEER_MODULES: dict[str, str] = {
     "dbos": "dbos",
 }
 
-_DBOS_APP_NAME = "ratchet-bench"
-_DBOS_WORKFLOW_NAME = "ratchet_bench.linear_workflow"
-_DBOS_STEP_NAME = "ratchet_bench.noop_step"
+_DBOS_APP_NAME = "perdure-bench"
+_DBOS_WORKFLOW_NAME = "perdure_bench.linear_workflow"
+_DBOS_STEP_NAME = "perdure_bench.noop_step"
 
 
 def available() -> dict[str, str | None]:
@@ -401,22 +401,22 @@ def main(argv: list[str] | None = None) -> None:
     print("peers:", ", ".join(f"{k}={v or 'missing'}" for k, v in peers.items()))
     print(f"workload: {args.runs} runs x {args.steps} no-op steps")
 
-    with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as d:
+    with tempfile.TemporaryDirectory(prefix="perdure-bench-") as d:
         print(_line("sqlite commit (baseline)", sqlite_commit_us(Path(d), args.commits)))
 
     if peers["langgraph"] and peers["langgraph-checkpoint-sqlite"]:
-        with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as d:
+        with tempfile.TemporaryDirectory(prefix="perdure-bench-") as d:
             pragmas = sqlite_saver_pragmas(Path(d))
         print(f"  SqliteSaver pragmas: {pragmas}")
         for mode in DURABILITY_MODES:
-            with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as d:
+            with tempfile.TemporaryDirectory(prefix="perdure-bench-") as d:
                 us = langgraph_step_us(Path(d), mode, args.runs, args.steps)
             print(_line(f"langgraph durability={mode}", us))
     else:
         print("langgraph: not installed")
 
     if peers["dbos"]:
-        with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as d:
+        with tempfile.TemporaryDirectory(prefix="perdure-bench-") as d:
             print(_line("dbos (sqlite)", dbos_step_us(Path(d), args.runs, args.steps)))
     else:
         print("dbos: not installed")

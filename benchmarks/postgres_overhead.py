@@ -1,11 +1,11 @@
-"""Step overhead of ratchet on PostgreSQL at 1, 4 and 16 concurrent runs, beside its peers.
+"""Step overhead of perdure on PostgreSQL at 1, 4 and 16 concurrent runs, beside its peers.
 
 Workload: a linear workflow of 20 no-op steps. At each concurrency level N, N threads run at once;
 each has its own connection(s) and runs ``runs / N`` runs one after another, so N runs are in
 flight at any time. Every system creates each run and drives it to completion inside the timed
 section (connecting and one warm-up run per thread happen before it):
 
-* ratchet (``sync`` by default; ``--modes sync,async,exit``): each thread has its own
+* perdure (``sync`` by default; ``--modes sync,async,exit``): each thread has its own
   ``Runtime`` (its own ``PostgresStore`` pool, at most 2 connections) and its own tenant; a run
   is ``rt.start(...)`` then ``rt.advance_one(tenant=...)``, the worker's claim path
   (``FOR UPDATE SKIP LOCKED``). Commit latency is the time of each ``Store.commit`` call: one
@@ -24,14 +24,14 @@ section (connecting and one warm-up run per thread happen before it):
 * Floor: one single-row ``INSERT`` committed in autocommit mode per step, each thread on its
   own connection: the least any system pays that makes each step durable with its own commit.
 
-Every system runs with the server's ``synchronous_commit`` (ratchet sets it ``on`` per
+Every system runs with the server's ``synchronous_commit`` (perdure sets it ``on`` per
 connection; the peers inherit the server default, printed at the top). Threads, not processes,
 are used so that every system is measured the same way; with 16 threads the interpreter lock is
 part of what is measured, for all of them alike.
 
-Each run of the benchmark creates a fresh database ``ratchet_bench_<pid>`` (and
-``ratchet_bench_<pid>_dbos`` for DBOS's system database) on the server named by ``--dsn``
-(default: ``RATCHET_BENCH_PG_DSN``, then ``RATCHET_TEST_PG_DSN``) and drops them at the end.
+Each run of the benchmark creates a fresh database ``perdure_bench_<pid>`` (and
+``perdure_bench_<pid>_dbos`` for DBOS's system database) on the server named by ``--dsn``
+(default: ``PERDURE_BENCH_PG_DSN``, then ``PERDURE_TEST_PG_DSN``) and drops them at the end.
 The peers are optional and imported only when installed; a missing one prints "not installed".
 
 Run: ``python benchmarks/postgres_overhead.py [--runs 128] [--steps 20] [--levels 1,4,16]
@@ -63,8 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from step_overhead import linear
 
-from ratchet import Runtime
-from ratchet.store.postgres import PostgresStore
+from perdure import Runtime
+from perdure.store.postgres import PostgresStore
 
 #: Distribution name -> a module that must be importable for the peer to run.
 PEERS = {
@@ -262,7 +262,7 @@ def baseline_level(url: str, concurrency: int, runs: int, steps: int) -> Level:
     )
 
 
-# -- ratchet --------------------------------------------------------------------------------------
+# -- perdure --------------------------------------------------------------------------------------
 
 
 class TimedStore(PostgresStore):
@@ -278,7 +278,7 @@ class TimedStore(PostgresStore):
             self.samples.append(time.perf_counter() - began)
 
 
-def ratchet_level(url: str, mode: str, concurrency: int, runs: int, steps: int) -> Level:
+def perdure_level(url: str, mode: str, concurrency: int, runs: int, steps: int) -> Level:
     wf = linear(steps)
     samples = Samples()
     runtimes: list[Runtime] = []
@@ -306,7 +306,7 @@ def ratchet_level(url: str, mode: str, concurrency: int, runs: int, steps: int) 
     finally:
         for rt in runtimes:
             rt.close()
-    label = f"ratchet {mode}"
+    label = f"perdure {mode}"
     return Level(label, concurrency, done_steps(concurrency, runs, steps), seconds, samples.all())
 
 
@@ -386,11 +386,11 @@ def dbos_workflow() -> Callable[[int], int]:
     """Register the workflow and its step with DBOS once per process (before launch)."""
     from dbos import DBOS
 
-    @DBOS.step(name="ratchet_pg_bench.noop_step")
+    @DBOS.step(name="perdure_pg_bench.noop_step")
     def noop_step(i: int) -> int:
         return i
 
-    @DBOS.workflow(name="ratchet_pg_bench.linear_workflow")
+    @DBOS.workflow(name="perdure_pg_bench.linear_workflow")
     def linear_workflow(steps: int) -> int:
         samples: list[float] | None = getattr(_DBOS_THREAD, "samples", None)
         done = 0
@@ -411,7 +411,7 @@ def dbos_launched(url: str, pool: int) -> Iterator[Callable[[int], int]]:
 
     workflow = dbos_workflow()
     config: DBOSConfig = {
-        "name": "ratchet-pg-bench",
+        "name": "perdure-pg-bench",
         "system_database_url": url,
         "sys_db_pool_size": pool,
         "log_level": "WARNING",
@@ -457,10 +457,10 @@ def line(level: Level, base: Level | None) -> str:
 
 
 def summary(results: dict[tuple[str, int], Level], levels: list[int], modes: list[str]) -> None:
-    """Ratios of ratchet against each peer measured, per concurrency level."""
-    print("ratios (steps/s of ratchet / steps/s of the peer; > 1: ratchet is faster):")
+    """Ratios of perdure against each peer measured, per concurrency level."""
+    print("ratios (steps/s of perdure / steps/s of the peer; > 1: perdure is faster):")
     for mode in modes:
-        ours_label = f"ratchet {mode}"
+        ours_label = f"perdure {mode}"
         peers = [f"LangGraph PostgresSaver {mode}"] + ([DBOS] if mode == "sync" else [])
         for peer_label in peers:
             cells = []
@@ -481,24 +481,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--dsn",
-        default=os.environ.get("RATCHET_BENCH_PG_DSN") or os.environ.get("RATCHET_TEST_PG_DSN"),
-        help="server to create the scratch databases on (default: RATCHET_BENCH_PG_DSN, "
-        "then RATCHET_TEST_PG_DSN)",
+        default=os.environ.get("PERDURE_BENCH_PG_DSN") or os.environ.get("PERDURE_TEST_PG_DSN"),
+        help="server to create the scratch databases on (default: PERDURE_BENCH_PG_DSN, "
+        "then PERDURE_TEST_PG_DSN)",
     )
     parser.add_argument("--runs", type=int, default=128, help="runs per system and level")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--levels", default="1,4,16", help="concurrent runs, comma-separated")
-    parser.add_argument("--modes", default="sync", help="ratchet/LangGraph durability modes")
+    parser.add_argument("--modes", default="sync", help="perdure/LangGraph durability modes")
     args = parser.parse_args()
     if not args.dsn:
         parser.error(
-            "no server: pass --dsn postgresql://user@host:5432/postgres or set RATCHET_BENCH_PG_DSN"
+            "no server: pass --dsn postgresql://user@host:5432/postgres or set PERDURE_BENCH_PG_DSN"
         )
     levels = [int(n) for n in args.levels.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
     have = available()
     with_langgraph = bool(have["langgraph"] and have["langgraph-checkpoint-postgres"])
-    name = f"ratchet_bench_{os.getpid()}"
+    name = f"perdure_bench_{os.getpid()}"
     results: dict[tuple[str, int], Level] = {}
 
     def keep(level: Level) -> None:
@@ -520,7 +520,7 @@ def main() -> None:
         for n in levels:
             keep(baseline_level(url, n, args.runs, args.steps))
             for mode in modes:
-                keep(ratchet_level(url, mode, n, args.runs, args.steps))
+                keep(perdure_level(url, mode, n, args.runs, args.steps))
             for mode in modes if with_langgraph else []:
                 keep(langgraph_level(url, mode, n, args.runs, args.steps))
         if not with_langgraph:

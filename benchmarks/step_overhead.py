@@ -1,4 +1,4 @@
-"""Step overhead of ratchet against one durable SQLite commit and against peers.
+"""Step overhead of perdure against one durable SQLite commit and against peers.
 
 Workload: a linear workflow of 20 no-op steps, 200 runs, advanced inline by one process, on a
 fresh SQLite file per measurement. For each durability mode it prints the mean cost per step in
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers
 
-from ratchet import Context, Runtime, Workflow, done, goto
-from ratchet.workflow import Outcome, StepDef
+from perdure import Context, Runtime, Workflow, done, goto
+from perdure.workflow import Outcome, StepDef
 
 
 @dataclass
@@ -52,10 +52,10 @@ def linear(steps: int) -> Workflow[Counter]:
     return Workflow("linear", state=Counter, steps=[make(i) for i in range(steps)])
 
 
-def ratchet_step_us(folder: Path, mode: str, runs: int, steps: int) -> float:
+def perdure_step_us(folder: Path, mode: str, runs: int, steps: int) -> float:
     """Mean microseconds per step for ``runs`` runs of the linear workflow in one mode."""
     wf = linear(steps)
-    with Runtime(f"sqlite:///{folder / f'ratchet-{mode}.db'}", workflows=[wf]) as rt:
+    with Runtime(f"sqlite:///{folder / f'perdure-{mode}.db'}", workflows=[wf]) as rt:
         rt.start(wf, durability=mode)
         rt.run_until_idle()  # warm-up
         for _ in range(runs):
@@ -99,8 +99,8 @@ def append_us(folder: Path, history_bytes: int) -> tuple[float, int]:
 
 RESUME_APP = """
 import os
-from ratchet import Runtime, Workflow, done, goto
-from ratchet.workflow import StepDef
+from perdure import Runtime, Workflow, done, goto
+from perdure.workflow import StepDef
 from dataclasses import dataclass
 
 @dataclass
@@ -148,22 +148,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="perdure-bench-") as tmp:
         folder = Path(tmp)
         base = peers.sqlite_commit_us(folder)
         print(f"{args.runs} runs x {args.steps} no-op steps; baseline = one durable SQLite commit")
         print(f"  {'SQLite commit (WAL, FULL)':<34} {base:9.1f} µs")
         ours: dict[str, float] = {}
         for mode in ("sync", "async", "exit"):
-            ours[mode] = ratchet_step_us(folder, mode, args.runs, args.steps)
-            print(line(f"ratchet durability={mode}", ours[mode], base))
+            ours[mode] = perdure_step_us(folder, mode, args.runs, args.steps)
+            print(line(f"perdure durability={mode}", ours[mode], base))
         have = peers.available()
         if have.get("langgraph") and have.get("langgraph-checkpoint-sqlite"):
             for mode in peers.DURABILITY_MODES:
                 us = peers.langgraph_step_us(folder, mode, args.runs, args.steps)
                 print(
                     line(f"LangGraph SqliteSaver {mode}", us, base)
-                    + f"  ratchet is {us / ours[mode]:.1f}x faster"
+                    + f"  perdure is {us / ours[mode]:.1f}x faster"
                 )
         else:
             print("  LangGraph: not installed (pip install -e '.[bench]')")
@@ -171,7 +171,7 @@ def main() -> None:
             us = peers.dbos_step_us(folder, args.runs, args.steps)
             print(
                 line("DBOS (SQLite)", us, base)
-                + f"  ratchet sync is {us / ours['sync']:.1f}x faster"
+                + f"  perdure sync is {us / ours['sync']:.1f}x faster"
             )
         else:
             print("  DBOS: not installed (pip install -e '.[bench]')")

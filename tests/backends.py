@@ -1,6 +1,6 @@
 """The tests' databases: a fresh SQLite file, or a fresh PostgreSQL database per test.
 
-PostgreSQL tests read the server from ``RATCHET_TEST_PG_DSN`` (for example
+PostgreSQL tests read the server from ``PERDURE_TEST_PG_DSN`` (for example
 ``postgresql://postgres@127.0.0.1:5432/test``). Once per session a template database is created
 and migrated; each test gets ``CREATE DATABASE ... TEMPLATE`` of it and drops it afterwards.
 Without the variable the PostgreSQL tests skip, except under CI (``CI`` set), where they fail;
@@ -18,11 +18,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ratchet.clock import SystemClock
-from ratchet.store.base import Store
-from ratchet.store.sqlite import SqliteStore
+from perdure.clock import SystemClock
+from perdure.store.base import Store
+from perdure.store.sqlite import SqliteStore
 
-DSN_VARIABLE = "RATCHET_TEST_PG_DSN"
+DSN_VARIABLE = "PERDURE_TEST_PG_DSN"
 BACKENDS = ["sqlite", "postgres"]
 
 
@@ -43,7 +43,7 @@ class PgServer:
         import psycopg
 
         self.dsn = dsn
-        self.prefix = f"ratchet_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.prefix = f"perdure_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         try:
             self.admin = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
@@ -58,7 +58,7 @@ class PgServer:
         store.close()
 
     def store(self, url: str) -> Store:
-        from ratchet.store.postgres import PostgresStore
+        from perdure.store.postgres import PostgresStore
 
         return PostgresStore(url)
 
@@ -73,7 +73,7 @@ class PgServer:
         return database_url(self.dsn, name)
 
     def empty(self) -> str:
-        """The URL of a new database without any ratchet schema."""
+        """The URL of a new database without any perdure schema."""
         return self._create(None)
 
     def migrated(self) -> str:
@@ -122,7 +122,7 @@ def overwrite_state_field(db_url: str, run_id: str, field: str | None, value: st
 
     with psycopg.connect(db_url) as pg:
         pg.execute(
-            "UPDATE ratchet.state_fields SET value = %(value)s"
+            "UPDATE perdure.state_fields SET value = %(value)s"
             " WHERE run_id = %(run_id)s AND (%(field)s::text IS NULL OR field = %(field)s)",
             {"value": value, "run_id": run_id, "field": field},
         )
@@ -141,7 +141,7 @@ def read_state_field(db_url: str, run_id: str, field: str) -> str:
 
         with psycopg.connect(db_url) as pg:
             row = pg.execute(
-                "SELECT value FROM ratchet.state_fields WHERE run_id = %s AND field = %s",
+                "SELECT value FROM perdure.state_fields WHERE run_id = %s AND field = %s",
                 (run_id, field),
             ).fetchone()
     assert row is not None, f"run {run_id} has no state field {field}"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet import FakeClock, Runtime
-from ratchet.store.sqlite import SqliteStore
+from perdure import FakeClock, Runtime
+from perdure.store.sqlite import SqliteStore
 from tests.backends import PgServer, pg_server_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'ratchet.db'}"
+    return f"sqlite:///{tmp_path / 'perdure.db'}"
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    """The PostgreSQL test server (skips without RATCHET_TEST_PG_DSN, fails under CI)."""
+    """The PostgreSQL test server (skips without PERDURE_TEST_PG_DSN, fails under CI)."""
     server = pg_server_or_skip()
     yield server
     server.close()
@@ -68,22 +68,22 @@ def pg_empty_url(pg_server: PgServer) -> Iterator[str]:
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RATCHET_", "COUNTING_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PERDURE_", "COUNTING_"))}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
 
 
-def ratchet_cmd(db_url: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "ratchet", "--db", db_url, *args]
+def perdure_cmd(db_url: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "perdure", "--db", db_url, *args]
 
 
 def run_cli(
     db_url: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``ratchet --db DB ARGS`` in a new process and capture its output."""
+    """Run ``perdure --db DB ARGS`` in a new process and capture its output."""
     return subprocess.run(
-        ratchet_cmd(db_url, *args),
+        perdure_cmd(db_url, *args),
         env=env or cli_env(),
         cwd=ROOT,
         capture_output=True,

@@ -12,8 +12,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ratchet import Context, Workflow, done, goto
-from ratchet.workflow import Outcome, StepDef
+from perdure import Context, Workflow, done, goto
+from perdure.workflow import Outcome, StepDef
 
 STEPS = 10
 

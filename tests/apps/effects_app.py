@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ratchet import Context, Workflow, done, goto, step
-from ratchet.demos.light import SmartLight
-from ratchet.effects import PermanentError, Reconciled, TransientError
-from ratchet.retry import RetryPolicy
-from ratchet.workflow import Outcome
+from perdure import Context, Workflow, done, goto, step
+from perdure.demos.light import SmartLight
+from perdure.effects import PermanentError, Reconciled, TransientError
+from perdure.retry import RetryPolicy
+from perdure.workflow import Outcome
 
 
 @dataclass

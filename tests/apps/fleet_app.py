@@ -23,9 +23,9 @@ from typing import Any
 
 import psycopg
 
-from ratchet import Context, Workflow, done, goto, step
-from ratchet.effects import Reconciled
-from ratchet.workflow import Outcome
+from perdure import Context, Workflow, done, goto, step
+from perdure.effects import Reconciled
+from perdure.workflow import Outcome
 
 COUNTER_DDL = """
 CREATE TABLE IF NOT EXISTS public.fleet_counter (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ratchet import Context, Workflow, done, step
-from ratchet.workflow import Outcome, wait_for_signal
+from perdure import Context, Workflow, done, step
+from perdure.workflow import Outcome, wait_for_signal
 
 
 @dataclass

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet.model import Durability, Release
-from ratchet.store.base import NewRun, Store
+from perdure.model import Durability, Release
+from perdure.store.base import NewRun, Store
 from tests.backends import BACKENDS, Backend, PostgresBackend, SqliteBackend
 
 LEASE = timedelta(seconds=30)
@@ -17,7 +17,7 @@ LEASE = timedelta(seconds=30)
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    """Each backend in turn; PostgreSQL needs RATCHET_TEST_PG_DSN (see tests/backends.py)."""
+    """Each backend in turn; PostgreSQL needs PERDURE_TEST_PG_DSN (see tests/backends.py)."""
     if request.param == "sqlite":
         return SqliteBackend(tmp_path)
     return PostgresBackend(request.getfixturevalue("pg_server"))

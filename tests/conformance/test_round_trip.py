@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from ratchet import FakeClock
-from ratchet.model import Message, RunStatus
-from ratchet.store.base import Boundary, Store
+from perdure import FakeClock
+from perdure.model import Message, RunStatus
+from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 
 

@@ -16,10 +16,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ratchet import FakeClock, transitions
-from ratchet.errors import RatchetError
-from ratchet.model import Run, RunStatus
-from ratchet.store.base import Boundary
+from perdure import FakeClock, transitions
+from perdure.errors import PerdureError
+from perdure.model import Run, RunStatus
+from perdure.store.base import Boundary
 from tests.backends import Backend
 from tests.conformance.conftest import LEASE, new_run
 
@@ -59,7 +59,7 @@ class StoreMachine(RuleBasedStateMachine):
         b = Boundary("first", "x", nxt, status, now, now, {"n": b"1"})
         try:
             version = self.store.commit("t1", "r", held.fence, held.state_version, [b], now)
-        except RatchetError:
+        except PerdureError:
             return
         self.leases[owner] = self.store.get_run("t1", "r")
         assert self.leases[owner].state_version == version
@@ -84,7 +84,7 @@ class StoreMachine(RuleBasedStateMachine):
                 fence=held.fence if (fenced and held) else None,
                 now=self.clock.now(),
             )
-        except RatchetError:
+        except PerdureError:
             return
 
     @rule(owner=st.sampled_from(OWNERS), kind=st.sampled_from(["approval", "signal", "timer"]))
@@ -119,13 +119,13 @@ class StoreMachine(RuleBasedStateMachine):
             )
         try:
             self.store.commit("t1", "r", held.fence, held.state_version, [b], now)
-        except RatchetError:
+        except PerdureError:
             return
 
     @rule(approve=st.booleans(), request=st.sampled_from(["q1", "q2", None]))
     def decide(self, approve: bool, request: str | None) -> None:
         for a in self.store.approvals("t1", run_id="r", pending=True):
-            with contextlib.suppress(RatchetError):
+            with contextlib.suppress(PerdureError):
                 self.store.decide_approval(
                     "t1",
                     a.id,
@@ -139,7 +139,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(signal_id=st.sampled_from(["s1", "s2", "s3"]))
     def signal(self, signal_id: str) -> None:
-        with contextlib.suppress(RatchetError):
+        with contextlib.suppress(PerdureError):
             self.store.deliver_signal(
                 "t1", "r", signal_id=signal_id, name="go", payload=None, now=self.clock.now()
             )
@@ -155,7 +155,7 @@ class StoreMachine(RuleBasedStateMachine):
             self.store.release("t1", "r", owner, held.fence, self.clock.now())
 
     @invariant()
-    def ratchet_only_turns_forward(self) -> None:
+    def runs_only_move_forward(self) -> None:
         run = self.store.get_run("t1", "r")
         assert run.state_version >= self.last.state_version
         assert run.fence >= self.last.fence
@@ -179,7 +179,7 @@ class StoreMachine(RuleBasedStateMachine):
                 assert transitions.allowed(a, b), f"{a} -> {b} skipped the table"
 
 
-def test_random_interleavings_never_turn_the_ratchet_back(backend: Backend) -> None:
+def test_random_interleavings_never_move_a_run_backwards(backend: Backend) -> None:
     run_state_machine_as_test(
         lambda: StoreMachine(backend),
         settings=settings(max_examples=60, stateful_step_count=30, deadline=None),

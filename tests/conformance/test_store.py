@@ -1,4 +1,4 @@
-"""Store behaviours every backend must have (see ratchet.store.base.Store)."""
+"""Store behaviours every backend must have (see perdure.store.base.Store)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from datetime import timedelta
 
 import pytest
 
-from ratchet import FakeClock
-from ratchet.errors import (
+from perdure import FakeClock
+from perdure.errors import (
     LeaseLostError,
     RunClosedError,
     RunNotFoundError,
     StaleStateError,
 )
-from ratchet.model import Message, RunStatus, ToolCall
-from ratchet.store.base import Boundary, Store
+from perdure.model import Message, RunStatus, ToolCall
+from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 
 

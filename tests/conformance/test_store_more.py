@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from ratchet import FakeClock
-from ratchet.effects import EffectStatus, NewEffect
-from ratchet.errors import (
+from perdure import FakeClock
+from perdure.effects import EffectStatus, NewEffect
+from perdure.errors import (
     ApprovalStateError,
     EffectStateError,
     LeaseLostError,
     RunClosedError,
 )
-from ratchet.model import Message, RunStatus
-from ratchet.store.base import Boundary, Store
+from perdure.model import Message, RunStatus
+from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 
 E = EffectStatus

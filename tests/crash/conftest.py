@@ -1,5 +1,5 @@
 """Every process-level test runs on each backend: ``db_url`` names a fresh SQLite file, then a
-fresh, empty PostgreSQL database that the first ``ratchet`` command migrates."""
+fresh, empty PostgreSQL database that the first ``perdure`` command migrates."""
 
 from __future__ import annotations
 
@@ -18,6 +18,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ratchet.db'}"
+        return f"sqlite:///{tmp_path / 'perdure.db'}"
     url: str = request.getfixturevalue("pg_empty_url")
     return url

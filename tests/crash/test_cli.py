@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ratchet.store import migrate
+from perdure.store import migrate
 from tests.conftest import run_cli
 
 APP = "tests.apps.counting"
@@ -39,7 +39,7 @@ def test_an_unknown_status_filter_lists_the_valid_ones(db_url: str) -> None:
 
 
 def test_an_unreachable_postgres_url_is_one_line_with_a_fix() -> None:
-    out = run_cli("postgresql://ratchet:s3cret@127.0.0.1:1/ratchet", "runs")
+    out = run_cli("postgresql://perdure:s3cret@127.0.0.1:1/perdure", "runs")
     assert out.returncode == 1
     assert out.stderr.startswith("error[store_error]: cannot connect to PostgreSQL at 127.0.0.1:1")
     assert out.stderr.strip().count("\n") == 0
@@ -95,10 +95,10 @@ def test_workers_lists_a_live_worker_and_its_drain(db_url: str) -> None:
     import subprocess
     import time
 
-    from tests.conftest import ROOT, cli_env, ratchet_cmd
+    from tests.conftest import ROOT, cli_env, perdure_cmd
 
     proc = subprocess.Popen(
-        ratchet_cmd(db_url, "worker", "--app", APP, "--concurrency", "3", "--poll", "0.05"),
+        perdure_cmd(db_url, "worker", "--app", APP, "--concurrency", "3", "--poll", "0.05"),
         env=cli_env(),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

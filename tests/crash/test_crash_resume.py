@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cli_env, entries, ratchet_cmd, run_cli
+from tests.conftest import ROOT, cli_env, entries, perdure_cmd, run_cli
 
 APP = "tests.apps.counting"
 ALL = [f"s{i}" for i in range(1, 11)]
@@ -49,7 +49,7 @@ def test_sigkill_mid_step_resumes_at_that_step_and_never_reruns_committed_ones(
     log = tmp_path / "entries.log"
     run_id = start_run(db_url)
     env = cli_env(COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="60")
-    proc = subprocess.Popen(ratchet_cmd(db_url, "resume", run_id, "--app", APP), env=env, cwd=ROOT)
+    proc = subprocess.Popen(perdure_cmd(db_url, "resume", run_id, "--app", APP), env=env, cwd=ROOT)
     wait_for(lambda: entries(log)["s5"] == 1)
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=10) == -signal.SIGKILL
@@ -83,7 +83,7 @@ def test_a_crash_on_either_side_of_a_commit_resumes_at_the_right_step(
         run_id,
         "--app",
         APP,
-        env=cli_env(COUNTING_LOG=str(log), RATCHET_CRASH_AT=point),
+        env=cli_env(COUNTING_LOG=str(log), PERDURE_CRASH_AT=point),
     )
     assert crashed.returncode == 75
     assert f"CRASH {point}" in crashed.stderr
@@ -103,7 +103,7 @@ def test_each_durability_mode_loses_at_most_its_rpo(db_url: str, tmp_path: Path,
         run_id,
         "--app",
         APP,
-        env=cli_env(COUNTING_LOG=str(log), RATCHET_CRASH_AT="after_commit:s6"),
+        env=cli_env(COUNTING_LOG=str(log), PERDURE_CRASH_AT="after_commit:s6"),
     )
     assert crashed.returncode == 75
     durable = show(db_url, run_id)["completed_steps"]
@@ -133,7 +133,7 @@ def test_sigterm_finishes_the_current_step_and_releases_the_lease(
     run_id = start_run(db_url)
     env = cli_env(COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s3", COUNTING_SLEEP="1.0")
     proc = subprocess.Popen(
-        ratchet_cmd(db_url, "worker", "--app", APP, "--poll", "0.05"),
+        perdure_cmd(db_url, "worker", "--app", APP, "--poll", "0.05"),
         env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -157,7 +157,7 @@ def test_two_worker_processes_share_runs_and_advance_each_exactly_once(
     env = cli_env(COUNTING_LOG=str(log))
     procs = [
         subprocess.Popen(
-            ratchet_cmd(db_url, "worker", "--app", APP, "--until-idle"),
+            perdure_cmd(db_url, "worker", "--app", APP, "--until-idle"),
             env=env,
             cwd=ROOT,
             stdout=subprocess.DEVNULL,

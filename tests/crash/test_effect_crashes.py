@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet.demos.light import SmartLight
-from ratchet.testing import run_matrix
+from perdure.demos.light import SmartLight
+from perdure.testing import run_matrix
 from tests.conftest import ROOT, cli_env, run_cli
 
 APP = "tests.apps.effects_app"
@@ -84,7 +84,7 @@ def test_an_ambiguous_effect_is_resolved_by_a_person_through_the_cli(
     )
     run_id = start.stdout.split()[1]
     crashed = run_cli(
-        db_url, "resume", run_id, "--app", APP, env=cli_env(RATCHET_CRASH_AT="after_call:notify")
+        db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT="after_call:notify")
     )
     assert crashed.returncode == 75
     assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
@@ -128,7 +128,7 @@ def test_compensation_is_crash_safe(db_url: str, tmp_path: Path, point: str) -> 
     light = tmp_path / "a.db"
     start = run_cli(db_url, "start", "saga", "--app", APP, "--input", json.dumps({"a": str(light)}))
     run_id = start.stdout.split()[1]
-    crashed = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(RATCHET_CRASH_AT=point))
+    crashed = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT=point))
     assert crashed.returncode == 75
     assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
     final = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)

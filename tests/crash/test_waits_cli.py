@@ -14,7 +14,7 @@ def test_a_signal_through_the_cli_wakes_the_run_once(db_url: str) -> None:
     waiting = run_cli(db_url, "resume", run_id, "--app", APP)
     assert "WAITING_EXTERNAL" in waiting.stdout
     early = run_cli(db_url, "resume", run_id, "--app", APP)
-    assert early.returncode == 1 and "ratchet signal RUN NAME" in early.stderr
+    assert early.returncode == 1 and "perdure signal RUN NAME" in early.stderr
     sent = run_cli(db_url, "signal", run_id, "paid", "--payload", '{"psp": "tx-9"}', "--id", "tx-9")
     assert "continues" in sent.stdout
     again = run_cli(db_url, "signal", run_id, "paid", "--payload", '{"psp": "x"}', "--id", "tx-9")

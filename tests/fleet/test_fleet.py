@@ -1,6 +1,6 @@
 """Several worker processes share one database; some are SIGKILLed, one is frozen past its lease.
 
-The fleet test starts ``ratchet worker`` processes (``--concurrency`` 1 and 2) on a fresh, empty
+The fleet test starts ``perdure worker`` processes (``--concurrency`` 1 and 2) on a fresh, empty
 PostgreSQL database, starts a few hundred runs whose second step makes an effect on a counter
 that does not deduplicate, SIGKILLs workers (every other time one that is inside the effect's
 call) and starts replacements. Every run must succeed with its effect applied exactly once, each
@@ -30,10 +30,10 @@ from typing import Any
 
 import pytest
 
-from ratchet import Runtime
-from ratchet.store.url import open_store
+from perdure import Runtime
+from perdure.store.url import open_store
 from tests.backends import BACKENDS
-from tests.conftest import ROOT, cli_env, entries, ratchet_cmd, run_cli
+from tests.conftest import ROOT, cli_env, entries, perdure_cmd, run_cli
 
 FLEET_APP = "tests.apps.fleet_app"
 COUNTING_APP = "tests.apps.counting"
@@ -62,7 +62,7 @@ def wait_for(
 
 @dataclass
 class WorkerProcess:
-    """One ``ratchet worker`` process, its output captured in files."""
+    """One ``perdure worker`` process, its output captured in files."""
 
     proc: subprocess.Popen[bytes]
     out: Path
@@ -97,7 +97,7 @@ class Fleet:
         args += ["--concurrency", str(concurrency)]
         with out.open("wb") as o, err.open("wb") as e:
             proc = subprocess.Popen(
-                ratchet_cmd(self.db_url, *args),
+                perdure_cmd(self.db_url, *args),
                 env=cli_env(**self.env, **extra_env),
                 cwd=ROOT,
                 stdout=o,
@@ -161,7 +161,7 @@ def pg_execute(url: str, statement: str) -> None:
 
 
 def status_counts(url: str) -> Counter[str]:
-    rows = pg_rows(url, "SELECT status, count(*) FROM ratchet.runs GROUP BY status")
+    rows = pg_rows(url, "SELECT status, count(*) FROM perdure.runs GROUP BY status")
     return Counter({str(status): int(n) for status, n in rows})
 
 
@@ -236,7 +236,7 @@ def test_a_fleet_with_workers_killed_at_random_finishes_every_run_with_one_effec
 
 
 def assert_every_run_succeeded(url: str, runs: dict[str, int]) -> dict[str, Any]:
-    found = pg_rows(url, "SELECT run_id, status, result::text FROM ratchet.runs")
+    found = pg_rows(url, "SELECT run_id, status, result::text FROM perdure.runs")
     assert {rid for rid, _, _ in found} == set(runs)
     assert {status for _, status, _ in found} == {"SUCCEEDED"}
     results = {rid: json.loads(result) for rid, _, result in found}
@@ -250,7 +250,7 @@ def assert_each_effect_applied_once(
 ) -> None:
     """The counter has exactly one row per run's effect, and the run kept that row's id."""
     effects = pg_rows(
-        url, "SELECT run_id, effect_key, status, (result->>'id')::bigint FROM ratchet.effects"
+        url, "SELECT run_id, effect_key, status, (result->>'id')::bigint FROM perdure.effects"
     )
     assert sorted(rid for rid, *_ in effects) == sorted(runs), "one effect per run"
     assert {status for _, _, status, _ in effects} == {"confirmed"}
@@ -268,7 +268,7 @@ def assert_each_effect_applied_once(
 def assert_each_step_committed_once(url: str, runs: dict[str, int]) -> None:
     """Each step committed once, by one fence, in order (never a later step by an older fence);
     one ``step_completed`` event per step, by that fence; no message written twice."""
-    steps = pg_rows(url, "SELECT run_id, seq, name, fence FROM ratchet.steps ORDER BY run_id, seq")
+    steps = pg_rows(url, "SELECT run_id, seq, name, fence FROM perdure.steps ORDER BY run_id, seq")
     by_run: dict[str, list[tuple[int, str, int]]] = {}
     for rid, seq, name, fence in steps:
         by_run.setdefault(rid, []).append((int(seq), str(name), int(fence)))
@@ -279,14 +279,14 @@ def assert_each_step_committed_once(url: str, runs: dict[str, int]) -> None:
         assert fences == sorted(fences), f"run {rid}: a later step by an older fence {fences}"
     completed = pg_rows(
         url,
-        "SELECT run_id, (data->>'seq')::int, step, fence FROM ratchet.events"
+        "SELECT run_id, (data->>'seq')::int, step, fence FROM perdure.events"
         " WHERE type = 'step_completed'",
     )
     twice = [k for k, n in Counter((rid, seq) for rid, seq, _, _ in completed).items() if n > 1]
     assert not twice, f"steps with more than one step_completed event: {twice}"
     committed_by = {(rid, seq): (name, fence) for rid, seq, name, fence in steps}
     assert {(rid, seq): (name, fence) for rid, seq, name, fence in completed} == committed_by
-    messages = pg_rows(url, "SELECT run_id, count(*) FROM ratchet.messages GROUP BY run_id")
+    messages = pg_rows(url, "SELECT run_id, count(*) FROM perdure.messages GROUP BY run_id")
     assert {rid: int(n) for rid, n in messages} == dict.fromkeys(runs, 1)
 
 
@@ -295,14 +295,14 @@ def assert_killed_runs_were_taken_over(url: str) -> None:
     effect (its call began under one fence and its outcome was recorded under another)."""
     taken_over = pg_rows(
         url,
-        "SELECT run_id FROM ratchet.events WHERE type = 'claimed' GROUP BY run_id"
+        "SELECT run_id FROM perdure.events WHERE type = 'claimed' GROUP BY run_id"
         " HAVING count(*) > 1",
     )
     assert taken_over, "no run was taken over: no kill hit a worker holding a run"
     mid_effect = pg_rows(
         url,
-        "SELECT DISTINCT began.run_id FROM ratchet.events AS began"
-        " JOIN ratchet.events AS ended ON ended.run_id = began.run_id"
+        "SELECT DISTINCT began.run_id FROM perdure.events AS began"
+        " JOIN perdure.events AS ended ON ended.run_id = began.run_id"
         " WHERE began.type = 'effect' AND began.data->>'to' = 'executing'"
         "   AND ended.type = 'effect' AND ended.data->>'to' = 'confirmed'"
         "   AND ended.fence > began.fence",
@@ -316,13 +316,13 @@ def assert_killed_runs_were_taken_over(url: str) -> None:
 @pytest.fixture(params=BACKENDS)
 def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ratchet.db'}"
+        return f"sqlite:///{tmp_path / 'perdure.db'}"
     url: str = request.getfixturevalue("pg_empty_url")
     return url
 
 
 def idle_in_database(db_url: str) -> bool:
-    """True when no ratchet connection is inside a statement or a transaction (PostgreSQL), or
+    """True when no perdure connection is inside a statement or a transaction (PostgreSQL), or
     when the SQLite write lock is free: a frozen process then holds no lock others need."""
     if db_url.startswith("sqlite:///"):
         conn = sqlite3.connect(db_url.removeprefix("sqlite:///"), timeout=0.05)
@@ -337,7 +337,7 @@ def idle_in_database(db_url: str) -> bool:
     rows = pg_rows(
         db_url,
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND application_name = 'ratchet' AND state <> 'idle'",
+        " AND application_name = 'perdure' AND state <> 'idle'",
     )
     return int(rows[0][0]) == 0
 

@@ -1,5 +1,5 @@
 -- table approvals
-CREATE TABLE ratchet.approvals (
+CREATE TABLE perdure.approvals (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     tenant_id text NOT NULL,
     run_id text NOT NULL,
@@ -16,12 +16,12 @@ CREATE TABLE ratchet.approvals (
     requested_at timestamp with time zone NOT NULL,
     decided_at timestamp with time zone,
     CONSTRAINT approvals_pkey PRIMARY KEY (id),
-    CONSTRAINT approvals_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT approvals_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
     CONSTRAINT approvals_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text])))
 );
 
 -- table effects
-CREATE TABLE ratchet.effects (
+CREATE TABLE perdure.effects (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     effect_key text NOT NULL,
     tenant_id text NOT NULL,
@@ -45,12 +45,12 @@ CREATE TABLE ratchet.effects (
     CONSTRAINT effects_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT effects_effect_key_key UNIQUE (effect_key),
     CONSTRAINT effects_pkey PRIMARY KEY (id),
-    CONSTRAINT effects_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT effects_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
     CONSTRAINT effects_status_check CHECK ((status = ANY (ARRAY['planned'::text, 'executing'::text, 'confirmed'::text, 'rejected'::text, 'ambiguous'::text, 'compensated'::text])))
 );
 
 -- table events
-CREATE TABLE ratchet.events (
+CREATE TABLE perdure.events (
     seq bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     tenant_id text NOT NULL,
     run_id text NOT NULL,
@@ -60,11 +60,11 @@ CREATE TABLE ratchet.events (
     data json,
     at timestamp with time zone NOT NULL,
     CONSTRAINT events_pkey PRIMARY KEY (seq),
-    CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id)
+    CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
 );
 
 -- table messages
-CREATE TABLE ratchet.messages (
+CREATE TABLE perdure.messages (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     tenant_id text NOT NULL,
     thread_id text NOT NULL,
@@ -77,21 +77,21 @@ CREATE TABLE ratchet.messages (
     at timestamp with time zone NOT NULL,
     CONSTRAINT messages_pkey PRIMARY KEY (id),
     CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['system'::text, 'user'::text, 'assistant'::text, 'tool'::text]))),
-    CONSTRAINT messages_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT messages_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
     CONSTRAINT messages_tenant_id_thread_id_seq_key UNIQUE (tenant_id, thread_id, seq)
 );
 
--- table ratchet_migrations
-CREATE TABLE ratchet.ratchet_migrations (
+-- table perdure_migrations
+CREATE TABLE perdure.perdure_migrations (
     version integer NOT NULL,
     name text NOT NULL,
     checksum text NOT NULL,
     applied_at timestamp with time zone NOT NULL,
-    CONSTRAINT ratchet_migrations_pkey PRIMARY KEY (version)
+    CONSTRAINT perdure_migrations_pkey PRIMARY KEY (version)
 );
 
 -- table requests
-CREATE TABLE ratchet.requests (
+CREATE TABLE perdure.requests (
     tenant_id text NOT NULL,
     request_id text NOT NULL,
     operation text NOT NULL,
@@ -101,7 +101,7 @@ CREATE TABLE ratchet.requests (
 );
 
 -- table runs
-CREATE TABLE ratchet.runs (
+CREATE TABLE perdure.runs (
     run_id text NOT NULL,
     tenant_id text NOT NULL,
     thread_id text NOT NULL,
@@ -134,7 +134,7 @@ CREATE TABLE ratchet.runs (
 );
 
 -- table signals
-CREATE TABLE ratchet.signals (
+CREATE TABLE perdure.signals (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     tenant_id text NOT NULL,
     run_id text NOT NULL,
@@ -144,22 +144,22 @@ CREATE TABLE ratchet.signals (
     received_at timestamp with time zone NOT NULL,
     consumed_at timestamp with time zone,
     CONSTRAINT signals_pkey PRIMARY KEY (id),
-    CONSTRAINT signals_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id),
+    CONSTRAINT signals_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
     CONSTRAINT signals_tenant_id_run_id_signal_id_key UNIQUE (tenant_id, run_id, signal_id)
 );
 
 -- table state_fields
-CREATE TABLE ratchet.state_fields (
+CREATE TABLE perdure.state_fields (
     run_id text NOT NULL,
     tenant_id text NOT NULL,
     field text NOT NULL,
     value text NOT NULL,
     CONSTRAINT state_fields_pkey PRIMARY KEY (run_id, field),
-    CONSTRAINT state_fields_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id)
+    CONSTRAINT state_fields_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
 );
 
 -- table steps
-CREATE TABLE ratchet.steps (
+CREATE TABLE perdure.steps (
     run_id text NOT NULL,
     seq integer NOT NULL,
     tenant_id text NOT NULL,
@@ -170,11 +170,11 @@ CREATE TABLE ratchet.steps (
     started_at timestamp with time zone NOT NULL,
     finished_at timestamp with time zone NOT NULL,
     CONSTRAINT steps_pkey PRIMARY KEY (run_id, seq),
-    CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES ratchet.runs(run_id)
+    CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
 );
 
 -- table workers
-CREATE TABLE ratchet.workers (
+CREATE TABLE perdure.workers (
     owner text NOT NULL,
     host text NOT NULL,
     pid integer NOT NULL,
@@ -187,51 +187,51 @@ CREATE TABLE ratchet.workers (
 );
 
 -- index approvals_by_run
-CREATE INDEX approvals_by_run ON ratchet.approvals USING btree (run_id, id);
+CREATE INDEX approvals_by_run ON perdure.approvals USING btree (run_id, id);
 
 -- index approvals_pending
-CREATE INDEX approvals_pending ON ratchet.approvals USING btree (tenant_id, status, id);
+CREATE INDEX approvals_pending ON perdure.approvals USING btree (tenant_id, status, id);
 
 -- index effects_by_run
-CREATE INDEX effects_by_run ON ratchet.effects USING btree (tenant_id, run_id, id);
+CREATE INDEX effects_by_run ON perdure.effects USING btree (tenant_id, run_id, id);
 
 -- index effects_by_status
-CREATE INDEX effects_by_status ON ratchet.effects USING btree (tenant_id, status);
+CREATE INDEX effects_by_status ON perdure.effects USING btree (tenant_id, status);
 
 -- index events_by_run
-CREATE INDEX events_by_run ON ratchet.events USING btree (run_id, seq);
+CREATE INDEX events_by_run ON perdure.events USING btree (run_id, seq);
 
 -- index runs_by_tenant
-CREATE INDEX runs_by_tenant ON ratchet.runs USING btree (tenant_id, created_at);
+CREATE INDEX runs_by_tenant ON perdure.runs USING btree (tenant_id, created_at);
 
 -- index runs_by_thread
-CREATE INDEX runs_by_thread ON ratchet.runs USING btree (tenant_id, thread_id, created_at);
+CREATE INDEX runs_by_thread ON perdure.runs USING btree (tenant_id, thread_id, created_at);
 
 -- index runs_by_wake
-CREATE INDEX runs_by_wake ON ratchet.runs USING btree (wake_at);
+CREATE INDEX runs_by_wake ON perdure.runs USING btree (wake_at);
 
 -- index runs_quarantined
-CREATE INDEX runs_quarantined ON ratchet.runs USING btree (status, workflow);
+CREATE INDEX runs_quarantined ON perdure.runs USING btree (status, workflow);
 
 -- index runs_runnable
-CREATE INDEX runs_runnable ON ratchet.runs USING btree (status, lease_until);
+CREATE INDEX runs_runnable ON perdure.runs USING btree (status, lease_until);
 
 -- index signals_inbox
-CREATE INDEX signals_inbox ON ratchet.signals USING btree (run_id, name, consumed_at, id);
+CREATE INDEX signals_inbox ON perdure.signals USING btree (run_id, name, consumed_at, id);
 
 -- function notify_work
-CREATE OR REPLACE FUNCTION ratchet.notify_work()
+CREATE OR REPLACE FUNCTION perdure.notify_work()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    PERFORM pg_notify('ratchet_work', NEW.run_id);
+    PERFORM pg_notify('perdure_work', NEW.run_id);
     RETURN NULL;
 END
 $function$;
 
 -- function refuse_change_to_finished_run
-CREATE OR REPLACE FUNCTION ratchet.refuse_change_to_finished_run()
+CREATE OR REPLACE FUNCTION perdure.refuse_change_to_finished_run()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
@@ -242,7 +242,7 @@ END;
 $function$;
 
 -- trigger runs_notify_work
-CREATE TRIGGER runs_notify_work AFTER INSERT OR UPDATE OF status, owner ON ratchet.runs FOR EACH ROW WHEN (new.owner IS NULL AND (new.status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'CANCEL_REQUESTED'::text]))) EXECUTE FUNCTION ratchet.notify_work();
+CREATE TRIGGER runs_notify_work AFTER INSERT OR UPDATE OF status, owner ON perdure.runs FOR EACH ROW WHEN (new.owner IS NULL AND (new.status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'CANCEL_REQUESTED'::text]))) EXECUTE FUNCTION perdure.notify_work();
 
 -- trigger runs_terminal_is_final
-CREATE TRIGGER runs_terminal_is_final BEFORE UPDATE ON ratchet.runs FOR EACH ROW WHEN (old.status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text])) EXECUTE FUNCTION ratchet.refuse_change_to_finished_run();
+CREATE TRIGGER runs_terminal_is_final BEFORE UPDATE ON perdure.runs FOR EACH ROW WHEN (old.status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text])) EXECUTE FUNCTION perdure.refuse_change_to_finished_run();

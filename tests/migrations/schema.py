@@ -1,7 +1,7 @@
 """Dump a migrated database's schema as text; run as a script to refresh the snapshots:
 
 python -m tests.migrations.schema > tests/migrations/schema.sqlite.sql
-RATCHET_TEST_PG_DSN=postgresql://postgres@127.0.0.1:5432/test \
+PERDURE_TEST_PG_DSN=postgresql://postgres@127.0.0.1:5432/test \
     python -m tests.migrations.schema postgres > tests/migrations/schema.postgres.sql
 """
 
@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ratchet.clock import SystemClock
-from ratchet.store.sqlite import SqliteStore
+from perdure.clock import SystemClock
+from perdure.store.sqlite import SqliteStore
 from tests.backends import DSN_VARIABLE, PgServer
 
 
@@ -36,7 +36,7 @@ def fresh_sqlite_schema() -> str:
         return sqlite_schema(Path(folder) / "fresh.db")
 
 
-# PostgreSQL: read back from the catalog, everything in schema ratchet, in name order, so the
+# PostgreSQL: read back from the catalog, everything in schema perdure, in name order, so the
 # text depends only on the migrations (and not on the order objects were created in).
 _PG_COLUMNS = """
 SELECT c.relname AS table_name, a.attname AS name,
@@ -45,7 +45,7 @@ SELECT c.relname AS table_name, a.attname AS name,
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE c.relnamespace = 'ratchet'::regnamespace AND c.relkind = 'r'
+WHERE c.relnamespace = 'perdure'::regnamespace AND c.relkind = 'r'
   AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY c.relname, a.attnum
 """
@@ -53,30 +53,30 @@ _PG_CONSTRAINTS = """
 SELECT conrelid::regclass::text AS table_name, conname AS name,
        pg_get_constraintdef(oid) AS definition
 FROM pg_constraint
-WHERE connamespace = 'ratchet'::regnamespace
+WHERE connamespace = 'perdure'::regnamespace
 ORDER BY conrelid::regclass::text, conname
 """
 _PG_INDEXES = """
 SELECT i.relname AS name, pg_get_indexdef(i.oid) AS definition
 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-WHERE i.relnamespace = 'ratchet'::regnamespace
+WHERE i.relnamespace = 'perdure'::regnamespace
   AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid)
 ORDER BY i.relname
 """
 _PG_FUNCTIONS = """
 SELECT proname AS name, pg_get_functiondef(oid) AS definition
-FROM pg_proc WHERE pronamespace = 'ratchet'::regnamespace ORDER BY proname
+FROM pg_proc WHERE pronamespace = 'perdure'::regnamespace ORDER BY proname
 """
 _PG_TRIGGERS = """
 SELECT t.tgname AS name, pg_get_triggerdef(t.oid, true) AS definition
 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-WHERE c.relnamespace = 'ratchet'::regnamespace AND NOT t.tgisinternal
+WHERE c.relnamespace = 'perdure'::regnamespace AND NOT t.tgisinternal
 ORDER BY t.tgname
 """
 
 
 def postgres_schema(url: str) -> str:
-    """Schema ``ratchet`` of a PostgreSQL database as SQL-like text."""
+    """Schema ``perdure`` of a PostgreSQL database as SQL-like text."""
     import psycopg
     from psycopg.rows import dict_row
 
@@ -95,10 +95,10 @@ def postgres_schema(url: str) -> str:
                     line += f" DEFAULT {c['default_value']}"
                 lines.append(line + (" NOT NULL" if c["not_null"] else ""))
             for k in constraints:
-                if k["table_name"] == f"ratchet.{table}":
+                if k["table_name"] == f"perdure.{table}":
                     lines.append(f"    CONSTRAINT {k['name']} {k['definition']}")
             body = ",\n".join(lines)
-            parts.append(f"-- table {table}\nCREATE TABLE ratchet.{table} (\n{body}\n);")
+            parts.append(f"-- table {table}\nCREATE TABLE perdure.{table} (\n{body}\n);")
         for kind, query in (
             ("index", _PG_INDEXES),
             ("function", _PG_FUNCTIONS),

@@ -103,8 +103,8 @@ CREATE TABLE messages (
     UNIQUE (tenant_id, thread_id, seq)
 );
 
--- table ratchet_migrations
-CREATE TABLE ratchet_migrations (
+-- table perdure_migrations
+CREATE TABLE perdure_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
     checksum   TEXT NOT NULL,

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from ratchet import FakeClock
-from ratchet.errors import MigrationChecksumError, SchemaTooNewError
-from ratchet.store import migrate
-from ratchet.store.sqlite import SqliteStore
+from perdure import FakeClock
+from perdure.errors import MigrationChecksumError, SchemaTooNewError
+from perdure.store import migrate
+from perdure.store.sqlite import SqliteStore
 from tests.migrations.schema import fresh_sqlite_schema
 
 SNAPSHOT = Path(__file__).with_name("schema.sqlite.sql")
@@ -40,7 +40,7 @@ def test_a_database_newer_than_the_code_is_refused(tmp_path: Path, clock: FakeCl
     store.migrate(clock.now())
     conn = sqlite3.connect(tmp_path / "m.db")
     conn.execute(
-        "INSERT INTO ratchet_migrations VALUES (999, 'from_the_future', 'x', '2030-01-01')"
+        "INSERT INTO perdure_migrations VALUES (999, 'from_the_future', 'x', '2030-01-01')"
     )
     conn.commit()
     conn.close()
@@ -53,7 +53,7 @@ def test_an_edited_applied_migration_is_refused(tmp_path: Path, clock: FakeClock
     store = SqliteStore(tmp_path / "m.db")
     store.migrate(clock.now())
     conn = sqlite3.connect(tmp_path / "m.db")
-    conn.execute("UPDATE ratchet_migrations SET checksum = 'edited' WHERE version = 1")
+    conn.execute("UPDATE perdure_migrations SET checksum = 'edited' WHERE version = 1")
     conn.commit()
     conn.close()
     with pytest.raises(MigrationChecksumError):
@@ -72,7 +72,7 @@ def test_upgrading_a_database_that_holds_finished_runs_succeeds(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     known = migrate.discover("sqlite")
-    monkeypatch.setattr(migrate, "discover", lambda dialect: known[:3])  # an older ratchet
+    monkeypatch.setattr(migrate, "discover", lambda dialect: known[:3])  # an older perdure
     store = SqliteStore(tmp_path / "m.db")
     store.migrate(clock.now())
     conn = sqlite3.connect(tmp_path / "m.db")

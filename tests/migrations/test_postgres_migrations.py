@@ -8,12 +8,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ratchet import FakeClock
-from ratchet.errors import MigrationChecksumError, RunClosedError, SchemaTooNewError
-from ratchet.model import RunStatus
-from ratchet.store import migrate
-from ratchet.store.postgres import PostgresStore
-from ratchet.store.postgres_conn import RUN_CLOSED_SQLSTATE, translate_error
+from perdure import FakeClock
+from perdure.errors import MigrationChecksumError, RunClosedError, SchemaTooNewError
+from perdure.model import RunStatus
+from perdure.store import migrate
+from perdure.store.postgres import PostgresStore
+from perdure.store.postgres_conn import RUN_CLOSED_SQLSTATE, translate_error
 from tests.backends import PgServer
 from tests.conformance.conftest import LEASE, new_run
 from tests.migrations.schema import fresh_postgres_schema
@@ -25,7 +25,7 @@ ALL = [f"{m.version:04d}_{m.name}" for m in migrate.discover("postgres")]
 def test_both_dialects_ship_the_same_migration_versions_and_names() -> None:
     sqlite = [(m.version, m.name) for m in migrate.discover("sqlite")]
     postgres = [(m.version, m.name) for m in migrate.discover("postgres")]
-    assert sqlite == postgres, "add the migration to both src/ratchet/store/sql/ folders"
+    assert sqlite == postgres, "add the migration to both src/perdure/store/sql/ folders"
     assert [v for v, _ in postgres] == list(range(1, len(postgres) + 1))
 
 
@@ -71,7 +71,7 @@ def test_two_processes_migrating_at_once_apply_each_file_once(
 def test_a_postgres_database_newer_than_the_code_is_refused(pg_url: str, clock: FakeClock) -> None:
     with psycopg.connect(pg_url) as conn:
         conn.execute(
-            "INSERT INTO ratchet.ratchet_migrations VALUES (999, 'from_the_future', 'x', now())"
+            "INSERT INTO perdure.perdure_migrations VALUES (999, 'from_the_future', 'x', now())"
         )
     store = PostgresStore(pg_url)
     with pytest.raises(SchemaTooNewError, match="999"):
@@ -81,7 +81,7 @@ def test_a_postgres_database_newer_than_the_code_is_refused(pg_url: str, clock: 
 
 def test_an_edited_applied_postgres_migration_is_refused(pg_url: str, clock: FakeClock) -> None:
     with psycopg.connect(pg_url) as conn:
-        conn.execute("UPDATE ratchet.ratchet_migrations SET checksum = 'edited' WHERE version = 1")
+        conn.execute("UPDATE perdure.perdure_migrations SET checksum = 'edited' WHERE version = 1")
     store = PostgresStore(pg_url)
     with pytest.raises(MigrationChecksumError):
         store.migrate(clock.now())
@@ -106,7 +106,7 @@ def test_the_database_itself_refuses_to_change_a_finished_run(
     )
     store.close()
     with psycopg.connect(pg_url) as conn, pytest.raises(psycopg.Error) as caught:
-        conn.execute("UPDATE ratchet.runs SET status = 'RUNNING' WHERE run_id = 'r1'")
+        conn.execute("UPDATE perdure.runs SET status = 'RUNNING' WHERE run_id = 'r1'")
     assert caught.value.sqlstate == RUN_CLOSED_SQLSTATE
     assert isinstance(translate_error(caught.value, "test"), RunClosedError)
 
@@ -115,12 +115,12 @@ def test_upgrading_a_postgres_database_that_holds_finished_runs_succeeds(
     pg_empty_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     known = migrate.discover("postgres")
-    monkeypatch.setattr(migrate, "discover", lambda dialect: known[:3])  # an older ratchet
+    monkeypatch.setattr(migrate, "discover", lambda dialect: known[:3])  # an older perdure
     store = PostgresStore(pg_empty_url)
     store.migrate(clock.now())
     with psycopg.connect(pg_empty_url) as conn:
         conn.execute(
-            "INSERT INTO ratchet.runs (run_id, tenant_id, thread_id, workflow, status, release,"
+            "INSERT INTO perdure.runs (run_id, tenant_id, thread_id, workflow, status, release,"
             " created_at, updated_at) VALUES ('r1', 't1', 'th1', 'wf', 'SUCCEEDED',"
             ' \'{"workflow_version": 3, "state_schema": 2}\', now(), now())'
         )
@@ -130,5 +130,5 @@ def test_upgrading_a_postgres_database_that_holds_finished_runs_succeeds(
     assert (run.status, run.workflow_version, run.state_schema) == (RunStatus.SUCCEEDED, 3, 2)
     store.close()
     with psycopg.connect(pg_empty_url) as conn, pytest.raises(psycopg.Error) as caught:
-        conn.execute("UPDATE ratchet.runs SET status = 'RUNNING' WHERE run_id = 'r1'")
+        conn.execute("UPDATE perdure.runs SET status = 'RUNNING' WHERE run_id = 'r1'")
     assert caught.value.sqlstate == RUN_CLOSED_SQLSTATE, "the trigger is on again"

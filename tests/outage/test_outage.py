@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cli_env, entries, ratchet_cmd, run_cli
+from tests.conftest import ROOT, cli_env, entries, perdure_cmd, run_cli
 
 BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
 APP = "tests.apps.counting"
@@ -39,9 +39,9 @@ def _as_postgres(*cmd: str) -> None:
 
 @pytest.fixture
 def cluster() -> Iterator[tuple[str, Path, int]]:
-    if BIN is None or not os.environ.get("RATCHET_TEST_PG_DSN"):
-        pytest.skip("PostgreSQL server binaries and RATCHET_TEST_PG_DSN are needed")
-    folder = Path(tempfile.mkdtemp(prefix="ratchet-outage-"))
+    if BIN is None or not os.environ.get("PERDURE_TEST_PG_DSN"):
+        pytest.skip("PostgreSQL server binaries and PERDURE_TEST_PG_DSN are needed")
+    folder = Path(tempfile.mkdtemp(prefix="perdure-outage-"))
     data = folder / "data"
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres")
@@ -64,7 +64,7 @@ def test_a_database_restart_mid_run_loses_nothing_and_repeats_nothing(
     runs = [run_cli(url, "start", "counting", "--app", APP).stdout.split()[1] for _ in range(12)]
     env = cli_env(COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="0.3")
     worker = subprocess.Popen(
-        ratchet_cmd(url, "worker", "--app", APP, "--concurrency", "3", "--poll", "0.05"),
+        perdure_cmd(url, "worker", "--app", APP, "--concurrency", "3", "--poll", "0.05"),
         env=env,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

@@ -13,6 +13,6 @@ from tests.backends import BACKENDS
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ratchet.db'}"
+        return f"sqlite:///{tmp_path / 'perdure.db'}"
     url: str = request.getfixturevalue("pg_url")
     return url

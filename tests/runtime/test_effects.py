@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
-from ratchet.effects import (
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
+from perdure.effects import (
     BudgetExhaustedError,
     EffectRejectedError,
     EffectResult,
@@ -22,8 +22,8 @@ from ratchet.effects import (
     TransientError,
     UnknownOutcomeError,
 )
-from ratchet.errors import DefinitionError, EffectStateError
-from ratchet.retry import RetryPolicy
+from perdure.errors import DefinitionError, EffectStateError
+from perdure.retry import RetryPolicy
 
 
 @dataclass
@@ -156,7 +156,7 @@ def test_an_unknown_outcome_without_reconciler_needs_a_person(runtime: Runtime) 
     assert run.owner is None
     assert run.error["reason"] == "ambiguous_effect"
     assert run.error["step"] == "pay"
-    assert "ratchet effects resolve" in run.error["suggested_action"]
+    assert "perdure effects resolve" in run.error["suggested_action"]
     assert run.error["evidence"]["request"] == {"amount": 10}
     (effect,) = runtime.effects(status=["ambiguous"])
     assert effect.attempts == 1

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
-from ratchet.errors import ConfigError
-from ratchet.seal import IntegrityError, Keyring
-from ratchet.workflow import Outcome, wait_for_signal
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
+from perdure.errors import ConfigError
+from perdure.seal import IntegrityError, Keyring
+from perdure.workflow import Outcome, wait_for_signal
 from tests.backends import overwrite_state_field, read_state_field
 
 K1 = b"k1-secret-0123456789abcdef012345"[:32]
@@ -125,12 +125,12 @@ def test_encrypted_state_round_trips_and_a_wrong_key_quarantines(
 
 def test_keys_come_from_the_environment() -> None:
     spec = f"k2:{base64.b64encode(K2).decode()},k1:{base64.b64encode(K1).decode()}"
-    keyring = Keyring.from_env({"RATCHET_KEYS": spec, "RATCHET_ENCRYPT": "1"})
+    keyring = Keyring.from_env({"PERDURE_KEYS": spec, "PERDURE_ENCRYPT": "1"})
     assert keyring is not None
     assert (keyring.active, sorted(keyring.keys), keyring.encrypt) == ("k2", ["k1", "k2"], True)
     assert Keyring.from_env({}) is None
     with pytest.raises(ConfigError, match="not base64"):
-        Keyring.from_env({"RATCHET_KEYS": "k1:***"})
+        Keyring.from_env({"PERDURE_KEYS": "k1:***"})
     with pytest.raises(ConfigError, match="at least 16 bytes"):
         Keyring({"k1": b"short"}, "k1")
     with pytest.raises(IntegrityError):

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
-from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
-from ratchet.errors import StoreError
-from ratchet.store.postgres import PostgresStore
-from ratchet.store.postgres_conn import translate_error
-from ratchet.store.url import open_store
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
+from perdure.errors import StoreError
+from perdure.store.postgres import PostgresStore
+from perdure.store.postgres_conn import translate_error
+from perdure.store.url import open_store
 from tests.backends import PgServer, database_name, database_url
 from tests.runtime.test_runtime import agent
 
@@ -76,7 +76,7 @@ def test_both_url_schemes_open_the_postgres_store(db_url: str) -> None:
 
 def test_an_unreachable_server_is_one_line_with_a_fix_and_no_password() -> None:
     with pytest.raises(StoreError) as caught:
-        Runtime("postgresql://ratchet:s3cret@127.0.0.1:1/ratchet")
+        Runtime("postgresql://perdure:s3cret@127.0.0.1:1/perdure")
     line = caught.value.one_line()
     assert line.startswith("error[store_error]: cannot connect to PostgreSQL at 127.0.0.1:1/")
     assert "(fix: check that PostgreSQL is running" in line
@@ -84,10 +84,10 @@ def test_an_unreachable_server_is_one_line_with_a_fix_and_no_password() -> None:
 
 
 def test_a_missing_database_is_a_clear_error(pg_server: PgServer) -> None:
-    url = database_url(pg_server.dsn, "ratchet_no_such_database")
+    url = database_url(pg_server.dsn, "perdure_no_such_database")
     with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as caught:
         Runtime(url)
-    assert "ratchet_no_such_database" in caught.value.one_line()
+    assert "perdure_no_such_database" in caught.value.one_line()
 
 
 def test_connections_the_server_dropped_are_replaced_without_a_failed_call(

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
-from ratchet.errors import (
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
+from perdure.errors import (
     InvalidInputError,
     LeaseLostError,
     RunBusyError,
     StoreError,
     WorkflowNotFoundError,
 )
-from ratchet.model import Message
-from ratchet.store.base import Boundary
+from perdure.model import Message
+from perdure.store.base import Boundary
 from tests.backends import overwrite_state_field
 
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from ratchet import Context, RunStatus, Runtime, Workflow, step
-from ratchet.effects import UnknownOutcomeError
-from ratchet.errors import EffectNotFoundError, RunNotFoundError
-from ratchet.model import Principal
-from ratchet.workflow import wait_for_approval
+from perdure import Context, RunStatus, Runtime, Workflow, step
+from perdure.effects import UnknownOutcomeError
+from perdure.errors import EffectNotFoundError, RunNotFoundError
+from perdure.model import Principal
+from perdure.workflow import wait_for_approval
 
 OWNER = Principal("t1", "olga", frozenset({"approver"}))
 STRANGER = Principal("t2", "mallory", frozenset({"approver"}))

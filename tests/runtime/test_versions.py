@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
-from ratchet.errors import DefinitionError
-from ratchet.serde import Limits
-from ratchet.testing import migrate_fixture
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
+from perdure.errors import DefinitionError
+from perdure.serde import Limits
+from perdure.testing import migrate_fixture
 from tests.apps import versions_v1 as v1
 from tests.apps import versions_v2 as v2
 from tests.apps import versions_v3 as v3

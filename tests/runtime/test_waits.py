@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from ratchet import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
-from ratchet.budget import Budget
-from ratchet.errors import (
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
+from perdure.budget import Budget
+from perdure.errors import (
     ApprovalStateError,
     InvalidInputError,
     NotAuthorizedError,
     RunClosedError,
     RunNotFoundError,
 )
-from ratchet.model import Principal
-from ratchet.workflow import sleep, wait_for_approval, wait_for_signal
+from perdure.model import Principal
+from perdure.workflow import sleep, wait_for_approval, wait_for_signal
 
 MANAGER = Principal("default", "maria", frozenset({"refund_manager"}))
 CLERK = Principal("default", "carl", frozenset({"support"}))
@@ -325,7 +325,7 @@ def send(ctx: Context, s: Draft):  # type: ignore[no-untyped-def]
 def test_a_person_resumes_at_a_step_with_patched_state_never_from_the_start(
     runtime: Runtime, db_url: str
 ) -> None:
-    from ratchet.signals import Escalate
+    from perdure.signals import Escalate
 
     @step(next=["send"])
     def check(ctx: Context, s: Draft):  # type: ignore[no-untyped-def]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import ratchet
+import perdure
 
-SRC = Path(ratchet.__file__).parent
+SRC = Path(perdure.__file__).parent
 CORE = {
     "model",
     "transitions",
@@ -27,10 +27,10 @@ OUTER = {"runtime", "worker", "cli", "cli_support", "demo_cli", "render", "execu
 def imports_of(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ratchet"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("perdure"):
             found.add(node.module.split(".")[1] if "." in node.module else "")
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("ratchet.")}
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("perdure.")}
     return found
 
 

@@ -1,5 +1,5 @@
 """The PostgreSQL driver is optional: only the PostgreSQL store imports it, and only when a
-postgresql:// URL is opened, so ``import ratchet`` stays lean."""
+postgresql:// URL is opened, so ``import perdure`` stays lean."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import ratchet
+import perdure
 
-SRC = Path(ratchet.__file__).parent
+SRC = Path(perdure.__file__).parent
 
 
-def test_importing_ratchet_and_its_cli_loads_no_postgres_driver() -> None:
+def test_importing_perdure_and_its_cli_loads_no_postgres_driver() -> None:
     code = (
-        "import sys, ratchet, ratchet.cli, ratchet.store, ratchet.testing;"
+        "import sys, perdure, perdure.cli, perdure.store, perdure.testing;"
         "print(sorted(m for m in sys.modules if m.startswith('psycopg')))"
     )
     out = subprocess.run(
@@ -37,9 +37,9 @@ def test_only_the_postgres_store_modules_import_the_driver() -> None:
 
 
 def test_passwords_never_reach_messages() -> None:
-    from ratchet.store.url import safe_url
+    from perdure.store.url import safe_url
 
     assert safe_url("postgresql://app:s3cret@db.internal:5433/runs") == (
         "postgresql://app:***@db.internal:5433/runs"
     )
-    assert safe_url("sqlite:///.ratchet/ratchet.db") == "sqlite:///.ratchet/ratchet.db"
+    assert safe_url("sqlite:///.perdure/perdure.db") == "sqlite:///.perdure/perdure.db"

@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from ratchet.effects import EffectStatus
-from ratchet.model import Durability, RunStatus
-from ratchet.recovery import Action, Checkpoint, EffectEvidence, GateRefusal, decide
+from perdure.effects import EffectStatus
+from perdure.model import Durability, RunStatus
+from perdure.recovery import Action, Checkpoint, EffectEvidence, GateRefusal, decide
 
 
 def checkpoint(status: str = "RUNNING", mode: str = "sync", **kw: object) -> Checkpoint:

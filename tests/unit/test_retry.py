@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pydantic
 import pytest
 
-from ratchet.effects import (
+from perdure.effects import (
     ErrorClass,
     PermanentError,
     TransientError,
@@ -15,7 +15,7 @@ from ratchet.effects import (
     effect_key,
     request_hash,
 )
-from ratchet.retry import RetryPolicy
+from perdure.retry import RetryPolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

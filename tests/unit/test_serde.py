@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 import pydantic
 import pytest
 
-from ratchet.errors import DecodeError, InvalidInputError
-from ratchet.serde import StateCodec, dumps
+from perdure.errors import DecodeError, InvalidInputError
+from perdure.serde import StateCodec, dumps
 
 
 @dataclass

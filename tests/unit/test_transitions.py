@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ratchet import transitions
-from ratchet.errors import IllegalTransitionError, RunClosedError
-from ratchet.model import TERMINAL, RunStatus
+from perdure import transitions
+from perdure.errors import IllegalTransitionError, RunClosedError
+from perdure.model import TERMINAL, RunStatus
 
 S = RunStatus
 

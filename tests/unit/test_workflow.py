@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ratchet import Workflow, done, fail, goto, step
-from ratchet.errors import DefinitionError
+from perdure import Workflow, done, fail, goto, step
+from perdure.errors import DefinitionError
 
 
 @dataclass

@@ -1,0 +1,44 @@
+"""Named crash points for crash tests: ``PERDURE_CRASH_AT=<point>[:<name>]``.
+
+When the variable names a point the process reaches, it prints ``CRASH <point>`` to stderr and
+leaves with ``os._exit(75)``: no cleanup, no final commit, exactly like a killed process.
+``<name>`` narrows the point to one step (or effect) name. Unset, a crash point costs one
+comparison.
+
+Points: ``before_commit`` and ``after_commit`` around every step-boundary commit (named by the
+step); ``before_intent``, ``after_intent``, ``after_call`` and ``after_outcome`` around every
+effect (named by the effect).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_CODE = 75
+
+_spec = os.environ.get("PERDURE_CRASH_AT") or None
+_point, _, _name = (_spec or "").partition(":")
+
+
+EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
+"""Crash points around every effect (named by the effect)."""
+COMMIT_POINTS = ("before_commit", "after_commit")
+"""Crash points around every step-boundary commit (named by the step)."""
+
+
+def arm(spec: str | None) -> None:
+    """Select a crash point from code (as ``PERDURE_CRASH_AT`` does); None disarms."""
+    global _spec, _point, _name  # noqa: PLW0603 (one process-wide setting, like the variable)
+    _spec = spec or None
+    _point, _, _name = (spec or "").partition(":")
+
+
+def crashpoint(point: str, name: str | None = None) -> None:
+    """Exit the process at once if ``PERDURE_CRASH_AT`` selects this point (and name)."""
+    if _spec is None or point != _point or (_name and name != _name):
+        return
+    sys.stdout.flush()
+    sys.stderr.write(f"CRASH {point}{':' + name if name else ''}\n")
+    sys.stderr.flush()
+    os._exit(EXIT_CODE)

@@ -1,0 +1,335 @@
+"""Pure helpers every store shares: database rows to records, and why a guarded write failed.
+
+A row is anything indexable by column name (``sqlite3.Row``, a psycopg dict row). JSON columns
+arrive as the text the store wrote; times arrive in the driver's form and go through the
+store's ``when`` converter (ISO text on SQLite, ``datetime`` already on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, cast
+
+import orjson
+
+from perdure.effects import EffectRecord, EffectStatus
+from perdure.errors import (
+    EffectNotFoundError,
+    EffectStateError,
+    LeaseLostError,
+    RunClosedError,
+    RunNotFoundError,
+    StaleStateError,
+)
+from perdure.model import (
+    JSON,
+    Approval,
+    Event,
+    Message,
+    Release,
+    Run,
+    RunStatus,
+    Signal,
+    StepRecord,
+    ToolCall,
+    WorkerInfo,
+)
+from perdure.store.base import Boundary
+
+
+class Row(Protocol):
+    """A database row, read by column name."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+When = Callable[[Any], datetime | None]
+"""Turns a stored time into a timezone-aware datetime (None stays None)."""
+
+ERROR_STATUSES = frozenset(
+    {RunStatus.FAILED, RunStatus.QUARANTINED, RunStatus.NEEDS_ATTENTION, RunStatus.CANCELLED}
+)
+"""Statuses whose ``set_status`` data is also kept on the run's ``error``."""
+
+LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCEL_REQUESTED})
+"""The only statuses in which a run may hold a lease."""
+
+
+Params = Mapping[str, Any]
+"""Named query parameters."""
+
+Stamp = Callable[[datetime | None], Any]
+"""Turns a time into what a driver stores (SQLite: ISO text; PostgreSQL: the datetime)."""
+
+
+def same(value: datetime | None) -> datetime | None:
+    """The :data:`Stamp` of a driver that stores datetimes as they are."""
+    return value
+
+
+def advance_params(
+    ids: Params,
+    boundaries: Sequence[Boundary],
+    *,
+    fence: int,
+    expected_version: int,
+    at: Any,
+    stamp: Stamp,
+) -> dict[str, Any]:
+    """Parameters of ``advance_run``: the run row after the last of ``boundaries``."""
+    last = boundaries[-1]
+    return {
+        **ids,
+        "status": str(last.status),
+        "next_step": last.next_step,
+        "steps": len(boundaries),
+        "result": to_json(last.result),
+        "error": to_json(last.error),
+        "keep_lease": last.status is RunStatus.RUNNING,
+        "waiting": to_json(last.waiting),
+        "wake_at": stamp(last.wake_at),
+        "budget": to_json(last.budget),
+        "workflow_version": last.workflow_version,
+        "state_schema": last.state_schema,
+        "now": at,
+        "fence": fence,
+        "expected_version": expected_version,
+    }
+
+
+def step_params(ids: Params, seq: int, b: Boundary, fence: int, stamp: Stamp) -> dict[str, Any]:
+    """Parameters of ``insert_step`` for boundary ``b`` at position ``seq``."""
+    return {
+        **ids,
+        "seq": seq,
+        "name": b.step,
+        "fence": fence,
+        "outcome": b.outcome,
+        "next_step": b.next_step,
+        "started_at": stamp(b.started_at),
+        "finished_at": stamp(b.finished_at),
+    }
+
+
+def step_completed(seq: int, b: Boundary) -> dict[str, JSON]:
+    """The data of a ``step_completed`` event."""
+    return {"seq": seq, "outcome": b.outcome, "next": b.next_step}
+
+
+def effect_change(
+    expected: EffectStatus, status: EffectStatus, key: str, resolution: JSON
+) -> dict[str, JSON]:
+    """The data of an ``effect`` event for a status change (with a person's resolution)."""
+    info: dict[str, JSON] = {"key": key, "from": str(expected), "to": str(status)}
+    if resolution is not None:
+        info["resolution"] = resolution
+    return info
+
+
+def iso(value: datetime) -> str:
+    """A time as ISO-8601 text with microseconds (how times appear inside JSON data)."""
+    return value.isoformat(timespec="microseconds")
+
+
+def to_json(value: JSON) -> str | None:
+    """JSON text for a JSON column (None stays SQL NULL)."""
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def from_json(value: str | None) -> JSON:
+    """The value of a JSON column (SQL NULL is None)."""
+    return None if value is None else orjson.loads(value)
+
+
+def _at(when: When, value: Any) -> datetime:
+    # Only for NOT NULL columns, whose converted value is never None.
+    return cast(datetime, when(value))
+
+
+def run_from_row(row: Row, when: When) -> Run:
+    """A :class:`~perdure.model.Run` from a row of ``runs``."""
+    return Run(
+        run_id=row["run_id"],
+        tenant_id=row["tenant_id"],
+        thread_id=row["thread_id"],
+        workflow=row["workflow"],
+        status=RunStatus(row["status"]),
+        next_step=row["next_step"],
+        state_version=row["state_version"],
+        fence=row["fence"],
+        owner=row["owner"],
+        lease_until=when(row["lease_until"]),
+        release=Release.from_json(orjson.loads(row["release"])),
+        idempotency_key=row["idempotency_key"],
+        result=from_json(row["result"]),
+        error=from_json(row["error"]),
+        steps_done=row["steps_done"],
+        created_at=_at(when, row["created_at"]),
+        updated_at=_at(when, row["updated_at"]),
+        wake_at=when(row["wake_at"]),
+        step_attempts=row["step_attempts"],
+        retry_since=when(row["retry_since"]),
+        waiting=from_json(row["waiting"]),
+        budget=from_json(row["budget"]),
+        workflow_version=row["workflow_version"],
+        state_schema=row["state_schema"],
+    )
+
+
+def approval_from_row(row: Row, when: When) -> Approval:
+    """An :class:`~perdure.model.Approval` from a row of ``approvals``."""
+    return Approval(
+        id=row["id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        role=row["role"],
+        request=from_json(row["request"]),
+        on_approve=row["on_approve"],
+        on_reject=row["on_reject"],
+        status=row["status"],
+        decided_by=row["decided_by"],
+        decided_role=row["decided_role"],
+        comment=row["comment"],
+        requested_at=_at(when, row["requested_at"]),
+        decided_at=when(row["decided_at"]),
+    )
+
+
+def signal_from_row(row: Row, when: When) -> Signal:
+    """A :class:`~perdure.model.Signal` from a row of ``signals``."""
+    return Signal(
+        id=row["id"],
+        run_id=row["run_id"],
+        signal_id=row["signal_id"],
+        name=row["name"],
+        payload=from_json(row["payload"]),
+        received_at=_at(when, row["received_at"]),
+        consumed_at=when(row["consumed_at"]),
+    )
+
+
+def effect_from_row(row: Row, when: When) -> EffectRecord:
+    """An :class:`~perdure.effects.EffectRecord` from a row of ``effects``."""
+    return EffectRecord(
+        key=row["effect_key"],
+        tenant_id=row["tenant_id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        step_seq=row["step_seq"],
+        name=row["name"],
+        target=row["target"],
+        operation=row["operation"],
+        request_hash=row["request_hash"],
+        request=from_json(row["request"]),
+        status=EffectStatus(row["status"]),
+        attempts=row["attempts"],
+        result=from_json(row["result"]),
+        receipt=row["receipt"],
+        last_error=from_json(row["last_error"]),
+        compensator=row["compensator"],
+        resolution=from_json(row["resolution"]),
+        created_at=_at(when, row["created_at"]),
+        updated_at=_at(when, row["updated_at"]),
+    )
+
+
+def worker_from_row(row: Row, when: When) -> WorkerInfo:
+    """A :class:`~perdure.model.WorkerInfo` from a row of ``workers``."""
+    return WorkerInfo(
+        owner=row["owner"],
+        host=row["host"],
+        pid=row["pid"],
+        concurrency=row["concurrency"],
+        runs_held=row["runs_held"],
+        started_at=_at(when, row["started_at"]),
+        last_beat=_at(when, row["last_beat"]),
+        stopped_at=when(row["stopped_at"]),
+    )
+
+
+def step_from_row(row: Row, when: When) -> StepRecord:
+    """A :class:`~perdure.model.StepRecord` from a row of ``steps``."""
+    return StepRecord(
+        run_id=row["run_id"],
+        seq=row["seq"],
+        name=row["name"],
+        fence=row["fence"],
+        outcome=row["outcome"],
+        next_step=row["next_step"],
+        started_at=_at(when, row["started_at"]),
+        finished_at=_at(when, row["finished_at"]),
+    )
+
+
+def event_from_row(row: Row, when: When) -> Event:
+    """An :class:`~perdure.model.Event` from a row of ``events``."""
+    return Event(
+        run_id=row["run_id"],
+        seq=row["seq"],
+        type=row["type"],
+        step=row["step"],
+        fence=row["fence"],
+        data=from_json(row["data"]),
+        at=_at(when, row["at"]),
+    )
+
+
+def message_from_row(row: Row, when: When) -> Message:
+    """A :class:`~perdure.model.Message` from a row of ``messages``."""
+    return Message(
+        role=row["role"],
+        content=row["content"],
+        tool_calls=tuple(
+            ToolCall(c["id"], c["name"], c.get("arguments"))
+            for c in (from_json(row["tool_calls"]) or ())
+        ),
+        tool_call_id=row["tool_call_id"],
+        seq=row["seq"],
+        run_id=row["run_id"],
+        at=when(row["at"]),
+    )
+
+
+def tool_calls_json(message: Message) -> str | None:
+    """A message's tool calls as stored (None when it has none)."""
+    return to_json([c.to_json() for c in message.tool_calls]) if message.tool_calls else None
+
+
+def guard_failure(
+    current: Row | None, ids: Mapping[str, Any], fence: int | None, expected_version: int
+) -> Exception:
+    """Explain why a guarded update matched no row, from the run as re-read in the same
+    transaction (``current`` is None when the run does not exist for this tenant)."""
+    run_id = ids["run_id"]
+    if current is None:
+        return RunNotFoundError(f"no run {run_id} in tenant {ids['tenant_id']}")
+    status = RunStatus(current["status"])
+    if fence is not None and current["fence"] != fence:
+        return LeaseLostError(
+            f"run {run_id}: fence {fence} was superseded by fence {current['fence']}; "
+            "another worker owns the run"
+        )
+    if status.terminal:
+        return RunClosedError(f"run {run_id} is already {status}")
+    return StaleStateError(
+        f"run {run_id} moved on (status {status}, version {current['state_version']}, "
+        f"expected version {expected_version})"
+    )
+
+
+def effect_guard_failure(
+    effect: Row | None,
+    run: Row | None,
+    tenant_id: str,
+    key: str,
+    fence: int | None,
+    expected: EffectStatus,
+) -> Exception:
+    """Explain why a guarded effect update matched no row, from the effect and its run as
+    re-read in the same transaction."""
+    if effect is None:
+        return EffectNotFoundError(f"no effect {key} in tenant {tenant_id}")
+    if effect["status"] != str(expected):
+        return EffectStateError(f"effect {key} is {effect['status']}, not {expected}")
+    return guard_failure(run, {"tenant_id": tenant_id, "run_id": effect["run_id"]}, fence, -1)

@@ -1,0 +1,360 @@
+-- Named queries for the SQLite store. Each starts with a "-- name: NAME" line and uses
+-- :named parameters. Loaded by perdure.store.queries; never built from strings.
+
+-- name: insert_run
+INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
+                  idempotency_key, budget, workflow_version, state_schema, created_at,
+                  updated_at)
+VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
+        :idempotency_key, :budget, :workflow_version, :state_schema, :now, :now);
+
+-- name: run_by_key
+SELECT * FROM runs WHERE tenant_id = :tenant_id AND idempotency_key = :idempotency_key;
+
+-- name: get_run
+SELECT * FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: list_runs
+SELECT * FROM runs
+WHERE tenant_id = :tenant_id
+  AND (:any_status OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:workflow IS NULL OR workflow = :workflow)
+  AND (:thread_id IS NULL OR thread_id = :thread_id)
+ORDER BY created_at DESC, run_id DESC
+LIMIT :limit;
+
+-- name: upsert_field
+INSERT INTO state_fields (run_id, tenant_id, field, value)
+VALUES (:run_id, :tenant_id, :field, :value)
+ON CONFLICT (run_id, field) DO UPDATE SET value = excluded.value;
+
+-- name: load_state
+SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: pick_runnable
+SELECT tenant_id, run_id FROM runs
+WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
+  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (wake_at IS NULL OR wake_at <= :now)
+  AND workflow IN (SELECT value FROM json_each(:workflows))
+  AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+  AND (:run_id IS NULL OR run_id = :run_id)
+ORDER BY created_at
+LIMIT 1;
+
+-- name: claim_run
+UPDATE runs
+SET owner = :owner,
+    lease_until = :lease_until,
+    fence = fence + 1,
+    state_version = state_version + 1,
+    status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING' ELSE status END,
+    wake_at = NULL,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
+  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (wake_at IS NULL OR wake_at <= :now)
+RETURNING *;
+
+-- name: heartbeat
+UPDATE runs SET lease_until = :lease_until
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND owner = :owner AND fence = :fence
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
+
+-- name: release
+UPDATE runs SET owner = NULL, lease_until = NULL
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND owner = :owner AND fence = :fence
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
+
+-- name: advance_run
+UPDATE runs
+SET status = :status,
+    next_step = :next_step,
+    state_version = state_version + 1,
+    steps_done = steps_done + :steps,
+    step_attempts = 0,
+    retry_since = NULL,
+    waiting = :waiting,
+    wake_at = :wake_at,
+    budget = COALESCE(:budget, budget),
+    workflow_version = COALESCE(:workflow_version, workflow_version),
+    state_schema = COALESCE(:state_schema, state_schema),
+    result = :result,
+    error = :error,
+    owner = CASE WHEN :keep_lease THEN owner END,
+    lease_until = CASE WHEN :keep_lease THEN lease_until END,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
+RETURNING state_version, steps_done, thread_id;
+
+-- name: set_status
+UPDATE runs
+SET status = :status,
+    state_version = state_version + 1,
+    wake_at = NULL,
+    error = COALESCE(:error, error),
+    owner = CASE WHEN :keep_lease THEN owner END,
+    lease_until = CASE WHEN :keep_lease THEN lease_until END,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND status = :expected_status AND state_version = :expected_version
+  AND (:fence IS NULL OR fence = :fence)
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+RETURNING *;
+
+-- name: insert_step
+INSERT INTO steps (run_id, seq, tenant_id, name, fence, outcome, next_step, started_at,
+                   finished_at)
+VALUES (:run_id, :seq, :tenant_id, :name, :fence, :outcome, :next_step, :started_at,
+        :finished_at);
+
+-- name: list_steps
+SELECT * FROM steps WHERE tenant_id = :tenant_id AND run_id = :run_id ORDER BY seq;
+
+-- name: insert_event
+INSERT INTO events (tenant_id, run_id, type, step, fence, data, at)
+VALUES (:tenant_id, :run_id, :type, :step, :fence, :data, :at);
+
+-- name: list_events
+SELECT * FROM events
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND seq > :after
+ORDER BY seq
+LIMIT :limit;
+
+-- name: insert_message
+INSERT INTO messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
+                      tool_call_id, at)
+VALUES (:tenant_id, :thread_id,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages
+         WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
+        :run_id, :role, :content, :tool_calls, :tool_call_id, :at);
+
+-- name: list_messages
+SELECT * FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id ORDER BY seq;
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS perdure_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+);
+
+-- name: applied_migrations
+SELECT version, name, checksum FROM perdure_migrations ORDER BY version;
+
+-- name: record_migration
+INSERT INTO perdure_migrations (version, name, checksum, applied_at)
+VALUES (:version, :name, :checksum, :now);
+
+-- name: migrations_table_exists
+SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'perdure_migrations';
+
+-- name: defer_run
+UPDATE runs
+SET wake_at = :wake_at,
+    step_attempts = :step_attempts,
+    retry_since = COALESCE(retry_since, :now),
+    owner = NULL,
+    lease_until = NULL,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
+RETURNING *;
+
+-- name: insert_effect
+INSERT INTO effects (effect_key, tenant_id, run_id, step, step_seq, name, target, operation,
+                     request_hash, request, status, attempts, compensator, created_at,
+                     updated_at)
+SELECT :key, :tenant_id, :run_id, :step, :step_seq, :name, :target, :operation,
+       :request_hash, :request, 'planned', 0, :compensator, :now, :now
+WHERE EXISTS (SELECT 1 FROM runs
+              WHERE tenant_id = :tenant_id AND run_id = :run_id AND fence = :fence
+                AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ON CONFLICT (effect_key) DO NOTHING;
+
+-- name: get_effect
+SELECT * FROM effects WHERE tenant_id = :tenant_id AND effect_key = :key;
+
+-- name: update_effect
+UPDATE effects
+SET status = :status,
+    attempts = attempts + :attempts_delta,
+    result = COALESCE(:result, result),
+    receipt = COALESCE(:receipt, receipt),
+    last_error = COALESCE(:error, last_error),
+    resolution = COALESCE(:resolution, resolution),
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND effect_key = :key AND status = :expected_status
+  AND (:fence IS NULL OR EXISTS (
+        SELECT 1 FROM runs
+        WHERE runs.tenant_id = :tenant_id AND runs.run_id = effects.run_id
+          AND runs.fence = :fence AND runs.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')))
+RETURNING *;
+
+-- name: list_effects
+SELECT * FROM effects
+WHERE tenant_id = :tenant_id
+  AND (:run_id IS NULL OR run_id = :run_id)
+  AND (:any_status OR status IN (SELECT value FROM json_each(:statuses)))
+ORDER BY id
+LIMIT :limit;
+
+-- name: insert_approval
+INSERT INTO approvals (tenant_id, run_id, step, role, request, on_approve, on_reject, status,
+                       requested_at)
+VALUES (:tenant_id, :run_id, :step, :role, :request, :on_approve, :on_reject, 'pending', :now);
+
+-- name: list_approvals
+SELECT * FROM approvals
+WHERE tenant_id = :tenant_id
+  AND (:run_id IS NULL OR run_id = :run_id)
+  AND (NOT :pending OR status = 'pending')
+ORDER BY id;
+
+-- name: get_approval
+SELECT * FROM approvals WHERE tenant_id = :tenant_id AND id = :id;
+
+-- name: approval_by_request
+SELECT * FROM approvals WHERE tenant_id = :tenant_id AND request_id = :request_id;
+
+-- name: decide_approval
+UPDATE approvals
+SET status = :status, decided_by = :by, decided_role = :role, comment = :comment,
+    request_id = :request_id, decided_at = :now
+WHERE tenant_id = :tenant_id AND id = :id AND status = 'pending'
+RETURNING *;
+
+-- name: wake_run
+UPDATE runs
+SET status = 'RUNNING',
+    next_step = :next_step,
+    waiting = NULL,
+    wake_at = NULL,
+    owner = NULL,
+    lease_until = NULL,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND status = :expected_status
+RETURNING *;
+
+-- name: insert_signal
+INSERT INTO signals (tenant_id, run_id, signal_id, name, payload, received_at)
+VALUES (:tenant_id, :run_id, :signal_id, :name, :payload, :now)
+ON CONFLICT (tenant_id, run_id, signal_id) DO NOTHING;
+
+-- name: get_signal
+SELECT * FROM signals WHERE tenant_id = :tenant_id AND run_id = :run_id AND signal_id = :signal_id;
+
+-- name: first_unconsumed_signal
+SELECT * FROM signals
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND name = :name AND consumed_at IS NULL
+ORDER BY id
+LIMIT 1;
+
+-- name: consume_signal
+UPDATE signals SET consumed_at = :now WHERE id = :id AND consumed_at IS NULL;
+
+-- name: list_signals
+SELECT * FROM signals WHERE tenant_id = :tenant_id AND run_id = :run_id ORDER BY id;
+
+-- name: reopen_run
+UPDATE runs
+SET status = 'RUNNING',
+    next_step = :next_step,
+    budget = COALESCE(:budget, budget),
+    waiting = NULL,
+    wake_at = NULL,
+    step_attempts = 0,
+    retry_since = NULL,
+    owner = NULL,
+    lease_until = NULL,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND status = :expected_status AND state_version = :expected_version
+RETURNING *;
+
+-- name: reset_planned_effects
+UPDATE effects SET attempts = 0, updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND status = 'planned';
+
+-- name: recall_request
+SELECT operation, result FROM requests WHERE tenant_id = :tenant_id AND request_id = :request_id;
+
+-- name: remember_request
+INSERT INTO requests (tenant_id, request_id, operation, result, created_at)
+VALUES (:tenant_id, :request_id, :operation, :result, :now)
+ON CONFLICT (tenant_id, request_id) DO NOTHING;
+
+-- name: delete_run_messages
+DELETE FROM messages WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: upgrade_run
+UPDATE runs
+SET next_step = :next_step,
+    workflow_version = :workflow_version,
+    state_schema = :state_schema,
+    state_version = state_version + 1,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
+RETURNING *;
+
+-- name: delete_field
+DELETE FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id AND field = :field;
+
+-- name: scan_runs
+SELECT * FROM runs
+WHERE status IN (SELECT value FROM json_each(:statuses))
+  AND (:workflow IS NULL OR workflow = :workflow)
+ORDER BY created_at
+LIMIT :limit;
+
+-- name: requeue_too_new
+UPDATE runs
+SET status = 'RUNNING',
+    state_version = state_version + 1,
+    owner = NULL,
+    lease_until = NULL,
+    updated_at = :now
+WHERE status = 'QUARANTINED' AND workflow = :workflow
+  AND json_extract(error, '$.reason') = 'schema_too_new'
+  AND workflow_version <= :workflow_version AND state_schema <= :state_schema
+RETURNING tenant_id, run_id;
+
+-- name: worker_beat
+INSERT INTO workers (owner, host, pid, concurrency, runs_held, started_at, last_beat)
+VALUES (:owner, :host, :pid, :concurrency, :runs_held, :now, :now)
+ON CONFLICT (owner) DO UPDATE
+SET runs_held = excluded.runs_held, concurrency = excluded.concurrency,
+    last_beat = excluded.last_beat, stopped_at = NULL;
+
+-- name: worker_stopped
+UPDATE workers SET stopped_at = :now, runs_held = 0 WHERE owner = :owner;
+
+-- name: list_workers
+SELECT * FROM workers
+WHERE stopped_at IS NULL OR stopped_at > :since
+ORDER BY started_at;
+
+-- name: stuck_runs
+SELECT * FROM runs WHERE status = 'RUNNING' AND updated_at < :before ORDER BY updated_at LIMIT :limit;
+
+-- name: next_wake
+SELECT MIN(wake_at) AS wake_at FROM runs
+WHERE wake_at > :now AND status IN ('RUNNING', 'WAITING_EXTERNAL');
+
+-- name: latest_events
+SELECT * FROM (
+    SELECT * FROM events
+    WHERE tenant_id = :tenant_id AND run_id = :run_id
+    ORDER BY seq DESC
+    LIMIT :limit
+)
+ORDER BY seq;

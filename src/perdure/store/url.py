@@ -1,0 +1,64 @@
+"""Opening a store from a database URL (``--db``, ``PERDURE_DB``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from perdure.errors import ConfigError
+from perdure.store.base import Store
+
+DEFAULT_DB = "sqlite:///.perdure/perdure.db"
+
+
+def default_url() -> str:
+    """``PERDURE_DB`` when set, else ``sqlite:///.perdure/perdure.db`` (relative to the cwd)."""
+    return os.environ.get("PERDURE_DB") or DEFAULT_DB
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (but do not migrate) the store a URL names.
+
+    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a bare file path select
+    the embedded SQLite store; ``postgresql://`` (or ``postgres://``) URLs select the PostgreSQL
+    store, whose driver is imported only then (``pip install 'perdure[postgres]'``).
+    """
+    url = url or default_url()
+    if url.startswith("sqlite://"):
+        path = url.removeprefix("sqlite://")
+        if not path.startswith("/") or path == "/":
+            raise ConfigError(
+                f"database URL {url!r} has no file path",
+                fix="write sqlite:///relative/file.db or sqlite:////absolute/file.db",
+            )
+        from perdure.store.sqlite import SqliteStore
+
+        return SqliteStore(Path(path[1:]))
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from perdure.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(
+                f"the database URL names PostgreSQL, but its driver is not installed ({exc.name})",
+                fix="pip install 'perdure[postgres]'",
+            ) from exc
+        return PostgresStore(url)
+    if "://" not in url:
+        from perdure.store.sqlite import SqliteStore
+
+        return SqliteStore(Path(url))
+    raise ConfigError(
+        f"database URL {url!r} has an unknown scheme",
+        fix="use sqlite:///path/to/file.db or postgresql://user@host:5432/database",
+    )
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password replaced by ``***``, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -1,0 +1,254 @@
+"""Helpers for testing workflows: a fake clock, crash points, and the crash-matrix harness.
+
+The crash matrix runs a workflow once without interruption (the reference), then once per crash
+point (both sides of every step commit, and the four points around every effect), each time in
+a fresh folder and database: a new process runs until it dies at that point (``os._exit(75)``),
+then fresh processes resume it until it ends. Each row tells where the run resumed, how many
+calls each effect made, the final status and whether it matches the reference. A row with more
+calls than the reference for any effect is a duplicated side effect.
+
+From the command line: ``perdure chaos MODULE:WORKFLOW --input JSON``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from perdure.clock import FakeClock
+from perdure.crashpoints import COMMIT_POINTS, EFFECT_POINTS, EXIT_CODE, arm
+from perdure.model import JSON, RunStatus
+from perdure.runtime import Runtime
+
+__all__ = [
+    "FakeClock",
+    "MatrixRow",
+    "arm",
+    "crash_points",
+    "format_matrix",
+    "migrate_fixture",
+    "run_matrix",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixRow:
+    """One line of the crash matrix."""
+
+    point: str
+    reached: bool
+    resumed_at: str | None
+    calls: dict[str, int]
+    status: str
+    result: JSON
+    matches: bool
+    duplicate: bool
+    processes: int = 1
+
+    @property
+    def ok(self) -> bool:
+        """No duplicated effect, and the reference outcome or a hand-off to a person."""
+        return not self.duplicate and (self.matches or self.status == "NEEDS_ATTENTION")
+
+
+@dataclass(frozen=True, slots=True)
+class _Observed:
+    run_id: str
+    status: str
+    result: JSON
+    next_step: str | None
+    calls: dict[str, int]
+    steps: list[str]
+
+
+class _Row:
+    """One isolated folder, database and set of processes."""
+
+    def __init__(self, folder: Path, app: str, workflow: str, input_json: str, mode: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.db = f"sqlite:///{folder / 'perdure.db'}"
+        self.app = app
+        self.env = {k: v for k, v in os.environ.items() if k != "PERDURE_CRASH_AT"}
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p
+        )
+        out = self._cli(
+            "start", workflow, "--app", app, "--input", input_json, "--durability", mode
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"could not start the workflow: {out.stderr.strip()}")
+        self.run_id = out.stdout.split()[1]
+
+    def _cli(self, *args: str, crash: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = dict(self.env)
+        if crash:
+            env["PERDURE_CRASH_AT"] = crash
+        return subprocess.run(
+            [sys.executable, "-m", "perdure", "--db", self.db, *args],
+            cwd=self.folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def resume(self, crash: str | None = None) -> int:
+        return self._cli("resume", self.run_id, "--app", self.app, crash=crash).returncode
+
+    def observe(self) -> _Observed:
+        with Runtime(self.db, migrate=False) as rt:
+            run = rt.get(self.run_id)
+            calls: dict[str, int] = {}
+            for e in rt.effects(run_id=self.run_id):
+                calls[e.name] = calls.get(e.name, 0) + e.attempts
+            steps = rt.status(self.run_id, events=0).completed_steps
+        return _Observed(run.run_id, str(run.status), run.result, run.next_step, calls, steps)
+
+
+def _settled(status: str) -> bool:
+    return status in {*(str(s) for s in RunStatus if s.terminal), "NEEDS_ATTENTION"}
+
+
+def crash_points(steps: Sequence[str], effects: Sequence[str]) -> list[str]:
+    """Every crash point a run through these steps and effects passes."""
+    points = [f"{p}:{e}" for e in dict.fromkeys(effects) for p in EFFECT_POINTS]
+    points += [f"{p}:{s}" for s in dict.fromkeys(steps) for p in COMMIT_POINTS]
+    return points
+
+
+def run_matrix(
+    app: str,
+    workflow: str,
+    input: JSON = None,
+    *,
+    durability: str = "sync",
+    workdir: Path | None = None,
+    max_resumes: int = 5,
+) -> list[MatrixRow]:
+    """Run the crash matrix for ``workflow`` defined in module ``app``; the first row is the
+    reference. ``workdir`` keeps the folders (default: a temporary folder, removed after)."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="perdure-chaos-") as tmp:
+            return run_matrix(
+                app,
+                workflow,
+                input,
+                durability=durability,
+                workdir=Path(tmp),
+                max_resumes=max_resumes,
+            )
+    input_json = orjson.dumps(input if input is not None else {}).decode()
+    ref_row = _Row(workdir / "reference", app, workflow, input_json, durability)
+    ref_row.resume()
+    ref = ref_row.observe()
+    rows = [MatrixRow("reference", False, None, ref.calls, ref.status, ref.result, True, False)]
+    compensations = [n for n in ref.calls if n.endswith(".compensate")]
+    effects = [n for n in ref.calls if n not in compensations]
+    for i, point in enumerate(crash_points(ref.steps, [*effects, *compensations])):
+        row = _Row(workdir / f"row-{i:03d}", app, workflow, input_json, durability)
+        code = row.resume(crash=point)
+        after_crash = row.observe()
+        processes = 1
+        current = after_crash
+        while not _settled(current.status) and processes <= max_resumes:
+            row.resume()
+            processes += 1
+            current = row.observe()
+        duplicate = any(n > ref.calls.get(name, 0) for name, n in current.calls.items())
+        rows.append(
+            MatrixRow(
+                point=point,
+                reached=code == EXIT_CODE,
+                resumed_at=after_crash.next_step if code == EXIT_CODE else None,
+                calls=current.calls,
+                status=current.status,
+                result=current.result,
+                matches=(current.status, current.result) == (ref.status, ref.result),
+                duplicate=duplicate,
+                processes=processes,
+            )
+        )
+    return rows
+
+
+def format_matrix(rows: Sequence[MatrixRow]) -> str:
+    """The matrix as a text table."""
+    header = ("POINT", "RESUMED AT", "CALLS PER EFFECT", "FINAL", "MATCHES", "VERDICT")
+    lines = [header]
+    for r in rows:
+        calls = ", ".join(f"{k}={v}" for k, v in sorted(r.calls.items())) or "-"
+        verdict = (
+            "reference"
+            if r.point == "reference"
+            else (
+                "DUPLICATE EFFECT"
+                if r.duplicate
+                else "ok"
+                if r.matches
+                else "ok (needs a person)"
+                if r.status == "NEEDS_ATTENTION"
+                else "DIFFERENT RESULT"
+            )
+        )
+        resumed = r.resumed_at or ("-" if r.reached or r.point == "reference" else "not reached")
+        lines.append((r.point, resumed, calls, r.status, "yes" if r.matches else "no", verdict))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def migrate_fixture(workflow: Any, data: dict[str, Any], from_schema: int) -> Any:
+    """Bring a stored state you keep as a test fixture (a dict of fields, as written at
+    ``from_schema``) up to the workflow's current schema, and decode it into its state type.
+
+    Raises :class:`AssertionError` naming the problem, so a test of your migrations reads::
+
+        state = migrate_fixture(refund_review, json.load(open("fixtures/v1.json")), 1)
+        assert state.currency == "EUR"
+    """
+    from perdure.checkpoint import inspect
+    from perdure.model import Release, Run, RunStatus
+    from perdure.serde import Limits, dumps
+    from perdure.versions import Quarantine
+
+    now = FakeClock().now()
+    run = Run(
+        run_id="fixture",
+        tenant_id="fixture",
+        thread_id="fixture",
+        workflow=workflow.name,
+        status=RunStatus.RUNNING,
+        next_step=workflow.start,
+        state_version=1,
+        fence=1,
+        owner=None,
+        lease_until=None,
+        release=Release(workflow.min_version, from_schema),
+        idempotency_key=None,
+        result=None,
+        error=None,
+        steps_done=0,
+        created_at=now,
+        updated_at=now,
+        workflow_version=workflow.min_version,
+        state_schema=from_schema,
+    )
+    found = inspect(
+        run, {k: dumps(v) for k, v in data.items()}, workflow, keyring=None, limits=Limits()
+    )
+    if isinstance(found, Quarantine):
+        raise AssertionError(
+            f"fixture of schema {from_schema} would be quarantined: {found.reason}: {found.message}"
+        )
+    return found.state
