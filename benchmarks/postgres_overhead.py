@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_overhead import linear
 
 from perdure import Runtime
-from perdure.store.postgres import PostgresStore
+from perdure.store.postgres.store import PostgresStore
 
 #: Distribution name -> a module that must be importable for the peer to run.
 PEERS = {

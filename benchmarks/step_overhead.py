@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers
 
 from perdure import Context, Runtime, Workflow, done, goto
-from perdure.workflow import Outcome, StepDef
+from perdure.core.workflow import Outcome, StepDef
 
 
 @dataclass
@@ -100,7 +100,7 @@ def append_us(folder: Path, history_bytes: int) -> tuple[float, int]:
 RESUME_APP = """
 import os
 from perdure import Runtime, Workflow, done, goto
-from perdure.workflow import StepDef
+from perdure.core.workflow import StepDef
 from dataclasses import dataclass
 
 @dataclass

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from perdure.clock import SystemClock
+from perdure.core.clock import SystemClock
 from perdure.store.base import Store
-from perdure.store.sqlite import SqliteStore
+from perdure.store.sqlite.store import SqliteStore
 
 DSN_VARIABLE = "PERDURE_TEST_PG_DSN"
 BACKENDS = ["sqlite", "postgres"]
@@ -58,7 +58,7 @@ class PgServer:
         store.close()
 
     def store(self, url: str) -> Store:
-        from perdure.store.postgres import PostgresStore
+        from perdure.store.postgres.store import PostgresStore
 
         return PostgresStore(url)
 

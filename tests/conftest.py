@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from perdure import FakeClock, Runtime
-from perdure.store.sqlite import SqliteStore
+from perdure.store.sqlite.store import SqliteStore
 from tests.backends import PgServer, pg_server_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,13 +7,13 @@ committed step, never from the beginning.
 
 from __future__ import annotations
 
-from perdure.clock import Clock, FakeClock, SystemClock
-from perdure.context import Context, tool_call
-from perdure.errors import PerdureError
-from perdure.model import Durability, Message, Release, Run, RunStatus, ToolCall
-from perdure.runtime import Runtime, RunView
-from perdure.worker import Worker
-from perdure.workflow import Done, Fail, Next, Workflow, done, fail, goto, step
+from perdure.core.clock import Clock, FakeClock, SystemClock
+from perdure.core.errors import PerdureError
+from perdure.core.model import Durability, Message, Release, Run, RunStatus, ToolCall
+from perdure.core.workflow import Done, Fail, Next, Workflow, done, fail, goto, step
+from perdure.runtime.context import Context, tool_call
+from perdure.runtime.runtime import Runtime, RunView
+from perdure.runtime.worker import Worker
 
 __all__ = [
     "Clock",

@@ -23,10 +23,10 @@ from typing import Any
 
 import orjson
 
-from perdure.clock import FakeClock
-from perdure.crashpoints import COMMIT_POINTS, EFFECT_POINTS, EXIT_CODE, arm
-from perdure.model import JSON, RunStatus
-from perdure.runtime import Runtime
+from perdure.core.clock import FakeClock
+from perdure.core.model import JSON, RunStatus
+from perdure.runtime.crashpoints import COMMIT_POINTS, EFFECT_POINTS, EXIT_CODE, arm
+from perdure.runtime.runtime import Runtime
 
 __all__ = [
     "FakeClock",
@@ -217,10 +217,10 @@ def migrate_fixture(workflow: Any, data: dict[str, Any], from_schema: int) -> An
         state = migrate_fixture(refund_review, json.load(open("fixtures/v1.json")), 1)
         assert state.currency == "EUR"
     """
-    from perdure.checkpoint import inspect
-    from perdure.model import Release, Run, RunStatus
-    from perdure.serde import Limits, dumps
-    from perdure.versions import Quarantine
+    from perdure.core.model import Release, Run, RunStatus
+    from perdure.core.serde import Limits, dumps
+    from perdure.core.versions import Quarantine
+    from perdure.runtime.checkpoint import inspect
 
     now = FakeClock().now()
     run = Run(

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from perdure import Context, Workflow, done, goto
-from perdure.workflow import Outcome, StepDef
+from perdure.core.workflow import Outcome, StepDef
 
 STEPS = 10
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from perdure import Context, Workflow, done, goto, step
+from perdure.core.effects import PermanentError, Reconciled, TransientError
+from perdure.core.retry import RetryPolicy
+from perdure.core.workflow import Outcome
 from perdure.demos.light import SmartLight
-from perdure.effects import PermanentError, Reconciled, TransientError
-from perdure.retry import RetryPolicy
-from perdure.workflow import Outcome
 
 
 @dataclass

@@ -24,8 +24,8 @@ from typing import Any
 import psycopg
 
 from perdure import Context, Workflow, done, goto, step
-from perdure.effects import Reconciled
-from perdure.workflow import Outcome
+from perdure.core.effects import Reconciled
+from perdure.core.workflow import Outcome
 
 COUNTER_DDL = """
 CREATE TABLE IF NOT EXISTS public.fleet_counter (

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perdure import Context, Workflow, done, step
-from perdure.workflow import Outcome, wait_for_signal
+from perdure.core.workflow import Outcome, wait_for_signal
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perdure import Context, Workflow, done, step
-from perdure.workflow import Outcome, wait_for_signal
+from perdure.core.workflow import Outcome, wait_for_signal
 
 
 @dataclass

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perdure.model import Durability, Release
+from perdure.core.model import Durability, Release
 from perdure.store.base import NewRun, Store
 from tests.backends import BACKENDS, Backend, PostgresBackend, SqliteBackend
 

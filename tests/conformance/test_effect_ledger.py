@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from perdure import FakeClock
-from perdure.effects import EffectStatus, NewEffect
-from perdure.errors import (
+from perdure.core.effects import EffectStatus, NewEffect
+from perdure.core.errors import (
     EffectNotFoundError,
     EffectStateError,
     LeaseLostError,
     RunClosedError,
 )
-from perdure.model import Run, RunStatus
+from perdure.core.model import Run, RunStatus
 from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 

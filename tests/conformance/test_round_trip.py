@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from perdure import FakeClock
-from perdure.model import Message, RunStatus
+from perdure.core.model import Message, RunStatus
 from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 

@@ -16,9 +16,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from perdure import FakeClock, transitions
-from perdure.errors import PerdureError
-from perdure.model import Run, RunStatus
+from perdure import FakeClock
+from perdure.core import transitions
+from perdure.core.errors import PerdureError
+from perdure.core.model import Run, RunStatus
 from perdure.store.base import Boundary
 from tests.backends import Backend
 from tests.conformance.conftest import LEASE, new_run

@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 
 from perdure import FakeClock
-from perdure.errors import (
+from perdure.core.errors import (
     LeaseLostError,
     RunClosedError,
     RunNotFoundError,
     StaleStateError,
 )
-from perdure.model import Message, RunStatus, ToolCall
+from perdure.core.model import Message, RunStatus, ToolCall
 from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from perdure import FakeClock
-from perdure.effects import EffectStatus, NewEffect
-from perdure.errors import (
+from perdure.core.effects import EffectStatus, NewEffect
+from perdure.core.errors import (
     ApprovalStateError,
     EffectStateError,
     LeaseLostError,
     RunClosedError,
 )
-from perdure.model import Message, RunStatus
+from perdure.core.model import Message, RunStatus
 from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 

@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perdure.clock import SystemClock
-from perdure.store.sqlite import SqliteStore
+from perdure.core.clock import SystemClock
+from perdure.store.sqlite.store import SqliteStore
 from tests.backends import DSN_VARIABLE, PgServer
 
 

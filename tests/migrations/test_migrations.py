@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from perdure import FakeClock
-from perdure.errors import MigrationChecksumError, SchemaTooNewError
+from perdure.core.errors import MigrationChecksumError, SchemaTooNewError
 from perdure.store import migrate
-from perdure.store.sqlite import SqliteStore
+from perdure.store.sqlite.store import SqliteStore
 from tests.migrations.schema import fresh_sqlite_schema
 
 SNAPSHOT = Path(__file__).with_name("schema.sqlite.sql")

@@ -9,11 +9,11 @@ import psycopg
 import pytest
 
 from perdure import FakeClock
-from perdure.errors import MigrationChecksumError, RunClosedError, SchemaTooNewError
-from perdure.model import RunStatus
+from perdure.core.errors import MigrationChecksumError, RunClosedError, SchemaTooNewError
+from perdure.core.model import RunStatus
 from perdure.store import migrate
-from perdure.store.postgres import PostgresStore
-from perdure.store.postgres_conn import RUN_CLOSED_SQLSTATE, translate_error
+from perdure.store.postgres.conn import RUN_CLOSED_SQLSTATE, translate_error
+from perdure.store.postgres.store import PostgresStore
 from tests.backends import PgServer
 from tests.conformance.conftest import LEASE, new_run
 from tests.migrations.schema import fresh_postgres_schema
@@ -25,7 +25,7 @@ ALL = [f"{m.version:04d}_{m.name}" for m in migrate.discover("postgres")]
 def test_both_dialects_ship_the_same_migration_versions_and_names() -> None:
     sqlite = [(m.version, m.name) for m in migrate.discover("sqlite")]
     postgres = [(m.version, m.name) for m in migrate.discover("postgres")]
-    assert sqlite == postgres, "add the migration to both src/perdure/store/sql/ folders"
+    assert sqlite == postgres, "add the migration to both src/perdure/store/<dialect>/sql/ folders"
     assert [v for v, _ in postgres] == list(range(1, len(postgres) + 1))
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
-from perdure.effects import (
+from perdure.core.effects import (
     BudgetExhaustedError,
     EffectRejectedError,
     EffectResult,
@@ -22,8 +22,8 @@ from perdure.effects import (
     TransientError,
     UnknownOutcomeError,
 )
-from perdure.errors import DefinitionError, EffectStateError
-from perdure.retry import RetryPolicy
+from perdure.core.errors import DefinitionError, EffectStateError
+from perdure.core.retry import RetryPolicy
 
 
 @dataclass

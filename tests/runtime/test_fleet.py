@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Worker, Workflow, done, goto, step
-from perdure.store.sqlite import SqliteStore
+from perdure.store.sqlite.store import SqliteStore
 from perdure.store.url import open_store
 
 
@@ -95,7 +95,7 @@ def test_a_commit_blocked_by_a_lock_is_retried_and_lands_once(tmp_path: Path) ->
 
         claimed = rt.store.claim("w", rt.clock.now().replace(year=2100), rt.clock.now(), ["jobs"])
         assert claimed is not None
-        from perdure.executor import Execution
+        from perdure.runtime.execution import Execution
 
         holder = threading.Thread(target=hold_the_lock)
         holder.start()

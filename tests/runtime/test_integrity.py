@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
-from perdure.errors import ConfigError
-from perdure.seal import IntegrityError, Keyring
-from perdure.workflow import Outcome, wait_for_signal
+from perdure.core.errors import ConfigError
+from perdure.core.seal import IntegrityError, Keyring
+from perdure.core.workflow import Outcome, wait_for_signal
 from tests.backends import overwrite_state_field, read_state_field
 
 K1 = b"k1-secret-0123456789abcdef012345"[:32]

@@ -12,9 +12,9 @@ import psycopg
 import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
-from perdure.errors import StoreError
-from perdure.store.postgres import PostgresStore
-from perdure.store.postgres_conn import translate_error
+from perdure.core.errors import StoreError
+from perdure.store.postgres.conn import translate_error
+from perdure.store.postgres.store import PostgresStore
 from perdure.store.url import open_store
 from tests.backends import PgServer, database_name, database_url
 from tests.runtime.test_runtime import agent

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
-from perdure.errors import (
+from perdure.core.errors import (
     InvalidInputError,
     LeaseLostError,
     RunBusyError,
     StoreError,
     WorkflowNotFoundError,
 )
-from perdure.model import Message
+from perdure.core.model import Message
 from perdure.store.base import Boundary
 from tests.backends import overwrite_state_field
 

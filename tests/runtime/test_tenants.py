@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from perdure import Context, RunStatus, Runtime, Workflow, step
-from perdure.effects import UnknownOutcomeError
-from perdure.errors import EffectNotFoundError, RunNotFoundError
-from perdure.model import Principal
-from perdure.workflow import wait_for_approval
+from perdure.core.effects import UnknownOutcomeError
+from perdure.core.errors import EffectNotFoundError, RunNotFoundError
+from perdure.core.model import Principal
+from perdure.core.workflow import wait_for_approval
 
 OWNER = Principal("t1", "olga", frozenset({"approver"}))
 STRANGER = Principal("t2", "mallory", frozenset({"approver"}))

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
-from perdure.errors import DefinitionError
-from perdure.serde import Limits
+from perdure.core.errors import DefinitionError
+from perdure.core.serde import Limits
 from perdure.testing import migrate_fixture
 from tests.apps import versions_v1 as v1
 from tests.apps import versions_v2 as v2

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
-from perdure.budget import Budget
-from perdure.errors import (
+from perdure.core.budget import Budget
+from perdure.core.errors import (
     ApprovalStateError,
     InvalidInputError,
     NotAuthorizedError,
     RunClosedError,
     RunNotFoundError,
 )
-from perdure.model import Principal
-from perdure.workflow import sleep, wait_for_approval, wait_for_signal
+from perdure.core.model import Principal
+from perdure.core.workflow import sleep, wait_for_approval, wait_for_signal
 
 MANAGER = Principal("default", "maria", frozenset({"refund_manager"}))
 CLERK = Principal("default", "carl", frozenset({"support"}))
@@ -325,7 +325,7 @@ def send(ctx: Context, s: Draft):  # type: ignore[no-untyped-def]
 def test_a_person_resumes_at_a_step_with_patched_state_never_from_the_start(
     runtime: Runtime, db_url: str
 ) -> None:
-    from perdure.signals import Escalate
+    from perdure.core.signals import Escalate
 
     @step(next=["send"])
     def check(ctx: Context, s: Draft):  # type: ignore[no-untyped-def]

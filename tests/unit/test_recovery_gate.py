@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from perdure.effects import EffectStatus
-from perdure.model import Durability, RunStatus
-from perdure.recovery import Action, Checkpoint, EffectEvidence, GateRefusal, decide
+from perdure.core.effects import EffectStatus
+from perdure.core.model import Durability, RunStatus
+from perdure.core.recovery import Action, Checkpoint, EffectEvidence, GateRefusal, decide
 
 
 def checkpoint(status: str = "RUNNING", mode: str = "sync", **kw: object) -> Checkpoint:

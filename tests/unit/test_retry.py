@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pydantic
 import pytest
 
-from perdure.effects import (
+from perdure.core.effects import (
     ErrorClass,
     PermanentError,
     TransientError,
@@ -15,7 +15,7 @@ from perdure.effects import (
     effect_key,
     request_hash,
 )
-from perdure.retry import RetryPolicy
+from perdure.core.retry import RetryPolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 import pydantic
 import pytest
 
-from perdure.errors import DecodeError, InvalidInputError
-from perdure.serde import StateCodec, dumps
+from perdure.core.errors import DecodeError, InvalidInputError
+from perdure.core.serde import StateCodec, dumps
 
 
 @dataclass

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perdure import transitions
-from perdure.errors import IllegalTransitionError, RunClosedError
-from perdure.model import TERMINAL, RunStatus
+from perdure.core import transitions
+from perdure.core.errors import IllegalTransitionError, RunClosedError
+from perdure.core.model import TERMINAL, RunStatus
 
 S = RunStatus
 

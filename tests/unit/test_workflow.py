@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import pytest
 
 from perdure import Workflow, done, fail, goto, step
-from perdure.errors import DefinitionError
+from perdure.core.errors import DefinitionError
 
 
 @dataclass

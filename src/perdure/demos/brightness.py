@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from perdure.context import Context
+from perdure.core.effects import EffectResult, Reconciled
+from perdure.core.model import ToolCall
+from perdure.core.workflow import Done, Next, Workflow, done, goto, step
 from perdure.demos.light import SmartLight
-from perdure.effects import EffectResult, Reconciled
-from perdure.model import ToolCall
-from perdure.workflow import Done, Next, Workflow, done, goto, step
+from perdure.runtime.context import Context
 
 QUESTION = "Lower the living-room brightness by another 10%."
 CALL_ID = "call-brightness-1"

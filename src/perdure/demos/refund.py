@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from perdure.context import Context
-from perdure.demos.ledger import Ledger
-from perdure.effects import EffectResult, Reconciled
-from perdure.workflow import (
+from perdure.core.effects import EffectResult, Reconciled
+from perdure.core.workflow import (
     Done,
     Next,
     Outcome,
@@ -26,6 +24,8 @@ from perdure.workflow import (
     step,
     wait_for_approval,
 )
+from perdure.demos.ledger import Ledger
+from perdure.runtime.context import Context
 
 CASES: dict[int, dict[str, Any]] = {
     8472: {

@@ -13,10 +13,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-from perdure.context import Context
-from perdure.crashpoints import EXIT_CODE
-from perdure.model import Message, ToolCall
-from perdure.workflow import Done, Next, Workflow, done, goto, step
+from perdure.core.model import Message, ToolCall
+from perdure.core.workflow import Done, Next, Workflow, done, goto, step
+from perdure.runtime.context import Context
+from perdure.runtime.crashpoints import EXIT_CODE
 
 QUESTION = "What is the temperature in the living room?"
 CALL_ID = "call-7"

@@ -3,14 +3,14 @@
 Rules shared by every method:
 
 * Every per-run operation is scoped by ``tenant_id``; a run of another tenant behaves exactly as
-  a run that does not exist (:class:`~perdure.errors.RunNotFoundError`).
+  a run that does not exist (:class:`~perdure.core.errors.RunNotFoundError`).
 * "now" is always a parameter; a store never reads the clock itself.
 * Each method is one short transaction: it either happens whole or not at all.
 * Every write to a run row increases ``state_version`` (except lease renewal and release, which
   touch only the lease); every claim increases ``fence``.
 * Every status change appends a ``status`` event ``{"from": a, "to": b}`` in the same transaction.
-* Driver errors are translated into :class:`~perdure.errors.PerdureError` subclasses here, at the
-  store boundary; callers never see a driver exception.
+* Driver errors are translated into :class:`~perdure.core.errors.PerdureError` subclasses here,
+  at the store boundary; callers never see a driver exception.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from perdure.effects import EffectRecord, EffectStatus, NewEffect
-from perdure.model import (
+from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
+from perdure.core.model import (
     JSON,
     Approval,
     Event,
@@ -92,9 +92,9 @@ class Store(Protocol):
     def migrate(self, now: datetime) -> list[str]:
         """Apply pending schema migrations, in order, and return the names applied.
 
-        Idempotent. Raises :class:`~perdure.errors.SchemaTooNewError` when the database holds a
+        Idempotent. Raises :class:`~perdure.core.errors.SchemaTooNewError` when the database holds a
         migration newer than this code knows, and
-        :class:`~perdure.errors.MigrationChecksumError` when an applied migration's checksum
+        :class:`~perdure.core.errors.MigrationChecksumError` when an applied migration's checksum
         differs from the shipped file.
         """
         ...
@@ -112,7 +112,7 @@ class Store(Protocol):
         ...
 
     def get_run(self, tenant_id: str, run_id: str) -> Run:
-        """The run, or :class:`~perdure.errors.RunNotFoundError` (also for other tenants)."""
+        """The run, or :class:`~perdure.core.errors.RunNotFoundError` (also for other tenants)."""
         ...
 
     def list_runs(
@@ -162,7 +162,7 @@ class Store(Protocol):
     def heartbeat(
         self, tenant_id: str, run_id: str, owner: str, fence: int, lease_until: datetime
     ) -> None:
-        """Extend the lease. Raises :class:`~perdure.errors.LeaseLostError` when the caller no
+        """Extend the lease. Raises :class:`~perdure.core.errors.LeaseLostError` when the caller no
         longer holds it (fence moved on, owner changed, or the run ended)."""
         ...
 
@@ -189,9 +189,9 @@ class Store(Protocol):
         transaction. A boundary that waits for approval adds a pending approval. A boundary that
         waits for a signal already in the run's inbox does not wait: the signal is consumed and
         the run is left RUNNING (lease released) at the wait's next step. When the guard
-        fails nothing is written and it raises :class:`~perdure.errors.LeaseLostError` (fence
-        moved on), :class:`~perdure.errors.RunClosedError` (run ended) or
-        :class:`~perdure.errors.StaleStateError` (version or status moved on, e.g. a cancel).
+        fails nothing is written and it raises :class:`~perdure.core.errors.LeaseLostError` (fence
+        moved on), :class:`~perdure.core.errors.RunClosedError` (run ended) or
+        :class:`~perdure.core.errors.StaleStateError` (version or status moved on, e.g. a cancel).
         A commit refused by the fence or a finished run is recorded as a ``late_commit`` event.
         """
         ...
@@ -247,8 +247,8 @@ class Store(Protocol):
 
         Idempotent on ``new.key``: if the effect exists, nothing is written and the existing
         record is returned (the caller compares request hashes). Guarded by ``fence`` and a
-        non-terminal run: raises :class:`~perdure.errors.LeaseLostError` or
-        :class:`~perdure.errors.RunClosedError` otherwise. Appends an ``effect`` event.
+        non-terminal run: raises :class:`~perdure.core.errors.LeaseLostError` or
+        :class:`~perdure.core.errors.RunClosedError` otherwise. Appends an ``effect`` event.
         """
         ...
 
@@ -272,14 +272,14 @@ class Store(Protocol):
         resolution: JSON = None,
     ) -> EffectRecord:
         """Move an effect from ``expected_status`` to ``status`` (the caller checked
-        ``perdure.effects.EFFECT_ALLOWED``), adding ``attempts_delta`` to its attempts and
+        ``perdure.core.effects.EFFECT_ALLOWED``), adding ``attempts_delta`` to its attempts and
         storing the given result, receipt, last error and resolution (None keeps the old value).
 
         Guarded by ``expected_status`` and, when ``fence`` is given, by the run's fence and a
         non-terminal run. A person's decision passes ``fence=None``. Raises
-        :class:`~perdure.errors.EffectNotFoundError`,
-        :class:`~perdure.errors.EffectStateError` (status moved on),
-        :class:`~perdure.errors.LeaseLostError` or :class:`~perdure.errors.RunClosedError`.
+        :class:`~perdure.core.errors.EffectNotFoundError`,
+        :class:`~perdure.core.errors.EffectStateError` (status moved on),
+        ``LeaseLostError`` or ``RunClosedError``.
         Appends an ``effect`` event to the run.
         """
         ...
@@ -320,8 +320,8 @@ class Store(Protocol):
 
         Idempotent on ``request_id``: a repeat returns ``(the decided approval, False)``; a first
         decision returns ``(approval, True)``. The caller checked the principal's role. Raises
-        :class:`~perdure.errors.ApprovalStateError` when the approval is no longer pending and
-        :class:`~perdure.errors.RunClosedError` when the run has ended (the late decision is
+        :class:`~perdure.core.errors.ApprovalStateError` when the approval is no longer pending and
+        :class:`~perdure.core.errors.RunClosedError` when the run has ended (the late decision is
         recorded as a ``late_approval`` event).
         """
         ...
@@ -342,7 +342,7 @@ class Store(Protocol):
         RUNNING again at the wait's next step, the signal consumed), ``queued`` (kept in the
         inbox for a later wait) or ``duplicate`` (this ``signal_id`` was delivered before;
         nothing changed). A signal to a finished run is recorded as a ``late_signal`` event and
-        raises :class:`~perdure.errors.RunClosedError`.
+        raises :class:`~perdure.core.errors.RunClosedError`.
         """
         ...
 

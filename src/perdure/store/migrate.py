@@ -1,6 +1,6 @@
 """Schema migrations: numbered, checksummed, up-only SQL files per dialect.
 
-Files live in ``perdure/store/sql/<dialect>/NNNN_verb_object.sql``; both dialects ship the same
+Files live in ``perdure/store/<dialect>/sql/NNNN_verb_object.sql``; both dialects ship the same
 numbers and names. The store applies the pending ones in order inside its own lock and records
 ``(version, name, checksum)`` in ``perdure_migrations``. This module is pure: it discovers the
 files and decides what to apply; the store does the I/O.
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 
-from perdure.errors import MigrationChecksumError, SchemaTooNewError
+from perdure.core.errors import MigrationChecksumError, SchemaTooNewError
 
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -31,7 +31,7 @@ class Migration:
 
 def discover(dialect: str) -> list[Migration]:
     """The dialect's migrations, ordered by version."""
-    folder = resources.files("perdure.store").joinpath("sql", dialect)
+    folder = resources.files("perdure.store").joinpath(dialect, "sql")
     found: list[Migration] = []
     for entry in folder.iterdir():
         match = _FILE.match(entry.name)

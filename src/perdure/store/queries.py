@@ -1,4 +1,4 @@
-"""Named SQL queries, loaded from ``sql/<dialect>/queries.sql``.
+"""Named SQL queries, loaded from ``<dialect>/sql/queries.sql``.
 
 The file is a sequence of blocks, each introduced by a ``-- name: NAME`` line. Queries use named
 parameters. SQL is never assembled from strings at run time.
@@ -14,8 +14,8 @@ _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
 
 def sql_text(dialect: str, filename: str) -> str:
-    """The text of a file shipped in ``perdure/store/sql/<dialect>/``."""
-    return resources.files("perdure.store").joinpath("sql", dialect, filename).read_text("utf-8")
+    """The text of a file shipped in ``perdure/store/<dialect>/sql/``."""
+    return resources.files("perdure.store").joinpath(dialect, "sql", filename).read_text("utf-8")
 
 
 @cache

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from perdure.effects import EffectRecord
-from perdure.model import Event, Message, StepRecord
+from perdure.core.effects import EffectRecord
+from perdure.core.model import Event, Message, StepRecord
 from perdure.store.rows import (
     Row,
     When,

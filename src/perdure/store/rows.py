@@ -13,8 +13,8 @@ from typing import Any, Protocol, cast
 
 import orjson
 
-from perdure.effects import EffectRecord, EffectStatus
-from perdure.errors import (
+from perdure.core.effects import EffectRecord, EffectStatus
+from perdure.core.errors import (
     EffectNotFoundError,
     EffectStateError,
     LeaseLostError,
@@ -22,7 +22,7 @@ from perdure.errors import (
     RunNotFoundError,
     StaleStateError,
 )
-from perdure.model import (
+from perdure.core.model import (
     JSON,
     Approval,
     Event,
@@ -148,7 +148,7 @@ def _at(when: When, value: Any) -> datetime:
 
 
 def run_from_row(row: Row, when: When) -> Run:
-    """A :class:`~perdure.model.Run` from a row of ``runs``."""
+    """A :class:`~perdure.core.model.Run` from a row of ``runs``."""
     return Run(
         run_id=row["run_id"],
         tenant_id=row["tenant_id"],
@@ -178,7 +178,7 @@ def run_from_row(row: Row, when: When) -> Run:
 
 
 def approval_from_row(row: Row, when: When) -> Approval:
-    """An :class:`~perdure.model.Approval` from a row of ``approvals``."""
+    """An :class:`~perdure.core.model.Approval` from a row of ``approvals``."""
     return Approval(
         id=row["id"],
         run_id=row["run_id"],
@@ -197,7 +197,7 @@ def approval_from_row(row: Row, when: When) -> Approval:
 
 
 def signal_from_row(row: Row, when: When) -> Signal:
-    """A :class:`~perdure.model.Signal` from a row of ``signals``."""
+    """A :class:`~perdure.core.model.Signal` from a row of ``signals``."""
     return Signal(
         id=row["id"],
         run_id=row["run_id"],
@@ -210,7 +210,7 @@ def signal_from_row(row: Row, when: When) -> Signal:
 
 
 def effect_from_row(row: Row, when: When) -> EffectRecord:
-    """An :class:`~perdure.effects.EffectRecord` from a row of ``effects``."""
+    """An :class:`~perdure.core.effects.EffectRecord` from a row of ``effects``."""
     return EffectRecord(
         key=row["effect_key"],
         tenant_id=row["tenant_id"],
@@ -235,7 +235,7 @@ def effect_from_row(row: Row, when: When) -> EffectRecord:
 
 
 def worker_from_row(row: Row, when: When) -> WorkerInfo:
-    """A :class:`~perdure.model.WorkerInfo` from a row of ``workers``."""
+    """A :class:`~perdure.core.model.WorkerInfo` from a row of ``workers``."""
     return WorkerInfo(
         owner=row["owner"],
         host=row["host"],
@@ -249,7 +249,7 @@ def worker_from_row(row: Row, when: When) -> WorkerInfo:
 
 
 def step_from_row(row: Row, when: When) -> StepRecord:
-    """A :class:`~perdure.model.StepRecord` from a row of ``steps``."""
+    """A :class:`~perdure.core.model.StepRecord` from a row of ``steps``."""
     return StepRecord(
         run_id=row["run_id"],
         seq=row["seq"],
@@ -263,7 +263,7 @@ def step_from_row(row: Row, when: When) -> StepRecord:
 
 
 def event_from_row(row: Row, when: When) -> Event:
-    """An :class:`~perdure.model.Event` from a row of ``events``."""
+    """An :class:`~perdure.core.model.Event` from a row of ``events``."""
     return Event(
         run_id=row["run_id"],
         seq=row["seq"],
@@ -276,7 +276,7 @@ def event_from_row(row: Row, when: When) -> Event:
 
 
 def message_from_row(row: Row, when: When) -> Message:
-    """A :class:`~perdure.model.Message` from a row of ``messages``."""
+    """A :class:`~perdure.core.model.Message` from a row of ``messages``."""
     return Message(
         role=row["role"],
         content=row["content"],

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from perdure.errors import ConfigError
+from perdure.core.errors import ConfigError
 from perdure.store.base import Store
 
 DEFAULT_DB = "sqlite:///.perdure/perdure.db"
@@ -32,12 +32,12 @@ def open_store(url: str | None = None) -> Store:
                 f"database URL {url!r} has no file path",
                 fix="write sqlite:///relative/file.db or sqlite:////absolute/file.db",
             )
-        from perdure.store.sqlite import SqliteStore
+        from perdure.store.sqlite.store import SqliteStore
 
         return SqliteStore(Path(path[1:]))
     if url.startswith(("postgresql://", "postgres://")):
         try:
-            from perdure.store.postgres import PostgresStore
+            from perdure.store.postgres.store import PostgresStore
         except ImportError as exc:
             raise ConfigError(
                 f"the database URL names PostgreSQL, but its driver is not installed ({exc.name})",
@@ -45,7 +45,7 @@ def open_store(url: str | None = None) -> Store:
             ) from exc
         return PostgresStore(url)
     if "://" not in url:
-        from perdure.store.sqlite import SqliteStore
+        from perdure.store.sqlite.store import SqliteStore
 
         return SqliteStore(Path(url))
     raise ConfigError(

@@ -1,0 +1,1 @@
+"""The ``perdure`` command line: one module per group of verbs, plus rendering."""

@@ -1,0 +1,283 @@
+"""The ``perdure`` command line: parses, calls :class:`~perdure.runtime.runtime.Runtime`, prints.
+
+Every error is one line naming the cause and the fix, with a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import click
+import orjson
+
+from perdure.cli import render
+from perdure.cli.effects import chaos, effects
+from perdure.cli.support import (
+    Settings,
+    app_option,
+    load_app,
+    parse_json,
+    pass_settings,
+    run_command,
+)
+from perdure.cli.versions import check, fail_run, repair
+from perdure.cli.waits import approvals, approve, reject, signal
+from perdure.core.budget import Budget
+from perdure.core.errors import InvalidInputError
+from perdure.core.model import Durability, RunStatus
+from perdure.demos.cli import demo
+from perdure.demos.refund_cli import refund_demo
+from perdure.runtime.base import DEFAULT_TENANT
+from perdure.runtime.runtime import Runtime
+from perdure.runtime.worker import Worker
+from perdure.store.url import default_url, open_store, safe_url
+
+
+@click.group()
+@click.option(
+    "--db",
+    default=default_url,
+    show_default="PERDURE_DB or sqlite:///.perdure/perdure.db",
+    help="Database URL.",
+)
+@click.option("--tenant", default=DEFAULT_TENANT, show_default=True, help="Tenant to act in.")
+@click.pass_context
+def main(ctx: click.Context, db: str, tenant: str) -> None:
+    """perdure: durable execution for AI agents."""
+    ctx.obj = Settings(db, tenant)
+
+
+@main.command()
+@pass_settings
+@run_command
+def migrate(settings: Settings) -> None:
+    """Create or upgrade the database schema."""
+    store = open_store(settings.db)
+    from perdure.core.clock import SystemClock
+
+    applied = store.migrate(SystemClock().now())
+    version = store.schema_version()
+    store.close()
+    click.echo(f"applied {', '.join(applied)}" if applied else "schema is up to date")
+    click.echo(f"schema version {version} at {safe_url(settings.db)}")
+
+
+@main.command()
+@click.argument("workflow")
+@app_option
+@click.option("--input", "input_json", help="Initial state as a JSON object.")
+@click.option("--thread", help="Thread (conversation) id; default: a new thread.")
+@click.option("--idempotency-key", help="A repeated key returns the first run.")
+@click.option("--durability", type=click.Choice([d.value for d in Durability]), default="sync")
+@click.option("--release", "releases", multiple=True, help="Release id, e.g. code=abc123.")
+@pass_settings
+@run_command
+def start(
+    settings: Settings,
+    workflow: str,
+    app: str | None,
+    input_json: str | None,
+    thread: str | None,
+    idempotency_key: str | None,
+    durability: str,
+    releases: tuple[str, ...],
+) -> None:
+    """Start a run of WORKFLOW (a worker or `perdure resume` advances it)."""
+    release = dict(r.partition("=")[::2] for r in releases)
+    with settings.runtime(app, with_workflows=True) as rt:
+        run = rt.start(
+            workflow,
+            parse_json(input_json, "--input"),
+            tenant=settings.tenant,
+            thread=thread,
+            idempotency_key=idempotency_key,
+            durability=durability,
+            release=release,
+        )
+    click.echo(f"run {run.run_id} {run.status} (next step {run.next_step})")
+
+
+@main.command()
+@click.option("--status", "statuses", multiple=True, help="Filter by status (repeatable).")
+@click.option("--quarantined", is_flag=True, help="Only QUARANTINED runs (with the reason).")
+@click.option("--stuck", is_flag=True, help="RUNNING runs with no progress (all tenants).")
+@click.option("--threshold", default=300.0, show_default=True, help="Seconds, for --stuck.")
+@click.option("--workflow", help="Filter by workflow name.")
+@click.option("--thread", help="Filter by thread id.")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_settings
+@run_command
+def runs(
+    settings: Settings,
+    statuses: tuple[str, ...],
+    quarantined: bool,
+    stuck: bool,
+    threshold: float,
+    workflow: str | None,
+    thread: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List runs, newest first."""
+    if stuck:
+        with settings.runtime() as rt:
+            found = rt.stuck(threshold_seconds=threshold, limit=limit)
+        click.echo(
+            render.runs_table(found)
+            if not as_json
+            else orjson.dumps([render.run_json(r) for r in found]).decode()
+        )
+        return
+    if quarantined:
+        statuses = (*statuses, "QUARANTINED")
+    with settings.runtime() as rt:
+        found = rt.list(
+            tenant=settings.tenant, status=statuses, workflow=workflow, thread=thread, limit=limit
+        )
+    if as_json:
+        click.echo(orjson.dumps([render.run_json(r) for r in found]).decode())
+    else:
+        click.echo(render.runs_table(found))
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--events", default=10, show_default=True, help="How many recent events.")
+@pass_settings
+@run_command
+def show(settings: Settings, run_id: str, as_json: bool, events: int) -> None:
+    """Show a run: status, next step, completed steps, messages, last events."""
+    with settings.runtime() as rt:
+        view = rt.status(run_id, tenant=settings.tenant, events=events)
+    if as_json:
+        click.echo(orjson.dumps(render.view_json(view), option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(render.view_text(view))
+
+
+@main.command()
+@click.argument("run_id")
+@app_option
+@click.option("--at", "at_step", help="Continue at this step (runs that need a person).")
+@click.option("--patch-state", help="State fields to overwrite, as a JSON object.")
+@click.option("--add-steps", type=int, help="Raise the step budget by N.")
+@click.option("--add-cost", type=float, help="Raise the cost budget by X.")
+@click.option("--add-tokens", type=int, help="Raise the token budget by N.")
+@click.option("--as", "by", help="Who takes over (recorded).")
+@click.option("--request-id", help="Repeat-safe id of this request.")
+@pass_settings
+@run_command
+def resume(
+    settings: Settings,
+    run_id: str,
+    app: str | None,
+    at_step: str | None,
+    patch_state: str | None,
+    add_steps: int | None,
+    add_cost: float | None,
+    add_tokens: int | None,
+    by: str | None,
+    request_id: str | None,
+) -> None:
+    """Advance a run inline from its last committed step until it ends or waits.
+
+    A run that needs a person (NEEDS_ATTENTION, QUARANTINED) continues from its checkpoint,
+    optionally at another step, with patched state or a larger budget; never from the start.
+    """
+    more = None
+    if add_steps is not None or add_cost is not None or add_tokens is not None:
+        more = Budget(steps=add_steps, cost=add_cost, tokens=add_tokens)
+    with settings.runtime(app, with_workflows=True) as rt:
+        click.echo(
+            render.resumed(
+                rt,
+                run_id,
+                settings.tenant,
+                at=at_step,
+                patch=parse_json(patch_state, "--patch-state"),
+                add_budget=more,
+                by=by,
+                request_id=request_id,
+            )
+        )
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--reason", default="", help="Why (recorded in the run's events).")
+@click.option("--request-id", help="Repeat-safe id of this request.")
+@pass_settings
+@run_command
+def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None) -> None:
+    """Cancel a run at its next step boundary (confirmed effects are compensated)."""
+    with settings.runtime() as rt:
+        before = rt.get(run_id, tenant=settings.tenant)
+        run = rt.cancel(run_id, tenant=settings.tenant, reason=reason, request_id=request_id)
+    if before.status.terminal:
+        click.echo(f"run {run_id} already ended {run.status}; nothing to cancel")
+    elif run.status is RunStatus.CANCEL_REQUESTED and run.owner:
+        click.echo("cancel requested; waiting for the current step to finish")
+    elif run.status is RunStatus.CANCEL_REQUESTED:
+        click.echo("cancel requested; a worker (or `perdure resume`) compensates and finishes it")
+    else:
+        click.echo(f"run {run_id} {run.status}")
+
+
+@main.command()
+@app_option
+@click.option("--concurrency", default=1, show_default=True, help="Runs in flight at once.")
+@click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
+@click.option("--lease", "lease_seconds", default=30.0, show_default=True)
+@click.option("--poll", "poll_interval", default=0.2, show_default=True)
+@pass_settings
+@run_command
+def worker(
+    settings: Settings,
+    app: str | None,
+    concurrency: int,
+    until_idle: bool,
+    lease_seconds: float,
+    poll_interval: float,
+) -> None:
+    """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
+    if concurrency < 1:
+        raise InvalidInputError("--concurrency must be at least 1")
+    rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
+    w = Worker(
+        rt,
+        concurrency=concurrency,
+        poll_interval=poll_interval,
+        on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
+        on_error=lambda exc: click.echo(exc.one_line(), err=True),
+    )
+    w.install_signal_handlers()
+    serving = ", ".join(sorted(rt.workflows))
+    click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
+    try:
+        count = w.run(until_idle=until_idle)
+    finally:
+        rt.close()
+    click.echo(f"worker stopped after {count} run executions")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_settings
+@run_command
+def workers(settings: Settings, as_json: bool) -> None:
+    """List live workers (and those that left in the last hour)."""
+    with Runtime(settings.db) as rt:
+        found = rt.workers()
+        now = rt.clock.now()
+    if as_json:
+        click.echo(orjson.dumps([render.worker_json(w, now) for w in found]).decode())
+    else:
+        click.echo(render.workers_table(found, now))
+
+
+main.add_command(demo)
+del refund_demo  # registered on the demo group when imported
+main.add_command(effects)
+for command in (approvals, approve, reject, signal, check, repair, fail_run):
+    main.add_command(command)
+main.add_command(chaos)

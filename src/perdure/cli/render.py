@@ -1,0 +1,300 @@
+"""Turning runs into text and JSON for people and scripts (used by the CLI)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from perdure.core.effects import EffectRecord
+from perdure.core.model import JSON, Approval, Event, Message, Run, RunStatus, WorkerInfo
+from perdure.runtime.runtime import Runtime, RunView
+from perdure.runtime.versions import CheckRow
+
+
+def _ts(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="seconds")
+
+
+def approval_json(a: Approval) -> dict[str, JSON]:
+    """An approval request (and its decision) as a JSON object."""
+    return {
+        "id": a.id,
+        "run_id": a.run_id,
+        "step": a.step,
+        "role": a.role,
+        "request": a.request,
+        "status": a.status,
+        "on_approve": a.on_approve,
+        "on_reject": a.on_reject,
+        "decided_by": a.decided_by,
+        "comment": a.comment,
+        "requested_at": _ts(a.requested_at),
+        "decided_at": _ts(a.decided_at),
+    }
+
+
+def approval_line(a: Approval) -> str:
+    """One approval request as one line."""
+    decided = f" by {a.decided_by}" if a.decided_by else ""
+    return (
+        f"{a.run_id}  {a.status}{decided}  role={a.role}  step={a.step}  "
+        f"request={orjson.dumps(a.request).decode()}"
+    )
+
+
+def effect_json(e: EffectRecord) -> dict[str, JSON]:
+    """An effect record as a JSON object."""
+    return {
+        "key": e.key,
+        "run_id": e.run_id,
+        "step": e.step,
+        "name": e.name,
+        "target": e.target,
+        "operation": e.operation,
+        "status": str(e.status),
+        "attempts": e.attempts,
+        "receipt": e.receipt,
+        "result": e.result,
+        "last_error": e.last_error,
+        "request": e.request,
+        "request_hash": e.request_hash,
+        "resolution": e.resolution,
+        "updated_at": _ts(e.updated_at),
+    }
+
+
+def run_json(run: Run) -> dict[str, JSON]:
+    """A run as a JSON object."""
+    return {
+        "run_id": run.run_id,
+        "tenant": run.tenant_id,
+        "thread": run.thread_id,
+        "workflow": run.workflow,
+        "status": str(run.status),
+        "next_step": run.next_step,
+        "state_version": run.state_version,
+        "fence": run.fence,
+        "owner": run.owner,
+        "lease_until": _ts(run.lease_until),
+        "release": run.release.to_json(),
+        "idempotency_key": run.idempotency_key,
+        "steps_done": run.steps_done,
+        "result": run.result,
+        "error": run.error,
+        "created_at": _ts(run.created_at),
+        "updated_at": _ts(run.updated_at),
+    }
+
+
+def event_json(event: Event) -> dict[str, JSON]:
+    """An event as a JSON object."""
+    return {
+        "seq": event.seq,
+        "type": event.type,
+        "step": event.step,
+        "fence": event.fence,
+        "data": event.data,
+        "at": _ts(event.at),
+    }
+
+
+def view_json(view: RunView) -> dict[str, JSON]:
+    """What ``perdure show --json`` prints."""
+    return {
+        **run_json(view.run),
+        "completed_steps": view.completed_steps,
+        "messages": [m.to_json() for m in view.messages],
+        "effects": [effect_json(e) for e in view.effects],
+        "events": [event_json(e) for e in view.events],
+    }
+
+
+def message_line(m: Message) -> str:
+    """One message as one line, tool-call ids included."""
+    if m.tool_calls:
+        calls = ", ".join(
+            f"{c.name}({orjson.dumps(c.arguments).decode()}) id={c.id}" for c in m.tool_calls
+        )
+        body = f"tool call {calls}" + (f" — {m.content}" if m.content else "")
+    elif m.tool_call_id:
+        body = f"{m.content}  (result of {m.tool_call_id})"
+    else:
+        body = m.content
+    return f"{m.seq:>4}  {m.role:<9} {body}"
+
+
+def view_text(view: RunView) -> str:
+    """What ``perdure show`` prints."""
+    run = view.run
+    lease = (
+        f"held by {run.owner} until {_ts(run.lease_until)} (fence {run.fence})"
+        if run.owner
+        else f"free (fence {run.fence})"
+    )
+    rel = run.release
+    lines = [
+        f"run        {run.run_id}",
+        f"workflow   {run.workflow} v{rel.workflow_version} (state schema {rel.state_schema})",
+        f"tenant     {run.tenant_id}   thread {run.thread_id}",
+        f"status     {run.status}",
+        f"next step  {run.next_step or '-'}",
+        f"completed  {', '.join(view.completed_steps) or '-'}",
+        f"lease      {lease}",
+        f"durability {rel.durability}   version {run.state_version}",
+    ]
+    if run.result is not None:
+        lines.append(f"result     {orjson.dumps(run.result).decode()}")
+    if run.error is not None and run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
+        err = run.error if isinstance(run.error, dict) else {}
+        lines.append(f"why        {err.get('reason')} at step {err.get('step')}")
+        if err.get("message"):
+            lines.append(f"           {err['message']}")
+        if err.get("suggested_action"):
+            lines.append(f"do         {err['suggested_action']}")
+        if err.get("evidence"):
+            lines.append(f"evidence   {orjson.dumps(err['evidence']).decode()}")
+    elif run.error is not None:
+        lines.append(f"error      {orjson.dumps(run.error).decode()}")
+    lines.append(f"messages   {len(view.messages)}")
+    lines += [f"  {message_line(m)}" for m in view.messages]
+    if view.effects:
+        lines.append(f"effects    {len(view.effects)}")
+        lines += [
+            f"  {e.status:<11} attempts={e.attempts} {e.target}.{e.operation}  {e.key}"
+            for e in view.effects
+        ]
+    lines.append(f"events     last {len(view.events)}")
+    for e in view.events:
+        data = "" if e.data is None else orjson.dumps(e.data).decode()
+        lines.append(f"  {e.seq:>5}  {_ts(e.at)}  {e.type:<15} {e.step or '':<10} {data}")
+    return "\n".join(lines)
+
+
+def runs_table(runs: list[Run]) -> str:
+    """What ``perdure runs`` prints."""
+    if not runs:
+        return "no runs"
+    rows = [("RUN", "WORKFLOW", "STATUS", "NEXT", "STEPS", "THREAD", "UPDATED", "WHY")]
+    rows += [
+        (
+            r.run_id,
+            r.workflow,
+            str(r.status),
+            r.next_step or "-",
+            str(r.steps_done),
+            r.thread_id,
+            _ts(r.updated_at) or "",
+            _why(r),
+        )
+        for r in runs
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def _why(run: Run) -> str:
+    """The reason a run needs a person, for listings."""
+    if run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED) and isinstance(
+        run.error, dict
+    ):
+        return str(run.error.get("reason", ""))
+    return ""
+
+
+def resumed(rt: Runtime, run_id: str, tenant: str, **options: Any) -> str:
+    """Resume a run inline (``options`` as :meth:`Runtime.resume`) and describe the outcome in
+    one line."""
+    before = rt.get(run_id, tenant=tenant)
+    if before.status.terminal:
+        return f"run {run_id} is finished ({before.status}); nothing to resume"
+    after = rt.resume(run_id, tenant=tenant, **options)
+    where = f", next step {after.next_step}" if after.next_step else ""
+    return f"run {run_id} {after.status}{where}"
+
+
+def check_json(row: CheckRow) -> dict[str, JSON]:
+    """One row of ``perdure check`` as JSON."""
+    return {
+        "tenant": row.tenant_id,
+        "run_id": row.run_id,
+        "workflow": row.workflow,
+        "status": row.status,
+        "written_with": row.written_with,
+        "verdict": row.verdict,
+        "reason": row.reason,
+        "note": row.note,
+    }
+
+
+def check_table(rows: list[CheckRow]) -> str:
+    """What ``perdure check`` prints."""
+    if not rows:
+        return "no live runs"
+    table = [("VERDICT", "REASON", "RUN", "TENANT", "WORKFLOW", "STATUS", "WRITTEN WITH", "NOTE")]
+    table += [
+        (
+            r.verdict,
+            r.reason or "-",
+            r.run_id,
+            r.tenant_id,
+            r.workflow,
+            r.status,
+            r.written_with,
+            r.note,
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    return "\n".join(
+        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]])
+        for row in table
+    )
+
+
+def worker_json(w: WorkerInfo, now: datetime) -> dict[str, JSON]:
+    """A worker as JSON, with how long ago it last beat."""
+    return {
+        "owner": w.owner,
+        "host": w.host,
+        "pid": w.pid,
+        "concurrency": w.concurrency,
+        "runs_held": w.runs_held,
+        "started_at": _ts(w.started_at),
+        "last_beat": _ts(w.last_beat),
+        "seconds_since_beat": round((now - w.last_beat).total_seconds(), 1),
+        "stopped_at": _ts(w.stopped_at),
+    }
+
+
+def workers_table(found: list[WorkerInfo], now: datetime) -> str:
+    """What ``perdure workers`` prints."""
+    if not found:
+        return "no workers"
+    rows = [("OWNER", "HOST", "PID", "RUNS", "SLOTS", "LAST BEAT", "STATE")]
+    for w in found:
+        ago = (now - w.last_beat).total_seconds()
+        state = "stopped" if w.stopped_at else ("live" if ago < 60 else "silent")
+        rows.append(
+            (
+                w.owner,
+                w.host,
+                str(w.pid),
+                str(w.runs_held),
+                str(w.concurrency),
+                f"{ago:.0f}s ago",
+                state,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(n) for c, n in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
+
+
+def dumps(value: Any) -> str:
+    """Indented JSON text."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()

@@ -1,0 +1,88 @@
+"""Shared pieces of the command line: global settings, app loading, one-line errors."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+import orjson
+
+from perdure.core.errors import ConfigError, InvalidInputError, PerdureError
+from perdure.core.workflow import Workflow
+from perdure.runtime.runtime import Runtime
+
+EXIT_ERROR = 1
+
+
+class Settings:
+    """Global options shared by every command."""
+
+    def __init__(self, db: str, tenant: str) -> None:
+        self.db = db
+        self.tenant = tenant
+
+    def runtime(self, app: str | None = None, *, with_workflows: bool = False) -> Runtime:
+        """Open the runtime on ``--db``, loading the workflows of ``app`` when given."""
+        workflows = load_app(app) if (app or with_workflows) else []
+        return Runtime(self.db, workflows=workflows)
+
+
+def load_app(app: str | None) -> list[Workflow[Any]]:
+    """Import ``app`` (a module path) and return the workflows it defines at top level."""
+    app = app or os.environ.get("PERDURE_APP")
+    if not app:
+        raise ConfigError(
+            "no workflows are loaded", fix="pass --app MODULE or set PERDURE_APP=MODULE"
+        )
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(app)
+    except ImportError as exc:
+        raise ConfigError(
+            f"cannot import app module {app!r}: {exc}",
+            fix="give an importable module path (run from its project folder or install it)",
+        ) from exc
+    found = [v for v in vars(module).values() if isinstance(v, Workflow)]
+    if not found:
+        raise ConfigError(
+            f"module {app!r} defines no Workflow at top level",
+            fix="declare workflows as module-level Workflow(...) objects",
+        )
+    return found
+
+
+def parse_json(text: str | None, what: str) -> Any:
+    """Parse a JSON option, or raise a clear error naming the option."""
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{what} is not valid JSON ({exc})", fix=f"""quote it, e.g. {what} '{{"key": 1}}'"""
+        ) from None
+
+
+def run_command(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn any :class:`PerdureError` into one line on stderr and exit code 1."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PerdureError as exc:
+            click.echo(exc.one_line(), err=True)
+            sys.exit(EXIT_ERROR)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+pass_settings = click.make_pass_decorator(Settings)
+app_option = click.option(
+    "--app", envvar="PERDURE_APP", help="Module that defines the workflows (env PERDURE_APP)."
+)

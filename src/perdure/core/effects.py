@@ -1,0 +1,247 @@
+"""The effect protocol's pure parts: keys, request hashes, records, statuses, error classes.
+
+An effect is one external side effect made inside a step (a refund, an email, a device command).
+Its record is written before the call (intent) and after it (outcome), so a crash at any point
+leaves evidence of what may have happened. See ``docs/recovery.md`` for the crash windows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from perdure.core.errors import PerdureError
+from perdure.core.model import JSON
+from perdure.core.serde import dumps
+
+
+class EffectStatus(StrEnum):
+    """Where an effect is. ``executing`` means a call may be in flight or may have happened."""
+
+    PLANNED = "planned"
+    EXECUTING = "executing"
+    CONFIRMED = "confirmed"
+    REJECTED = "rejected"
+    AMBIGUOUS = "ambiguous"
+    COMPENSATED = "compensated"
+
+
+E = EffectStatus
+
+EFFECT_ALLOWED: dict[EffectStatus, frozenset[EffectStatus]] = {
+    E.PLANNED: frozenset({E.EXECUTING}),
+    # after a call: the outcome, a retryable failure back to planned, or unknown
+    E.EXECUTING: frozenset({E.CONFIRMED, E.REJECTED, E.PLANNED, E.AMBIGUOUS}),
+    # a reconcile or a person decides what happened
+    E.AMBIGUOUS: frozenset({E.CONFIRMED, E.REJECTED, E.PLANNED}),
+    E.CONFIRMED: frozenset({E.COMPENSATED}),
+    E.REJECTED: frozenset(),
+    E.COMPENSATED: frozenset(),
+}
+"""``EFFECT_ALLOWED[a]`` is the set of statuses an effect in status ``a`` may move to."""
+
+
+class ErrorClass(StrEnum):
+    """How a failure is handled: retried, recorded as rejected, escalated, or reconciled."""
+
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    UNKNOWN_OUTCOME = "unknown_outcome"
+
+
+TRANSIENT_KINDS = frozenset({"timeout", "rate_limited", "dependency_unavailable"})
+PERMANENT_KINDS = frozenset({"invalid_request", "permission_denied", "policy_rejected"})
+
+
+class EffectError(PerdureError):
+    """Raised by an ``execute`` callable (or a step) to say how a failure must be handled.
+
+    ``kind`` is a stable code such as ``rate_limited``; ``retry_after`` (seconds) is honoured by
+    retry policies when the provider gave one.
+    """
+
+    error_class: ErrorClass = ErrorClass.UNKNOWN_OUTCOME
+    code = "effect_error"
+
+    def __init__(self, kind: str, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message or kind)
+        self.kind = kind
+        self.retry_after = retry_after
+
+    def to_json(self) -> dict[str, JSON]:
+        """The error as recorded on the effect (``last_error``)."""
+        return {
+            "class": str(self.error_class),
+            "kind": self.kind,
+            "message": self.message,
+            "retry_after": self.retry_after,
+        }
+
+
+class TransientError(EffectError):
+    """The request certainly did not take effect and may succeed later (timeout before
+    sending, rate limited, dependency unavailable): retried by policy."""
+
+    error_class = ErrorClass.TRANSIENT
+    code = "transient_error"
+
+
+class PermanentError(EffectError):
+    """The provider refused the request (invalid, not permitted, against policy): recorded as
+    ``rejected``, never retried."""
+
+    error_class = ErrorClass.PERMANENT
+    code = "permanent_error"
+
+
+class UnknownOutcomeError(EffectError):
+    """The request may or may not have taken effect: reconciled, never resent blindly."""
+
+    error_class = ErrorClass.UNKNOWN_OUTCOME
+    code = "unknown_outcome"
+
+
+class BudgetExhaustedError(EffectError):
+    """A budget (attempts, time, money) ran out: escalated by policy, never retried."""
+
+    error_class = ErrorClass.BUDGET_EXHAUSTED
+    code = "budget_exhausted"
+
+
+class EffectRejectedError(PerdureError):
+    """Raised inside a step by ``ctx.effect`` when the effect was rejected (now or before)."""
+
+    code = "effect_rejected"
+    fix = "handle the rejection in the step (catch EffectRejectedError) or fix the request"
+
+    def __init__(self, key: str, error: JSON) -> None:
+        kind = error.get("kind") if isinstance(error, dict) else None
+        super().__init__(f"effect {key} was rejected ({kind or 'permanent error'})")
+        self.key = key
+        self.error = error
+
+
+class EffectConflictError(PerdureError):
+    """The same effect key was used with a different request: the code changed what it asks."""
+
+    code = "effect_request_changed"
+    fix = (
+        "an effect's request must not change between re-executions; give a different request "
+        "a different effect name"
+    )
+
+
+def classify(exc: BaseException) -> ErrorClass:
+    """The class of an exception raised by an effect's ``execute``.
+
+    :class:`EffectError` subclasses say it themselves. ``ConnectionRefusedError`` means the
+    request was never sent (transient). Anything else, a timeout included, may have reached the
+    provider: unknown outcome, so it is reconciled rather than resent.
+    """
+    if isinstance(exc, EffectError):
+        return exc.error_class
+    if isinstance(exc, ConnectionRefusedError):
+        return ErrorClass.TRANSIENT
+    return ErrorClass.UNKNOWN_OUTCOME
+
+
+def error_json(exc: BaseException) -> dict[str, JSON]:
+    """An exception as recorded in ``last_error``."""
+    if isinstance(exc, EffectError):
+        return exc.to_json()
+    kind = "dependency_unavailable" if isinstance(exc, ConnectionRefusedError) else "exception"
+    return {
+        "class": str(classify(exc)),
+        "kind": kind,
+        "message": f"{type(exc).__name__}: {exc}",
+        "retry_after": None,
+    }
+
+
+def effect_key(
+    tenant_id: str, workflow: str, run_id: str, step_seq: int, step: str, name: str
+) -> str:
+    """``tenant/workflow/run/<seq>.<step>/name``: stable across retries and re-executions of
+    the same step occurrence (``step_seq`` is the step's position in the run)."""
+    return f"{tenant_id}/{workflow}/{run_id}/{step_seq}.{step}/{name}"
+
+
+def request_hash(request: JSON) -> str:
+    """SHA-256 of the request's canonical JSON (sorted keys)."""
+    return hashlib.sha256(dumps(request)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord:
+    """The persisted ledger entry of one effect."""
+
+    key: str
+    tenant_id: str
+    run_id: str
+    step: str
+    step_seq: int
+    name: str
+    target: str
+    operation: str
+    request_hash: str
+    request: JSON
+    status: EffectStatus
+    attempts: int
+    result: JSON
+    receipt: str | None
+    last_error: JSON
+    compensator: str | None
+    resolution: JSON
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NewEffect:
+    """An intent to record before the first call."""
+
+    key: str
+    step: str
+    step_seq: int
+    name: str
+    target: str
+    operation: str
+    request_hash: str
+    request: JSON
+    compensator: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EffectResult:
+    """What an ``execute`` callable may return to record a receipt (a provider's resource or
+    transaction id) next to the result. Returning a plain JSON value records no receipt."""
+
+    result: JSON = None
+    receipt: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    """What a ``reconcile`` callable found at the provider for an effect key."""
+
+    status: str
+    result: JSON = None
+    receipt: str | None = None
+
+    @classmethod
+    def confirmed(cls, result: JSON = None, receipt: str | None = None) -> Reconciled:
+        """The provider applied the request; ``result``/``receipt`` are what it returned."""
+        return cls("confirmed", result, receipt)
+
+    @classmethod
+    def not_found(cls) -> Reconciled:
+        """The provider never applied the request: it is safe to execute it (same key)."""
+        return cls("not_found")
+
+    @classmethod
+    def unknown(cls) -> Reconciled:
+        """The provider cannot tell yet: the effect becomes ambiguous and a person decides."""
+        return cls("unknown")

@@ -1,0 +1,167 @@
+"""Typed errors with stable codes.
+
+Every error perdure raises on purpose is a :class:`PerdureError`. Each subclass has a stable
+``code`` (snake_case, safe to match on in scripts and alerts), a human ``message`` that names the
+cause, and a ``fix`` that tells the reader what to do. The CLI prints exactly one line built from
+these three parts.
+
+Control-flow signals (a run being cancelled under a step) are not errors and live elsewhere.
+"""
+
+from __future__ import annotations
+
+
+class PerdureError(Exception):
+    """Root of every error perdure raises on purpose."""
+
+    code: str = "perdure_error"
+    fix: str = ""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if fix is not None:
+            self.fix = fix
+
+    def one_line(self) -> str:
+        """The error as one line: ``error[code]: cause. fix: what to do``."""
+        text = f"error[{self.code}]: {self.message}"
+        return f"{text} (fix: {self.fix})" if self.fix else text
+
+
+class DefinitionError(PerdureError):
+    """A workflow definition is invalid (raised when the workflow is declared)."""
+
+    code = "invalid_definition"
+    fix = "correct the workflow declaration; it is checked when the module is imported"
+
+
+class ConfigError(PerdureError):
+    """A setting (database URL, app module, option value) is missing or malformed."""
+
+    code = "invalid_config"
+
+
+class InvalidInputError(PerdureError):
+    """Input given by a caller (run input, JSON on the command line) is not acceptable."""
+
+    code = "invalid_input"
+
+
+class RunNotFoundError(PerdureError):
+    """No run with this id exists for this tenant (other tenants' runs are never revealed)."""
+
+    code = "run_not_found"
+    fix = "check the run id and the tenant (`perdure runs` lists the runs you can see)"
+
+
+class WorkflowNotFoundError(PerdureError):
+    """A run names a workflow that the loaded code does not define."""
+
+    code = "workflow_not_found"
+    fix = "load the module that defines it with --app MODULE (or PERDURE_APP)"
+
+
+class IllegalTransitionError(PerdureError):
+    """A status change that the run state machine does not allow."""
+
+    code = "illegal_transition"
+    fix = (
+        "this is a bug in the caller: only the transitions in perdure.core.transitions are allowed"
+    )
+
+
+class RunClosedError(PerdureError):
+    """The run is in a terminal state (SUCCEEDED, FAILED, CANCELLED) and cannot change."""
+
+    code = "run_closed"
+    fix = "start a new run; a finished run is never reopened"
+
+
+class LeaseLostError(PerdureError):
+    """The caller's lease is gone: another owner claimed the run (its fence is higher).
+
+    A worker that receives this must stop touching the run at once; nothing it tried to write
+    was written.
+    """
+
+    code = "lease_lost"
+    fix = "nothing to do: another worker owns the run now and continues it"
+
+
+class StaleStateError(PerdureError):
+    """The run's ``state_version`` moved on since the caller read it; nothing was written."""
+
+    code = "stale_state"
+    fix = "re-read the run and decide again"
+
+
+class RunBusyError(PerdureError):
+    """The run is leased by a live owner, so it cannot be claimed now."""
+
+    code = "run_busy"
+    fix = "wait for the current owner to finish or for its lease to expire"
+
+
+class SchemaTooNewError(PerdureError):
+    """The database was migrated by a newer perdure than this one."""
+
+    code = "schema_too_new"
+    fix = "upgrade perdure to the version that migrated this database; never downgrade a store"
+
+
+class MigrationChecksumError(PerdureError):
+    """An applied migration's recorded checksum differs from the file shipped with this code."""
+
+    code = "migration_checksum_mismatch"
+    fix = "never edit an applied migration; add a new numbered migration instead"
+
+
+class StoreError(PerdureError):
+    """The database failed in a way perdure cannot classify more precisely."""
+
+    code = "store_error"
+    fix = "check that the database is reachable and writable, then retry"
+
+
+class StoreUnavailableError(StoreError):
+    """The database is unreachable or busy for now (connection lost, server restarting, lock
+    timeout). Nothing was decided: the same operation may be retried later."""
+
+    code = "store_unavailable"
+    fix = "wait for the database to come back; workers retry on their own"
+
+
+class DecodeError(PerdureError):
+    """Stored state or a payload cannot be decoded into the declared type."""
+
+    code = "decode_error"
+    fix = "repair the run's state or deploy code that can read it"
+
+
+class EffectNotFoundError(PerdureError):
+    """No effect with this key exists for this tenant."""
+
+    code = "effect_not_found"
+    fix = "check the key with `perdure effects` (keys look like tenant/workflow/run/1.step/name)"
+
+
+class EffectStateError(PerdureError):
+    """The effect is not in the status the change requires (someone else changed it first)."""
+
+    code = "effect_state_changed"
+    fix = "re-read the effect with `perdure effects --run RUN` and decide again"
+
+
+class ApprovalStateError(PerdureError):
+    """The run is not waiting for a decision (it was decided already, or never asked)."""
+
+    code = "approval_not_pending"
+    fix = "see what is pending with `perdure approvals`"
+
+
+class NotAuthorizedError(PerdureError):
+    """The principal lacks the role the operation requires."""
+
+    code = "not_authorized"
+    fix = "ask someone who holds the required role"

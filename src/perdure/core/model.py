@@ -1,0 +1,268 @@
+"""Persisted records: frozen dataclasses and string enums.
+
+These are the shapes that go into and come out of a :class:`perdure.store.base.Store`. They hold
+plain data only (no handles, no callables), so they can be compared, logged and shown as JSON.
+Times are timezone-aware UTC datetimes taken from the injected :class:`perdure.core.clock.Clock`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+JSON = Any
+"""A value that orjson can encode: dict, list, str, int, float, bool or None."""
+
+
+class RunStatus(StrEnum):
+    """Where a run is in its life. See ``perdure.core.transitions`` for the allowed changes."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    WAITING_APPROVAL = "WAITING_APPROVAL"
+    WAITING_EXTERNAL = "WAITING_EXTERNAL"
+    NEEDS_ATTENTION = "NEEDS_ATTENTION"
+    QUARANTINED = "QUARANTINED"
+    CANCEL_REQUESTED = "CANCEL_REQUESTED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        """True for SUCCEEDED, FAILED and CANCELLED: states a run never leaves."""
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
+class Durability(StrEnum):
+    """When a step-boundary commit becomes durable, and so how much a crash can lose (RPO).
+
+    * ``sync``: each boundary is committed and fsync'd before the next step starts. RPO: nothing
+      that a step completed.
+    * ``async``: boundaries go to a background writer; the next step starts at once. The writer is
+      drained before the run waits or ends. RPO: the steps since the last durable commit.
+    * ``exit``: one commit when the run waits or ends. RPO: the whole segment since the last wait.
+    """
+
+    SYNC = "sync"
+    ASYNC = "async"
+    EXIT = "exit"
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """The release manifest a run was started under; recorded on the run and never changed.
+
+    ``workflow_version`` and ``state_schema`` come from the workflow definition; the release ids
+    are whatever the user's deploy pipeline supplies (a git sha, a prompt bundle id, a model name,
+    a tool catalogue version). ``durability`` is the run's commit mode.
+    """
+
+    workflow_version: int
+    state_schema: int
+    durability: Durability = Durability.SYNC
+    code: str | None = None
+    prompt: str | None = None
+    model: str | None = None
+    tools: str | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        """The manifest as a JSON object (the form stored on the run)."""
+        return {
+            "workflow_version": self.workflow_version,
+            "state_schema": self.state_schema,
+            "durability": str(self.durability),
+            "code": self.code,
+            "prompt": self.prompt,
+            "model": self.model,
+            "tools": self.tools,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, JSON]) -> Release:
+        """Read a manifest written by :meth:`to_json`."""
+        return cls(
+            workflow_version=int(data["workflow_version"]),
+            state_schema=int(data["state_schema"]),
+            durability=Durability(data.get("durability", "sync")),
+            code=data.get("code"),
+            prompt=data.get("prompt"),
+            model=data.get("model"),
+            tools=data.get("tools"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One execution of a workflow toward one goal: the unit of ownership and recovery.
+
+    ``state_version`` grows by one on every write to the run; ``fence`` grows by one on every
+    claim. ``owner`` and ``lease_until`` describe the current lease (both None when free).
+    ``next_step`` is the step the run continues with; None once it has ended. ``wake_at`` is
+    set while the run sleeps before a retry (no worker claims it earlier); ``step_attempts`` and
+    ``retry_since`` count failed attempts of ``next_step`` and when the first one failed.
+    ``waiting`` says what a WAITING_* run waits for (``kind`` approval, signal or timer, and the
+    steps to continue with); ``budget`` holds the run's limits and usage (``perdure.core.budget``).
+    """
+
+    run_id: str
+    tenant_id: str
+    thread_id: str
+    workflow: str
+    status: RunStatus
+    next_step: str | None
+    state_version: int
+    fence: int
+    owner: str | None
+    lease_until: datetime | None
+    release: Release
+    idempotency_key: str | None
+    result: JSON
+    error: JSON
+    steps_done: int
+    created_at: datetime
+    updated_at: datetime
+    wake_at: datetime | None = None
+    step_attempts: int = 0
+    retry_since: datetime | None = None
+    waiting: JSON = None
+    budget: JSON = None
+    workflow_version: int = 1
+    state_schema: int = 1
+
+    @property
+    def durability(self) -> Durability:
+        """The run's commit mode, from its release manifest."""
+        return self.release.durability
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One committed step boundary: which step ran, under which fence, and what it decided."""
+
+    run_id: str
+    seq: int
+    name: str
+    fence: int
+    outcome: str
+    next_step: str | None
+    started_at: datetime
+    finished_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An append-only record of something that happened to a run (audit trail, streaming)."""
+
+    run_id: str
+    seq: int
+    type: str
+    step: str | None
+    fence: int | None
+    data: JSON
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A model's request to call a tool; ``id`` links it to the tool result message."""
+
+    id: str
+    name: str
+    arguments: JSON = None
+
+    def to_json(self) -> dict[str, JSON]:
+        """The call in the OpenAI-compatible shape: ``{"id", "name", "arguments"}``."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A structured conversation message, stored per thread and never rewritten.
+
+    ``role`` is ``user``, ``assistant``, ``tool`` or ``system``. An assistant message may carry
+    ``tool_calls``; a tool message carries the ``tool_call_id`` of the call it answers. ``seq``
+    (the position in the thread) and ``run_id`` are filled in by the store.
+    """
+
+    role: str
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    seq: int | None = None
+    run_id: str | None = None
+    at: datetime | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, JSON]:
+        """The message as a JSON object (what ``perdure show --json`` prints)."""
+        out: dict[str, JSON] = {"seq": self.seq, "role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_json() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is acting: a tenant, a subject (a person or a service) and the roles it holds."""
+
+    tenant: str
+    subject: str
+    roles: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A request for a person's decision, and the decision once made."""
+
+    id: int
+    run_id: str
+    step: str
+    role: str
+    request: JSON
+    on_approve: str
+    on_reject: str
+    status: str
+    decided_by: str | None
+    decided_role: str | None
+    comment: str | None
+    requested_at: datetime
+    decided_at: datetime | None
+
+    @property
+    def approved(self) -> bool:
+        """True once approved."""
+        return self.status == "approved"
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A signal delivered to a run's inbox; ``consumed_at`` is set when a wait took it."""
+
+    id: int
+    run_id: str
+    signal_id: str
+    name: str
+    payload: JSON
+    received_at: datetime
+    consumed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker process as it last reported itself (``stopped_at`` set once it drained)."""
+
+    owner: str
+    host: str
+    pid: int
+    concurrency: int
+    runs_held: int
+    started_at: datetime
+    last_beat: datetime
+    stopped_at: datetime | None

@@ -1,0 +1,229 @@
+"""Encoding of state and payloads: canonical JSON through orjson, never pickle.
+
+A workflow's state is a dataclass, a pydantic model or a plain ``dict``. It is stored as one JSON
+value per top-level field, so a step boundary rewrites only the fields that changed. Decoding
+builds the declared type again from those fields and refuses data that does not fit it; a value
+is never turned into a class named by the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Union, get_args, get_origin
+
+import orjson
+
+from perdure.core.errors import DecodeError, InvalidInputError
+
+_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def dumps(value: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, UTF-8, dataclasses and datetimes supported."""
+    try:
+        return orjson.dumps(value, option=_OPTS, default=_default)
+    except TypeError as exc:
+        raise InvalidInputError(
+            f"value cannot be stored as JSON: {exc}",
+            fix="use JSON-compatible data (dict, list, str, int, float, bool, None, dataclasses)",
+        ) from exc
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON bytes; malformed data raises :class:`DecodeError`."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"stored JSON is malformed: {exc}") from exc
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    raise TypeError(f"type {type(value).__name__} is not JSON serializable")
+
+
+class OversizeError(DecodeError):
+    """Stored state is over the configured limits (bytes, fields or nesting depth)."""
+
+    code = "oversize"
+    fix = "shrink the state (keep large values out of it) or raise the limits"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What stored state may weigh: total bytes, number of top-level fields, nesting depth."""
+
+    max_bytes: int = 1_000_000
+    max_fields: int = 256
+    max_depth: int = 64
+
+    def check(self, fields: dict[str, bytes]) -> None:
+        """Raise :class:`OversizeError` when ``fields`` (encoded JSON) break a limit."""
+        size = sum(len(k) + len(v) for k, v in fields.items())
+        if size > self.max_bytes:
+            raise OversizeError(f"state is {size} bytes; the limit is {self.max_bytes}")
+        if len(fields) > self.max_fields:
+            raise OversizeError(f"state has {len(fields)} fields; the limit is {self.max_fields}")
+        for name, raw in fields.items():
+            if _depth(raw) > self.max_depth:
+                raise OversizeError(
+                    f"state field {name!r} nests deeper than {self.max_depth} levels"
+                )
+
+
+def _depth(raw: bytes) -> int:
+    """Nesting depth of JSON text, counted without parsing it (strings are skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
+
+
+class StateCodec:
+    """Turns a workflow state into per-field JSON and back, for one declared state type."""
+
+    def __init__(self, state_type: type[Any]) -> None:
+        self.state_type = state_type
+        self._is_dataclass = dataclasses.is_dataclass(state_type)
+        self._is_model = hasattr(state_type, "model_validate") and hasattr(
+            state_type, "model_fields"
+        )
+        if not (self._is_dataclass or self._is_model or state_type is dict):
+            raise InvalidInputError(
+                f"state type {state_type.__name__} is not supported",
+                fix="declare the state as a dataclass, a pydantic model or dict",
+            )
+        self._hints: dict[str, Any] | None = None
+
+    def coerce(self, value: Any) -> Any:
+        """Turn run input (an instance or a dict of fields) into a state instance."""
+        if isinstance(value, self.state_type):
+            return value
+        if not isinstance(value, dict):
+            raise InvalidInputError(
+                f"input for state {self.state_type.__name__} must be an object, "
+                f"got {type(value).__name__}",
+                fix="pass a JSON object whose keys are the state's fields",
+            )
+        try:
+            return self.from_fields({k: dumps(v) for k, v in value.items()})
+        except DecodeError as exc:
+            raise InvalidInputError(exc.message, fix="pass the fields the state declares") from exc
+
+    def coerce_fields(self, fields: dict[str, bytes]) -> Any:
+        """Like :meth:`from_fields`, but a misfit is the caller's input error (a state patch)."""
+        try:
+            return self.from_fields(fields)
+        except DecodeError as exc:
+            raise InvalidInputError(
+                f"the patched state does not fit {self.state_type.__name__}: {exc.message}",
+                fix="patch only declared fields, with values of their declared types",
+            ) from exc
+
+    def to_fields(self, state: Any) -> dict[str, bytes]:
+        """Encode each top-level field of ``state`` as canonical JSON."""
+        if self._is_model:
+            data = state.model_dump(mode="json")
+        elif self._is_dataclass:
+            data = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+        else:
+            data = state
+        return {name: dumps(value) for name, value in data.items()}
+
+    def from_fields(self, fields: dict[str, bytes]) -> Any:
+        """Build the declared state type from stored fields; raise :class:`DecodeError` if unfit."""
+        data = {name: loads(raw) for name, raw in fields.items()}
+        name = getattr(self.state_type, "__name__", "state")
+        if self._is_model:
+            try:
+                return self.state_type.model_validate(data)
+            except ValueError as exc:
+                raise DecodeError(f"stored state does not fit {name}: {exc}") from exc
+        if not self._is_dataclass:
+            return data
+        return _build_dataclass(self.state_type, data, self._type_hints(), name)
+
+    def _type_hints(self) -> dict[str, Any]:
+        if self._hints is None:
+            self._hints = typing.get_type_hints(self.state_type)
+        return self._hints
+
+
+def _build_dataclass(cls: type[Any], data: Any, hints: dict[str, Any], path: str) -> Any:
+    if not isinstance(data, dict):
+        raise DecodeError(f"{path}: expected an object, found {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise DecodeError(f"{path}: fields {unknown} are not declared by {cls.__name__}")
+    values = {k: _check(v, hints.get(k, Any), f"{path}.{k}") for k, v in data.items()}
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise DecodeError(f"{path}: {exc}") from exc
+
+
+_SCALARS: dict[type[Any], tuple[type[Any], ...]] = {
+    int: (int,),
+    float: (int, float),
+    str: (str,),
+    bool: (bool,),
+}
+
+
+def _check(value: Any, hint: Any, path: str) -> Any:
+    """Check ``value`` (parsed JSON) against a type hint; rebuild nested dataclasses."""
+    if hint is Any or hint is object:
+        return value
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        for option in get_args(hint):
+            try:
+                return _check(value, option, path)
+            except DecodeError:
+                continue
+        raise DecodeError(f"{path}: {value!r} fits none of {hint}")
+    if hint is type(None):
+        if value is not None:
+            raise DecodeError(f"{path}: expected null, found {type(value).__name__}")
+        return None
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _build_dataclass(hint, value, typing.get_type_hints(hint), path)
+    if hint in _SCALARS:
+        is_bool = isinstance(value, bool)
+        if not isinstance(value, _SCALARS[hint]) or (is_bool and hint is not bool):
+            raise DecodeError(f"{path}: expected {hint.__name__}, found {value!r}")
+        return value
+    if origin in (list, tuple, set, frozenset) or hint in (list, tuple):
+        if not isinstance(value, list):
+            raise DecodeError(f"{path}: expected a list, found {type(value).__name__}")
+        args = get_args(hint)
+        item = args[0] if args and origin is not tuple else Any
+        items = [_check(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
+        return (origin or hint)(items) if (origin or hint) is not list else items
+    if origin is dict or hint is dict:
+        if not isinstance(value, dict):
+            raise DecodeError(f"{path}: expected an object, found {type(value).__name__}")
+        args = get_args(hint)
+        item = args[1] if len(args) == 2 else Any
+        return {k: _check(v, item, f"{path}.{k}") for k, v in value.items()}
+    return value

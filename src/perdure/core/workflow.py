@@ -1,0 +1,375 @@
+"""Workflow definitions: named steps, their allowed successors, and step outcomes.
+
+A workflow is declared once, at import time, and checked then::
+
+    @step(next=["act", "reply"])
+    def think(ctx, state): ...
+
+    agent = Workflow("agent", version=1, state=AgentState, steps=[think, act, reply])
+
+A step is a function ``(ctx, state) -> outcome``. It may change ``state`` in place or hand back a
+new state in the outcome. The outcome says what comes next: :func:`goto` another step, :func:`done`
+with a result, :func:`fail` with a typed reason, or a wait that holds no process:
+:func:`wait_for_approval`, :func:`wait_for_signal`, :func:`sleep` / :func:`sleep_until`. Loops are
+just transitions (think -> act -> think). A step can only continue with steps it declared in
+``next``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from perdure.core.errors import DefinitionError
+from perdure.core.model import JSON
+from perdure.core.serde import StateCodec
+from perdure.core.versions import Compatibility
+
+if TYPE_CHECKING:
+    from perdure.core.budget import Budget
+    from perdure.core.retry import RetryPolicy
+
+ESCALATIONS = frozenset({"fail", "needs_attention"})
+"""The ``on_exhausted`` values that are not step names."""
+
+S = TypeVar("S")
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,99}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Next:
+    """Outcome: continue with ``step``. ``state``, when given, replaces the run's state."""
+
+    step: str
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """Outcome: the run succeeded with ``result`` (any JSON value)."""
+
+    result: JSON = None
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Outcome: the run failed for a typed ``reason`` (a stable snake_case code)."""
+
+    reason: str
+    message: str = ""
+    details: dict[str, JSON] = field(default_factory=dict)
+    state: Any = None
+
+    def to_json(self) -> dict[str, JSON]:
+        """The failure as stored on the run's ``error`` field."""
+        return {"reason": self.reason, "message": self.message, "details": self.details}
+
+
+@dataclass(frozen=True, slots=True)
+class WaitApproval:
+    """Outcome: wait (holding nothing) until a person with ``role`` approves or rejects
+    ``request``; then continue with ``on_approve`` or ``on_reject``."""
+
+    role: str
+    request: JSON
+    on_approve: str
+    on_reject: str
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitSignal:
+    """Outcome: wait for a signal called ``name`` (one already in the run's inbox counts), then
+    continue with ``next``; after ``timeout`` seconds continue with ``on_timeout`` instead (or
+    fail with ``signal_timeout`` when it is None)."""
+
+    name: str
+    next: str
+    timeout: float | None = None
+    on_timeout: str | None = None
+    state: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Outcome: wait until ``until`` (a timezone-aware time), then continue with ``next``."""
+
+    until: datetime
+    next: str
+    state: Any = None
+
+
+Outcome = Next | Done | Fail | WaitApproval | WaitSignal | Sleep
+
+
+def goto(step: str, state: Any = None) -> Next:
+    """Continue the run with ``step`` (which the current step must list in ``next``)."""
+    return Next(step, state)
+
+
+def done(result: JSON = None, state: Any = None) -> Done:
+    """End the run as SUCCEEDED with ``result``."""
+    return Done(result, state)
+
+
+def fail(reason: str, message: str = "", state: Any = None, **details: JSON) -> Fail:
+    """End the run as FAILED with a typed ``reason`` code, a message and JSON details."""
+    if not _NAME.match(reason):
+        raise DefinitionError(f"failure reason {reason!r} must be a snake_case code")
+    return Fail(reason, message, details, state)
+
+
+def wait_for_approval(
+    role: str, request: JSON, *, on_approve: str, on_reject: str, state: Any = None
+) -> WaitApproval:
+    """Pause the run until a person holding ``role`` decides on ``request`` (shown to them).
+
+    Both continuation steps must be listed in the step's ``next``. The next step sees the
+    decision as ``ctx.approval``.
+    """
+    return WaitApproval(role, request, on_approve, on_reject, state)
+
+
+def wait_for_signal(
+    name: str,
+    *,
+    next: str,
+    timeout: float | None = None,
+    on_timeout: str | None = None,
+    state: Any = None,
+) -> WaitSignal:
+    """Pause the run until signal ``name`` arrives (``perdure signal RUN NAME``), then go to
+    ``next``; the step after reads it with ``ctx.signal(name)``."""
+    return WaitSignal(name, next, timeout, on_timeout, state)
+
+
+def sleep(seconds: float, *, next: str, now: datetime, state: Any = None) -> Sleep:
+    """Pause the run for ``seconds`` from ``now`` (pass ``ctx.now()``), then go to ``next``."""
+    return Sleep(now + timedelta(seconds=seconds), next, state)
+
+
+def sleep_until(until: datetime, *, next: str, state: Any = None) -> Sleep:
+    """Pause the run until ``until`` (timezone-aware), then go to ``next``."""
+    if until.tzinfo is None:
+        raise DefinitionError("sleep_until needs a timezone-aware time", fix="use ctx.now() + ...")
+    return Sleep(until, next, state)
+
+
+def continuations(outcome: Outcome) -> list[str]:
+    """The steps an outcome may continue with (each must be declared in the step's ``next``)."""
+    if isinstance(outcome, Next):
+        return [outcome.step]
+    if isinstance(outcome, WaitApproval):
+        return [outcome.on_approve, outcome.on_reject]
+    if isinstance(outcome, WaitSignal):
+        return [outcome.next, *([outcome.on_timeout] if outcome.on_timeout else [])]
+    if isinstance(outcome, Sleep):
+        return [outcome.next]
+    return []
+
+
+StepFn = Callable[[Any, Any], Outcome]
+"""A step function: ``(ctx, state) -> outcome``, where ``ctx`` is the runtime's
+:class:`~perdure.runtime.context.Context` (the core does not import the runtime)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepDef:
+    """A declared step: its name, its function, the steps it may go to, and its retry policy
+    (a :class:`perdure.core.retry.RetryPolicy`, or None for no retries)."""
+
+    name: str
+    fn: StepFn
+    next: frozenset[str]
+    retry: RetryPolicy | None = None
+
+    def __call__(self, ctx: Any, state: Any) -> Outcome:
+        return self.fn(ctx, state)
+
+
+@overload
+def step(fn: StepFn, /) -> StepDef: ...
+@overload
+def step(
+    *,
+    name: str | None = None,
+    next: Iterable[str] = (),
+    retry: RetryPolicy | None = None,
+) -> Callable[[StepFn], StepDef]: ...
+def step(
+    fn: StepFn | None = None,
+    /,
+    *,
+    name: str | None = None,
+    next: Iterable[str] = (),
+    retry: RetryPolicy | None = None,
+) -> StepDef | Callable[[StepFn], StepDef]:
+    """Declare a step. ``next`` lists the steps it may :func:`goto`; ``name`` defaults to the
+    function's name. A step with no ``next`` can only end the run (done or fail). ``retry``
+    re-runs the step after a retryable error it raises (:class:`perdure.core.retry.RetryPolicy`);
+    when it is exhausted, its ``on_exhausted`` may name a declared failure step."""
+    targets = frozenset([next] if isinstance(next, str) else next)
+
+    def wrap(f: StepFn) -> StepDef:
+        return StepDef(name or f.__name__, f, targets, retry)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+class Workflow(Generic[S]):
+    """A named, versioned set of steps over a typed state, validated when constructed.
+
+    ``version`` is the workflow version and ``state_schema`` the version of the state's shape;
+    both are recorded on every run started from this definition. ``start`` names the first step
+    (default: the first in ``steps``). ``compensators`` lists the functions effects may name as
+    ``compensate=``; they must be declared here so a new process can run them after a crash.
+    ``budget`` is the default :class:`perdure.core.budget.Budget` of its runs (limits and the
+    no-progress guard; None: no limits, no guard). ``delete_messages_on_cancel`` removes the
+    thread messages a run added when it is cancelled (default: keep them).
+
+    Old runs under new code: the definition runs stored runs of workflow versions
+    ``min_version`` to ``version``; a run of a newer version or state schema is quarantined
+    (``schema_too_new``) until that code is back. Older state schemas are brought up to date by
+    the functions registered with :meth:`migration`. ``renamed={"old": "new"}`` and
+    ``removed={"old": "successor"}`` map steps a stored run may still point at.
+    ``retired={"model": {"old-model": "new-model"}, "tools": {"v1": None}}`` replaces a retired
+    model or tool set named in a run's release manifest, or (None) quarantines such runs.
+    Raises :class:`DefinitionError` for an empty step list, duplicate or malformed names, an
+    unknown start step, a ``next`` naming an unknown step, or a retry policy whose
+    ``on_exhausted`` names an unknown step.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        state: type[S],
+        steps: Sequence[StepDef | StepFn],
+        version: int = 1,
+        state_schema: int = 1,
+        start: str | None = None,
+        compensators: Sequence[Callable[..., Any]] = (),
+        budget: Budget | None = None,
+        delete_messages_on_cancel: bool = False,
+        min_version: int = 1,
+        renamed: dict[str, str] | None = None,
+        removed: dict[str, str] | None = None,
+        retired: dict[str, dict[str, str | None]] | None = None,
+    ) -> None:
+        if not _NAME.match(name):
+            raise DefinitionError(
+                f"workflow name {name!r} is not valid",
+                fix="use letters, digits, '_', '-' or '.', starting with a letter",
+            )
+        if version < 1 or state_schema < 1:
+            raise DefinitionError(f"workflow {name}: version and state_schema must be >= 1")
+        defs = [s if isinstance(s, StepDef) else step(s) for s in steps]
+        if not defs:
+            raise DefinitionError(f"workflow {name} has no steps, so it has no start step")
+        self.steps: dict[str, StepDef] = {}
+        for d in defs:
+            if not _NAME.match(d.name):
+                raise DefinitionError(f"workflow {name}: step name {d.name!r} is not valid")
+            if d.name in self.steps:
+                raise DefinitionError(f"workflow {name}: step {d.name!r} is declared twice")
+            self.steps[d.name] = d
+        self.start = start if start is not None else defs[0].name
+        if self.start not in self.steps:
+            raise DefinitionError(f"workflow {name}: start step {self.start!r} is not declared")
+        for d in defs:
+            unknown = sorted(d.next - self.steps.keys())
+            if unknown:
+                raise DefinitionError(
+                    f"workflow {name}: step {d.name!r} goes to undeclared steps {unknown}"
+                )
+            target = d.retry.on_exhausted if d.retry is not None else "fail"
+            if target not in ESCALATIONS and target not in self.steps:
+                raise DefinitionError(
+                    f"workflow {name}: step {d.name!r} retry on_exhausted={target!r} is neither "
+                    f"'fail', 'needs_attention' nor a declared step"
+                )
+        self.compensators: dict[str, Callable[..., Any]] = {}
+        for fn in compensators:
+            cname = getattr(fn, "__name__", "")
+            if not cname or cname in self.compensators:
+                raise DefinitionError(f"workflow {name}: compensator {fn!r} needs a unique name")
+            self.compensators[cname] = fn
+        self.budget = budget
+        self.delete_messages_on_cancel = delete_messages_on_cancel
+        if not 1 <= min_version <= version:
+            raise DefinitionError(f"workflow {name}: min_version must be in 1..{version}")
+        self.min_version = min_version
+        self.renamed = dict(renamed or {})
+        self.removed = dict(removed or {})
+        for table, mapping in (("renamed", self.renamed), ("removed", self.removed)):
+            for old, new in mapping.items():
+                if old in self.steps:
+                    raise DefinitionError(
+                        f"workflow {name}: {table} step {old!r} is still declared"
+                    )
+                if new not in self.steps:
+                    raise DefinitionError(
+                        f"workflow {name}: {table}[{old!r}] = {new!r} is not a declared step"
+                    )
+        self.retired = {k: dict(v) for k, v in (retired or {}).items()}
+        unknown_kinds = sorted(set(self.retired) - {"model", "tools"})
+        if unknown_kinds:
+            raise DefinitionError(
+                f"workflow {name}: retired kinds {unknown_kinds} are unknown",
+                fix="use 'model' and 'tools' (the release ids they replace)",
+            )
+        self.migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+        self.name = name
+        self.version = version
+        self.state_schema = state_schema
+        self.state_type = state
+        self.codec = StateCodec(state)
+
+    def migration(
+        self, *, from_schema: int
+    ) -> Callable[
+        [Callable[[dict[str, Any]], dict[str, Any]]], Callable[[dict[str, Any]], dict[str, Any]]
+    ]:
+        """Register a pure function that turns stored state of schema ``from_schema`` (a dict
+        of fields) into schema ``from_schema + 1``. Migrations chain: a run stored at schema 1
+        under code at schema 3 goes through 1->2 and 2->3 when a worker claims it."""
+
+        def register(
+            fn: Callable[[dict[str, Any]], dict[str, Any]],
+        ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+            if not 1 <= from_schema < self.state_schema:
+                raise DefinitionError(
+                    f"workflow {self.name}: a migration from schema {from_schema} does not lead "
+                    f"to the current schema {self.state_schema}"
+                )
+            if from_schema in self.migrations:
+                raise DefinitionError(
+                    f"workflow {self.name}: two migrations from schema {from_schema}"
+                )
+            self.migrations[from_schema] = fn
+            return fn
+
+        return register
+
+    @property
+    def compat(self) -> Compatibility:
+        """What this definition can read (for :func:`perdure.core.versions.plan`)."""
+        return Compatibility(
+            self.name,
+            self.version,
+            self.state_schema,
+            self.min_version,
+            frozenset(self.steps),
+            dict(self.migrations),
+            self.renamed,
+            self.removed,
+            self.retired,
+        )
+
+    def __repr__(self) -> str:
+        return f"Workflow({self.name!r}, version={self.version}, steps={list(self.steps)})"

@@ -1,0 +1,1 @@
+"""The runtime: runs workflows against a store (Runtime, execution loop, context, worker)."""

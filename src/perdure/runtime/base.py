@@ -1,0 +1,115 @@
+"""What every part of the Runtime shares: its store, clock, workflows and settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perdure.core import transitions
+from perdure.core.budget import Budget, extended
+from perdure.core.clock import Clock
+from perdure.core.effects import EffectStatus
+from perdure.core.errors import InvalidInputError, PerdureError, WorkflowNotFoundError
+from perdure.core.model import Principal, Run, RunStatus
+from perdure.core.seal import Keyring, open_fields, seal_fields
+from perdure.core.serde import Limits, dumps
+from perdure.core.workflow import Workflow
+from perdure.store.base import Store
+
+DEFAULT_TENANT = "default"
+
+Tenant = str | Principal
+"""Who a call acts for: a tenant id, or a :class:`~perdure.core.model.Principal` (its tenant)."""
+
+
+def tenant_of(who: Tenant) -> str:
+    """The tenant id a call is scoped to."""
+    return who.tenant if isinstance(who, Principal) else who
+
+
+class RuntimeBase:
+    """The state the Runtime's parts share, and the helpers they all use."""
+
+    store: Store
+    clock: Clock
+    owner: str
+    keyring: Keyring | None
+    limits: Limits
+    workflows: dict[str, Workflow[Any]]
+
+    def workflow(self, name: str) -> Workflow[Any]:
+        """A registered workflow by name, or :class:`WorkflowNotFoundError`."""
+        try:
+            return self.workflows[name]
+        except KeyError:
+            known = ", ".join(sorted(self.workflows)) or "none"
+            raise WorkflowNotFoundError(
+                f"workflow {name!r} is not loaded (loaded: {known})"
+            ) from None
+
+    def _checked(self, fields: dict[str, bytes]) -> dict[str, bytes]:
+        """Refuse state over the limits as bad input (before anything is written)."""
+        try:
+            self.limits.check(fields)
+        except PerdureError as exc:
+            raise InvalidInputError(exc.message, fix=exc.fix) from exc
+        return fields
+
+    def _has_compensations(self, run: Run) -> bool:
+        """True when the run has confirmed effects to compensate (a worker must finish the
+        cancel, with the workflow's compensators loaded)."""
+        confirmed = self.store.list_effects(
+            run.tenant_id, run_id=run.run_id, statuses=[EffectStatus.CONFIRMED]
+        )
+        return any(e.compensator for e in confirmed)
+
+    def _reopen(
+        self,
+        run: Run,
+        wf: Workflow[Any],
+        at: str | None,
+        patch: dict[str, Any] | None,
+        add_budget: Budget | None,
+        by: str | None,
+    ) -> Run:
+        error = run.error if isinstance(run.error, dict) else {}
+        step = at or run.next_step or error.get("resume_at") or error.get("step")
+        if step not in wf.steps:
+            raise InvalidInputError(
+                f"step {step!r} is not declared by workflow {wf.name}",
+                fix=f"pick one of {', '.join(wf.steps)} with --at",
+            )
+        patched: dict[str, bytes] = {}
+        if patch:
+            if not isinstance(patch, dict):
+                raise InvalidInputError("a state patch must be a JSON object of fields")
+            patched = {k: dumps(v) for k, v in patch.items()}
+            stored = self.store.load_state(run.tenant_id, run.run_id)
+            try:
+                current = open_fields(self.keyring, run.tenant_id, run.run_id, stored)
+            except PerdureError:
+                current = {}  # a tampered run is repaired by patching every field it needs
+            wf.codec.coerce_fields(self._checked({**current, **patched}))
+            patched = seal_fields(self.keyring, run.tenant_id, run.run_id, patched)
+        budget = run.budget
+        if add_budget is not None:
+            base = budget if isinstance(budget, dict) else Budget().to_json()
+            budget = extended(base, add_budget)
+        elif isinstance(budget, dict):
+            budget = {**budget, "guard": None}
+        transitions.check(run.status, RunStatus.RUNNING)
+        return self.store.reopen(
+            run.tenant_id,
+            run.run_id,
+            expected_status=run.status,
+            expected_version=run.state_version,
+            next_step=step,
+            state=patched,
+            budget=budget,
+            now=self.clock.now(),
+            data={
+                "by": by or self.owner,
+                "at": step,
+                "patched": sorted(patched),
+                "from": str(run.status),
+            },
+        )

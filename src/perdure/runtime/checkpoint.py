@@ -1,0 +1,91 @@
+"""Reading a stored checkpoint under the running code, without writing anything.
+
+:func:`inspect` opens the stored state fields (integrity), checks their size, plans the upgrade
+from the versions the run was written with, applies the migrations and decodes the result into
+the workflow's state type. It returns what the runtime needs to continue the run, or the typed
+reason it must be quarantined. The worker applies it on claim; ``perdure check`` runs it over
+every live run before a deploy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perdure.core.errors import DecodeError
+from perdure.core.model import Run
+from perdure.core.seal import IntegrityError, Keyring, open_fields
+from perdure.core.serde import Limits, OversizeError, dumps, loads
+from perdure.core.versions import Quarantine, Upgrade, migrate, plan
+from perdure.core.workflow import Workflow
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """A checkpoint this code can run: the decoded state, its fields, and the upgrade applied
+    (``upgrade.changes``: the stored run must be rewritten first; ``drop``: fields to delete)."""
+
+    state: Any
+    fields: dict[str, bytes]
+    upgrade: Upgrade
+    drop: tuple[str, ...]
+
+
+def inspect(
+    run: Run,
+    stored: dict[str, bytes],
+    workflow: Workflow[Any],
+    *,
+    keyring: Keyring | None,
+    limits: Limits,
+) -> Readable | Quarantine:
+    """Decide whether (and how) ``workflow`` can continue ``run`` from its ``stored`` fields."""
+    try:
+        fields = open_fields(keyring, run.tenant_id, run.run_id, stored)
+    except IntegrityError as exc:
+        return Quarantine("integrity_failed", exc.message, {"fields": sorted(stored)})
+    try:
+        limits.check(fields)
+    except OversizeError as exc:
+        return Quarantine("oversize", exc.message, _limits(limits))
+    upgrade = plan(
+        workflow.compat,
+        workflow_version=run.workflow_version,
+        state_schema=run.state_schema,
+        next_step=run.next_step,
+        release=run.release,
+    )
+    if isinstance(upgrade, Quarantine):
+        return upgrade
+    if upgrade.migrations:
+        try:
+            data = migrate({k: loads(v) for k, v in fields.items()}, upgrade)
+            fields = {k: dumps(v) for k, v in data.items()}
+            limits.check(fields)
+        except OversizeError as exc:
+            return Quarantine("oversize", f"after migration: {exc.message}", _limits(limits))
+        except Exception as exc:
+            return Quarantine(
+                "no_migration",
+                f"migrating state schema {upgrade.from_schema} -> {upgrade.to_schema} failed: "
+                f"{type(exc).__name__}: {exc}",
+                {"run_schema": upgrade.from_schema, "code_schema": upgrade.to_schema},
+            )
+    try:
+        state = workflow.codec.from_fields(fields)
+    except DecodeError as exc:
+        return Quarantine(
+            "decode_error",
+            exc.message,
+            {"state_schema": upgrade.to_schema, "fields": sorted(fields)},
+        )
+    encoded = workflow.codec.to_fields(state)
+    return Readable(state, encoded, upgrade, tuple(sorted(set(stored) - set(encoded))))
+
+
+def _limits(limits: Limits) -> dict[str, int]:
+    return {
+        "max_bytes": limits.max_bytes,
+        "max_fields": limits.max_fields,
+        "max_depth": limits.max_depth,
+    }

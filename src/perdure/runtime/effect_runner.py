@@ -1,0 +1,378 @@
+"""Running one effect inside a step: intent before the call, outcome after, the gate on every
+re-execution, reconcile on unknown outcomes, retries by policy, and compensation."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from perdure.core.clock import Clock
+from perdure.core.effects import (
+    EFFECT_ALLOWED,
+    EffectConflictError,
+    EffectRecord,
+    EffectRejectedError,
+    EffectResult,
+    EffectStatus,
+    ErrorClass,
+    NewEffect,
+    Reconciled,
+    classify,
+    effect_key,
+    error_json,
+    request_hash,
+)
+from perdure.core.errors import DefinitionError, InvalidInputError, PerdureError
+from perdure.core.model import JSON, Run
+from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
+from perdure.core.serde import dumps
+from perdure.core.signals import Escalate, RetryLater
+from perdure.runtime.committer import Committer
+from perdure.runtime.crashpoints import crashpoint
+from perdure.store.base import Store
+
+if TYPE_CHECKING:
+    from perdure.core.retry import RetryPolicy
+    from perdure.core.workflow import Workflow
+
+Execute = Callable[[Any, str], Any]
+Reconcile = Callable[[Any, str], Reconciled]
+Compensate = Callable[[Any, str, Any], Any]
+
+S = EffectStatus
+
+
+class EffectRunner:
+    """Drives the effects of one execution of one run (one fence)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        run: Run,
+        workflow: Workflow[Any],
+        committer: Committer,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.run = run
+        self.workflow = workflow
+        self.committer = committer
+        self.rng = random.Random()
+        self.step = ""
+        self.step_seq = 0
+        self._names: set[str] = set()
+
+    def begin_step(self, step: str, seq: int) -> None:
+        """Effects from now on belong to occurrence ``seq`` of ``step``."""
+        self.step, self.step_seq, self._names = step, seq, set()
+
+    # -- the public operation ------------------------------------------------------------------
+
+    def effect(
+        self,
+        name: str,
+        *,
+        target: str,
+        operation: str,
+        request: JSON,
+        execute: Execute,
+        reconcile: Reconcile | None = None,
+        compensate: Compensate | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> JSON:
+        """See :meth:`perdure.runtime.context.Context.effect`."""
+        if name in self._names:
+            raise DefinitionError(f"effect {name!r} is used twice in one step occurrence")
+        self._names.add(name)
+        run = self.run
+        new = NewEffect(
+            key=effect_key(run.tenant_id, run.workflow, run.run_id, self.step_seq, self.step, name),
+            step=self.step,
+            step_seq=self.step_seq,
+            name=name,
+            target=target,
+            operation=operation,
+            request_hash=request_hash(request),
+            request=request,
+            compensator=self._compensator_name(compensate),
+        )
+        return self.drive(new, execute, reconcile, retry)
+
+    def drive(
+        self,
+        new: NewEffect,
+        execute: Execute,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+    ) -> JSON:
+        """Take an effect from whatever its record says to a recorded outcome."""
+        self.committer.flush()  # every earlier boundary is durable before any call
+        record = self.store.get_effect(self.run.tenant_id, new.key)
+        if record is not None and record.request_hash != new.request_hash:
+            raise EffectConflictError(
+                f"effect {new.key} was recorded with a different request "
+                f"({record.request_hash[:12]} != {new.request_hash[:12]})"
+            )
+        max_attempts = retry.max_attempts if retry is not None else 1
+        reconciled = False
+        while True:
+            evidence = EffectEvidence(
+                new.key,
+                None if record is None else str(record.status),
+                0 if record is None else record.attempts,
+                max_attempts,
+                reconcile is not None and not reconciled,
+            )
+            action = decide(self._checkpoint(), evidence)
+            if action is Action.ADVANCE and record is not None:
+                return self._replay(record)
+            if action is Action.RECONCILE and record is not None and reconcile is not None:
+                record = self._reconcile(record, reconcile, recovering=True)
+                reconciled = True
+                continue
+            if action is Action.EXECUTE:
+                return self._execute(new, record, execute, reconcile, retry)
+            raise self._stopped(new.key, record, retry)
+
+    # -- steps of the protocol -----------------------------------------------------------------
+
+    def _execute(
+        self,
+        new: NewEffect,
+        record: EffectRecord | None,
+        execute: Execute,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+    ) -> JSON:
+        crashpoint("before_intent", new.name)
+        if record is None:
+            record = self.store.plan_effect(
+                self.run.tenant_id, self.run.run_id, self.run.fence, new, self.clock.now()
+            )
+        crashpoint("after_intent", new.name)
+        record = self._move(record, S.EXECUTING, attempts_delta=1)
+        try:
+            out = execute(new.request, new.key)
+        except Exception as exc:
+            crashpoint("after_call", new.name)
+            return self._failed(record, exc, reconcile, retry)
+        crashpoint("after_call", new.name)
+        result, receipt = (
+            (out.result, out.receipt) if isinstance(out, EffectResult) else (out, None)
+        )
+        storable = _storable(result)
+        self._move(record, S.CONFIRMED, result=storable, receipt=receipt)
+        crashpoint("after_outcome", new.name)
+        if storable is not result:
+            raise InvalidInputError(
+                f"effect {new.key} returned a value that is not JSON; it was recorded as text",
+                fix="return JSON-compatible data (or EffectResult) from execute",
+            )
+        return result
+
+    def _failed(
+        self,
+        record: EffectRecord,
+        exc: Exception,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+    ) -> JSON:
+        error = error_json(exc)
+        kind = classify(exc)
+        if kind is ErrorClass.PERMANENT:
+            self._move(record, S.REJECTED, error=error)
+            raise EffectRejectedError(record.key, error)
+        if kind is ErrorClass.BUDGET_EXHAUSTED:
+            self._move(record, S.PLANNED, error=error)
+            action = retry.on_exhausted if retry is not None else "needs_attention"
+            raise Escalate(action, "budget_exhausted", self._evidence(record, error))
+        if kind is ErrorClass.UNKNOWN_OUTCOME:
+            if reconcile is None:
+                self._move(record, S.AMBIGUOUS, error=error)
+                raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
+            record = self._reconcile(record, reconcile, recovering=False, error=error)
+            if record.status is S.CONFIRMED:
+                return self._replay(record)
+        else:
+            record = self._move(record, S.PLANNED, error=error)
+        raise self._retry_or_escalate(record, error, retry)
+
+    def _reconcile(
+        self,
+        record: EffectRecord,
+        reconcile: Reconcile,
+        *,
+        recovering: bool,
+        error: JSON = None,
+    ) -> EffectRecord:
+        """Ask the provider what happened; confirmed -> confirmed, not found -> planned (the
+        interrupted attempt is not counted when recovering), unknown -> ambiguous + escalate."""
+        try:
+            found = reconcile(record.request, record.key)
+        except Exception as exc:
+            found, error = Reconciled.unknown(), error_json(exc)
+        if found.status == "confirmed":
+            return self._move(
+                record, S.CONFIRMED, result=_storable(found.result), receipt=found.receipt
+            )
+        if found.status == "not_found":
+            note = {"class": "reconciled", "kind": "not_found", "message": "provider has no record"}
+            return self._move(
+                record, S.PLANNED, error=error or note, attempts_delta=-int(recovering)
+            )
+        if record.status is not S.AMBIGUOUS:
+            record = self._move(record, S.AMBIGUOUS, error=error)
+        raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
+
+    def _retry_or_escalate(
+        self, record: EffectRecord, error: dict[str, JSON], retry: RetryPolicy | None
+    ) -> Escalate | RetryLater:
+        if retry is not None:
+            after = error.get("retry_after")
+            at = retry.next_try(
+                attempt=record.attempts,
+                kind=str(error.get("kind")),
+                first_failure=record.created_at,
+                now=self.clock.now(),
+                rng=self.rng,
+                retry_after=float(after) if isinstance(after, int | float) else None,
+            )
+            if at is not None:
+                return RetryLater(at, {"effect": record.key, **error})
+        action = retry.on_exhausted if retry is not None else "fail"
+        return Escalate(action, "retries_exhausted", self._evidence(record, error))
+
+    def _stopped(
+        self, key: str, record: EffectRecord | None, retry: RetryPolicy | None
+    ) -> Escalate:
+        """The gate said stop: an unknown outcome nobody can reconcile, or attempts used up."""
+        if record is not None and record.status is S.EXECUTING:
+            record = self._move(
+                record,
+                S.AMBIGUOUS,
+                error={
+                    "class": "unknown_outcome",
+                    "kind": "interrupted",
+                    "message": "the process stopped during the call",
+                },
+            )
+        if record is not None and record.status is S.AMBIGUOUS:
+            return Escalate("needs_attention", "ambiguous_effect", self._evidence(record, None))
+        action = retry.on_exhausted if retry is not None else "fail"
+        last = record.last_error if record is not None else None
+        return Escalate(action, "retries_exhausted", {"effect": key, "error": last})
+
+    def _replay(self, record: EffectRecord) -> JSON:
+        if record.status is S.REJECTED:
+            raise EffectRejectedError(record.key, record.last_error)
+        return record.result
+
+    # -- compensation --------------------------------------------------------------------------
+
+    def compensate_all(self) -> list[dict[str, JSON]]:
+        """Compensate the run's confirmed effects that declared a compensator, newest first.
+
+        Each compensation is itself an effect (key ``<effect key>/compensate``), so it is
+        crash-safe; the original then becomes ``compensated``. Returns what could not be
+        compensated (rejected or unknown outcome), as evidence for the run's error.
+        """
+        unresolved: list[dict[str, JSON]] = []
+        done = self.store.list_effects(self.run.tenant_id, run_id=self.run.run_id)
+        for original in reversed(done):
+            if original.status is not S.CONFIRMED or not original.compensator:
+                continue
+            fn = self.workflow.compensators.get(original.compensator)
+            if fn is None:
+                unresolved.append({"effect": original.key, "reason": "compensator_not_loaded"})
+                continue
+            try:
+                self._compensate(original, fn)
+            except (Escalate, PerdureError) as exc:
+                unresolved.append({"effect": original.key, "reason": str(exc)})
+        return unresolved
+
+    def _compensate(self, original: EffectRecord, fn: Compensate) -> None:
+        new = NewEffect(
+            key=f"{original.key}/compensate",
+            step=original.step,
+            step_seq=original.step_seq,
+            name=f"{original.name}.compensate",
+            target=original.target,
+            operation=f"compensate:{original.operation}",
+            request_hash=original.request_hash,
+            request=original.request,
+        )
+        self.drive(new, lambda request, key: fn(request, key, original.result), None, None)
+        self._move(original, S.COMPENSATED)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _move(
+        self,
+        record: EffectRecord,
+        status: EffectStatus,
+        *,
+        attempts_delta: int = 0,
+        result: JSON = None,
+        receipt: str | None = None,
+        error: JSON = None,
+    ) -> EffectRecord:
+        if status not in EFFECT_ALLOWED[record.status]:
+            raise PerdureError(f"effect {record.key}: {record.status} -> {status} is not allowed")
+        return self.store.update_effect(
+            self.run.tenant_id,
+            record.key,
+            expected_status=record.status,
+            status=status,
+            fence=self.run.fence,
+            now=self.clock.now(),
+            attempts_delta=attempts_delta,
+            result=result,
+            receipt=receipt,
+            error=error,
+        )
+
+    def _checkpoint(self) -> Checkpoint:
+        run = self.run
+        return Checkpoint(
+            run.run_id,
+            run.tenant_id,
+            run.workflow,
+            run.release.workflow_version,
+            run.release.state_schema,
+            str(run.status),
+            str(run.durability),
+        )
+
+    def _evidence(self, record: EffectRecord, error: JSON) -> dict[str, JSON]:
+        return {
+            "effect": record.key,
+            "target": record.target,
+            "operation": record.operation,
+            "request": record.request,
+            "attempts": record.attempts,
+            "error": error if error is not None else record.last_error,
+        }
+
+    def _compensator_name(self, compensate: Compensate | None) -> str | None:
+        if compensate is None:
+            return None
+        name = getattr(compensate, "__name__", "")
+        if self.workflow.compensators.get(name) is not compensate:
+            raise DefinitionError(
+                f"compensator {name or compensate!r} is not declared by workflow "
+                f"{self.workflow.name}",
+                fix="list it in Workflow(..., compensators=[...]) so it can run after a restart",
+            )
+        return name
+
+
+def _storable(value: Any) -> JSON:
+    """``value`` if it can be stored as JSON, else its text (recorded, never lost)."""
+    try:
+        dumps(value)
+    except InvalidInputError:
+        return {"unstorable_result": repr(value)[:2000]}
+    return value

@@ -1,0 +1,485 @@
+"""Running one claimed run: the step loop between a claim and the next stop.
+
+An execution holds the lease of one run. It decodes the checkpoint, then repeatedly runs the next
+step, turns its outcome into a :class:`~perdure.store.base.Boundary` and hands it to the
+:class:`~perdure.runtime.committer.Committer`. It stops when the run ends, when it must wait
+(a durable retry delay), when it needs a person (NEEDS_ATTENTION), when a graceful shutdown is
+requested (after the current step's boundary is durable), or when it loses the run (the fence
+moved on, a cancel arrived): then it stops touching the run at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import traceback
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from perdure.core import budget as budgets
+from perdure.core import transitions
+from perdure.core.clock import Clock
+from perdure.core.effects import EffectError
+from perdure.core.errors import (
+    LeaseLostError,
+    PerdureError,
+    RunClosedError,
+    StaleStateError,
+    StoreError,
+)
+from perdure.core.model import JSON, Approval, Message, Release, Run, RunStatus, Signal
+from perdure.core.seal import Keyring, seal_fields
+from perdure.core.serde import Limits
+from perdure.core.signals import Cancelled, Escalate, RetryLater
+from perdure.core.versions import Quarantine
+from perdure.core.workflow import (
+    ESCALATIONS,
+    Done,
+    Fail,
+    Next,
+    Outcome,
+    Sleep,
+    StepDef,
+    WaitApproval,
+    WaitSignal,
+    Workflow,
+    continuations,
+)
+from perdure.runtime.boundaries import next_step_of, to_boundary
+from perdure.runtime.checkpoint import Readable, inspect
+from perdure.runtime.committer import Committer
+from perdure.runtime.context import Context
+from perdure.runtime.crashpoints import crashpoint
+from perdure.runtime.effect_runner import EffectRunner
+from perdure.runtime.leases import Heartbeat, Lease
+from perdure.store.base import Boundary, Store
+
+SUGGESTIONS = {
+    "ambiguous_effect": (
+        "check at the provider whether the effect happened, then run "
+        "`perdure effects resolve KEY --confirmed --receipt ID` or `--not-applied`"
+    ),
+    "retries_exhausted": "fix the cause of the error, then resume the run",
+    "budget_exhausted": "raise the budget (`perdure resume RUN --add-steps N ...`) or end the run",
+    "no_progress": "the run repeats itself; patch the state or resume at another step",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Why an execution stopped: ``ended`` (terminal), ``waiting`` (for an approval, a signal or
+    a timer), ``retry_scheduled`` (sleeping until a retry), ``needs_attention``, ``released``
+    (shutdown), ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or
+    ``store_error`` (the database failed; the lease is left to expire)."""
+
+    reason: str
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What every execution of a runtime shares."""
+
+    store: Store
+    clock: Clock
+    heartbeat: Heartbeat
+    shutdown: threading.Event
+    keyring: Keyring | None
+    limits: Limits
+
+
+class Execution:
+    """Advances one claimed run until it stops; see the module docstring."""
+
+    def __init__(self, services: Services, run: Run, workflow: Workflow[Any]) -> None:
+        self.store = store = services.store
+        self.clock = clock = services.clock
+        self.heartbeat = services.heartbeat
+        self.shutdown = services.shutdown
+        self.keyring = services.keyring
+        self.limits = services.limits
+        self.run = run
+        self.workflow = workflow
+        self.replacements: dict[str, str] = {}
+        self.committer = Committer(store, run, clock.now)
+        self.effects = EffectRunner(store, clock, run, workflow, self.committer)
+        self.seq = run.steps_done
+        self.step_attempts = run.step_attempts
+        self.budget: dict[str, Any] | None = run.budget if isinstance(run.budget, dict) else None
+        self._charge = (0.0, 0)
+        self._thread_messages: list[Message] | None = None
+        self._approvals: list[Approval] | None = None
+        self._signals: list[Signal] | None = None
+
+    def execute(self) -> Stopped:
+        """Run steps until the run stops; never raises for a run-level problem."""
+        run = self.run
+        lease = self.heartbeat.hold(run.tenant_id, run.run_id, run.fence)
+        try:
+            if run.status is RunStatus.CANCEL_REQUESTED:
+                return self._finish_cancel()
+            return self._loop(lease)
+        except (LeaseLostError, RunClosedError):
+            self.committer.discard()
+            return Stopped("lost", run.run_id)
+        except StaleStateError:
+            self.committer.discard()
+            return self._after_stale()
+        except StoreError:
+            # The database failed under us: keep nothing in memory, let the lease expire and let
+            # whichever worker claims the run next continue from its last durable boundary.
+            self.committer.discard()
+            return Stopped("store_error", run.run_id)
+        finally:
+            self.heartbeat.drop(lease)
+
+    def _loop(self, lease: Lease) -> Stopped:
+        wf = self.workflow
+        stored = self.store.load_state(self.run.tenant_id, self.run.run_id)
+        found = inspect(self.run, stored, wf, keyring=self.keyring, limits=self.limits)
+        if isinstance(found, Quarantine):
+            return self._quarantine(found.reason, found.message, found.evidence)
+        if found.upgrade.changes:
+            self._upgrade(found)
+        self.replacements = found.upgrade.replacements
+        run, state, fields = self.run, found.state, dict(found.fields)
+        step_name = run.next_step
+        waiting = run.waiting if isinstance(run.waiting, dict) else {}
+        if waiting.get("kind") == "signal":
+            # claimed because the wait for a signal timed out
+            step_name = waiting.get("on_timeout")
+            if step_name is None:
+                evidence = {"signal": waiting.get("name"), "timeout": waiting.get("timeout")}
+                return self._escalate(Escalate("fail", "signal_timeout", evidence), "wait")
+        while step_name is not None:
+            if step_name not in wf.steps:
+                self.committer.flush()
+                return self._quarantine(
+                    "unknown_step", f"step {step_name!r} is not declared by {wf.name}"
+                )
+            if lease.lost.is_set():
+                raise LeaseLostError(f"run {run.run_id}: lease lost")
+            if self.shutdown.is_set():
+                self.committer.flush()
+                return self._release()
+            current = step_name
+            try:
+                self._check_budget()
+                boundary, state, step_name = self._step(current, state, fields)
+            except RetryLater as wait:
+                return self._defer(wait)
+            except Escalate as esc:
+                return self._escalate(esc, current)
+            except Cancelled:
+                self.committer.flush()
+                return self._after_stale()
+            fields.update(boundary.state)
+            crashpoint("before_commit", boundary.step)
+            self.committer.submit(boundary)
+            self.seq += 1
+            self.step_attempts = 0
+            if boundary.status is not RunStatus.RUNNING:
+                self.committer.flush()
+            crashpoint("after_commit", boundary.step)
+            if boundary.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
+                return Stopped("waiting", run.run_id)
+        return Stopped("ended", run.run_id)
+
+    def _upgrade(self, found: Readable) -> None:
+        """Rewrite the claimed run for this code (migrated state, renamed step)."""
+        run, wf, up = self.run, self.workflow, found.upgrade
+        self.run = self.effects.run = self.store.upgrade_run(
+            run.tenant_id,
+            run.run_id,
+            fence=run.fence,
+            expected_version=self.committer.version,
+            fields=seal_fields(self.keyring, run.tenant_id, run.run_id, found.fields),
+            drop=found.drop,
+            next_step=up.next_step,
+            workflow_version=wf.version,
+            state_schema=wf.state_schema,
+            now=self.clock.now(),
+            data={
+                "from_version": run.workflow_version,
+                "to_version": wf.version,
+                "from_schema": up.from_schema,
+                "to_schema": up.to_schema,
+                "renamed_step": {up.renamed_from: up.next_step} if up.renamed_from else None,
+                "dropped_fields": list(found.drop),
+            },
+        )
+        self.committer.version = self.run.state_version
+
+    def _check_budget(self) -> None:
+        """Before a step: stop when a limit was reached or the run makes no progress."""
+        if self.budget is None:
+            return
+        limit = budgets.exhausted(self.budget)
+        action = self.budget.get("on_exhausted", "needs_attention")
+        if limit is not None:
+            evidence = {
+                "limit": limit,
+                "limits": self.budget["limits"],
+                "used": self.budget["used"],
+            }
+            raise Escalate(action, "budget_exhausted", evidence)
+        guard = self.budget.get("guard") or {}
+        repeats = self.budget.get("max_repeats")
+        if repeats and guard.get("count", 0) >= repeats:
+            raise Escalate(action, "no_progress", {"repeats": guard["count"], "key": guard["key"]})
+
+    def _step(
+        self, name: str, state: Any, fields: dict[str, bytes]
+    ) -> tuple[Boundary, Any, str | None]:
+        """Run one step and describe its boundary; returns (boundary, new state, next step)."""
+        run, wf = self.run, self.workflow
+        self.effects.begin_step(name, self.seq + 1)
+        self._charge = (0.0, 0)
+        ctx = Context(run, name, self)
+        started = self.clock.now()
+        outcome = self._call(wf.steps[name], ctx, state)
+        try:
+            encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
+            self.limits.check(encoded)
+        except PerdureError as exc:
+            outcome, encoded = Fail("state_not_storable", exc.message), fields
+        if outcome.state is not None:
+            state = outcome.state
+        if isinstance(outcome, Fail):
+            unresolved = self.effects.compensate_all()
+            if unresolved:
+                details = {**outcome.details, "unresolved_compensations": unresolved}
+                outcome = Fail(outcome.reason, outcome.message, details, outcome.state)
+        changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
+        if self._thread_messages is not None:
+            self._thread_messages.extend(ctx.new_messages)
+        common: dict[str, Any] = {
+            "step": name,
+            "started_at": started,
+            "finished_at": self.clock.now(),
+            "state": seal_fields(self.keyring, run.tenant_id, run.run_id, changed),
+            "messages": tuple(ctx.new_messages),
+            "budget": self._spend(name, encoded),
+            "workflow_version": wf.version,
+            "state_schema": wf.state_schema,
+        }
+        return to_boundary(outcome, common, self.clock.now()), state, next_step_of(outcome)
+
+    def _spend(self, step: str, encoded: dict[str, bytes]) -> JSON:
+        """Charge the step to the budget and update the no-progress guard."""
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        spent = budgets.charged(self.budget, steps=1, cost=cost, tokens=tokens)
+        digest = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(encoded.items())))
+        self.budget, _ = budgets.guarded(spent, f"{step}:{digest.hexdigest()[:16]}")
+        return self.budget
+
+    def _call(self, step: StepDef, ctx: Context, state: Any) -> Outcome:
+        """Call the step function and turn anything unexpected into a typed outcome.
+
+        Raises :class:`RetryLater` (sleep, then run the step again) and :class:`Escalate` with
+        action ``needs_attention``; other escalations become a failure or the failure step.
+        """
+        try:
+            outcome = step(ctx, state)
+        except Escalate as esc:
+            return self._escalated(esc, step.name)
+        except EffectError as exc:
+            return self._step_error(step, exc)
+        except StoreError:
+            raise  # the database failed, not the step: the run is continued later
+        except PerdureError as exc:
+            return Fail(exc.code, exc.message)
+        except Exception as exc:
+            tb = traceback.format_exception(exc)[-5:]
+            return Fail("step_raised", f"{type(exc).__name__}: {exc}", {"traceback": tb})
+        if not isinstance(outcome, Next | Done | Fail | WaitApproval | WaitSignal | Sleep):
+            return Fail(
+                "invalid_outcome",
+                f"step {step.name!r} returned {type(outcome).__name__}; return goto(...), "
+                "done(...), fail(...), wait_for_approval(...), wait_for_signal(...) or sleep(...)",
+            )
+        stray = [s for s in continuations(outcome) if s not in step.next]
+        if stray:
+            return Fail(
+                "undeclared_transition",
+                f"step {step.name!r} continues with {stray}, which is not in its next= list",
+            )
+        return outcome
+
+    def _step_error(self, step: StepDef, exc: EffectError) -> Outcome:
+        """A classified error raised by the step itself: retry the step by its policy."""
+        error = exc.to_json()
+        policy = step.retry
+        if policy is None:
+            return Fail(exc.code, exc.message, {"error": error})
+        attempt = self.step_attempts + 1
+        now = self.clock.now()
+        at = policy.next_try(
+            attempt=attempt,
+            kind=exc.kind,
+            first_failure=self.run.retry_since or now,
+            now=now,
+            rng=self.effects.rng,
+            retry_after=exc.retry_after,
+        )
+        if at is not None:
+            raise RetryLater(at, {"step": step.name, **error}, step_attempts=attempt)
+        evidence: dict[str, JSON] = {"step": step.name, "attempts": attempt, "error": error}
+        return self._escalated(
+            Escalate(policy.on_exhausted, "retries_exhausted", evidence), step.name
+        )
+
+    def _escalated(self, esc: Escalate, step: str) -> Outcome:
+        """Turn an escalation into an outcome: fail, or go to the declared failure step."""
+        if esc.action == "needs_attention":
+            raise esc
+        message = f"{esc.reason} in step {step!r}"
+        if esc.action in ESCALATIONS or esc.action not in self.workflow.steps:
+            details = dict(esc.evidence)
+            if esc.action not in ESCALATIONS:
+                details["invalid_failure_step"] = esc.action
+            return Fail(esc.reason, message, details)
+        return Next(esc.action)
+
+    # -- what a step's context reads (see perdure.runtime.context.StepHost) ---------------------
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def thread_messages(self) -> list[Message]:
+        if self._thread_messages is None:
+            self._thread_messages = self.store.messages(self.run.tenant_id, self.run.thread_id)
+        return self._thread_messages
+
+    def approvals(self) -> list[Approval]:
+        if self._approvals is None:
+            self._approvals = self.store.approvals(self.run.tenant_id, run_id=self.run.run_id)
+        return self._approvals
+
+    def signals(self) -> list[Signal]:
+        if self._signals is None:
+            self._signals = self.store.signals(self.run.tenant_id, self.run.run_id)
+        return self._signals
+
+    def charge(self, cost: float, tokens: int) -> None:
+        spent_cost, spent_tokens = self._charge
+        self._charge = (spent_cost + cost, spent_tokens + tokens)
+
+    def budget_left(self) -> dict[str, float | int | None] | None:
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        return budgets.remaining(budgets.charged(self.budget, cost=cost, tokens=tokens))
+
+    def release(self) -> Release:
+        model = self.replacements.get("model", self.run.release.model)
+        tools = self.replacements.get("tools", self.run.release.tools)
+        return replace(self.run.release, model=model, tools=tools)
+
+    def cancel_requested(self) -> bool:
+        return self._current().status is RunStatus.CANCEL_REQUESTED
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    def _current(self) -> Run:
+        return self.store.get_run(self.run.tenant_id, self.run.run_id)
+
+    def _release(self) -> Stopped:
+        run = self.run
+        now = self.clock.now()
+        self.store.release(run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, now)
+        return Stopped("released", run.run_id)
+
+    def _defer(self, wait: RetryLater) -> Stopped:
+        """Sleep durably until the retry is due; the lease is released meanwhile."""
+        self.committer.flush()
+        attempts = self.step_attempts if wait.step_attempts is None else wait.step_attempts
+        self.store.defer(
+            self.run.tenant_id,
+            self.run.run_id,
+            fence=self.run.fence,
+            expected_version=self.committer.version,
+            wake_at=wait.at,
+            step_attempts=attempts,
+            now=self.clock.now(),
+            data=wait.error,
+        )
+        return Stopped("retry_scheduled", self.run.run_id)
+
+    def _escalate(self, esc: Escalate, step: str) -> Stopped:
+        """Stop before (or instead of) a step: hand the run to a person, or fail it."""
+        if esc.action == "needs_attention":
+            return self._needs_attention(esc, step)
+        self.committer.flush()
+        unresolved = self.effects.compensate_all()
+        data: dict[str, JSON] = {"reason": esc.reason, "step": step, "details": esc.evidence}
+        if unresolved:
+            data["unresolved_compensations"] = unresolved
+        return self._close(self._current(), RunStatus.FAILED, data, "ended")
+
+    def _needs_attention(self, esc: Escalate, step: str) -> Stopped:
+        """Hand the run to a person with why, where, what to do, and the evidence."""
+        self.committer.flush()
+        data: dict[str, JSON] = {
+            "reason": esc.reason,
+            "step": step,
+            "completed_steps": self.seq,
+            "suggested_action": SUGGESTIONS.get(esc.reason, "inspect the evidence, then resume"),
+            "resume_at": step,
+            "evidence": esc.evidence,
+        }
+        return self._close(self._current(), RunStatus.NEEDS_ATTENTION, data, "needs_attention")
+
+    def _after_stale(self) -> Stopped:
+        """The run moved on under us: finish a cancel if it is ours to finish, else let go."""
+        current = self._current()
+        if current.status is RunStatus.CANCEL_REQUESTED and current.fence == self.run.fence:
+            self.run = self.effects.run = current
+            return self._finish_cancel()
+        return Stopped("lost", current.run_id)
+
+    def _finish_cancel(self) -> Stopped:
+        """Compensate confirmed effects (newest first), then end the run CANCELLED."""
+        unresolved = self.effects.compensate_all()
+        run = self._current()
+        data: dict[str, JSON] = {"reason": "cancelled", "step": run.next_step}
+        if unresolved:
+            data["unresolved_compensations"] = unresolved
+        if self.workflow.delete_messages_on_cancel:
+            data["deleted_messages"] = self.store.delete_run_messages(run.tenant_id, run.run_id)
+        return self._close(run, RunStatus.CANCELLED, data, "cancelled")
+
+    def _quarantine(
+        self, reason: str, message: str, evidence: dict[str, JSON] | None = None
+    ) -> Stopped:
+        """Park the run as QUARANTINED with the evidence; the worker goes on with others."""
+        run = self._current()
+        data = {
+            "reason": reason,
+            "message": message,
+            "step": run.next_step,
+            "evidence": evidence or {},
+        }
+        return self._close(run, RunStatus.QUARANTINED, data, "quarantined")
+
+    def _close(self, run: Run, status: RunStatus, data: JSON, why: str) -> Stopped:
+        """Move ``run`` (as last read) to ``status`` under our fence and give the lease up."""
+        transitions.check(run.status, status)
+        try:
+            self.store.set_status(
+                run.tenant_id,
+                run.run_id,
+                expected_status=run.status,
+                expected_version=run.state_version,
+                status=status,
+                fence=self.run.fence,
+                now=self.clock.now(),
+                data=data,
+                release_lease=True,
+            )
+        except (LeaseLostError, RunClosedError, StaleStateError):
+            return Stopped("lost", run.run_id)
+        return Stopped(why, run.run_id)
