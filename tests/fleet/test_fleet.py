@@ -250,7 +250,7 @@ def assert_each_effect_applied_once(
 ) -> None:
     """The counter has exactly one row per run's effect, and the run kept that row's id."""
     effects = pg_rows(
-        url, "SELECT run_id, effect_key, status, (result->>'id')::bigint FROM perdure.core.effects"
+        url, "SELECT run_id, effect_key, status, (result->>'id')::bigint FROM perdure.effects"
     )
     assert sorted(rid for rid, *_ in effects) == sorted(runs), "one effect per run"
     assert {status for _, _, status, _ in effects} == {"confirmed"}
