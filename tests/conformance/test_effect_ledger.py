@@ -13,6 +13,7 @@ from perdure.core.errors import (
     RunClosedError,
 )
 from perdure.core.model import Run, RunStatus
+from perdure.core.records import StepOutcome
 from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 
@@ -192,7 +193,7 @@ def test_effects_list_in_planning_order_and_filter_by_status(
 def test_no_effect_is_planned_on_a_finished_run(store: Store, clock: FakeClock) -> None:
     run = claimed(store, clock)
     now = clock.now()
-    end = Boundary("first", "done", None, RunStatus.SUCCEEDED, now, now)
+    end = Boundary("first", StepOutcome.DONE, None, RunStatus.SUCCEEDED, now, now)
     store.commit("t1", "r1", run.fence, run.state_version, [end], now)
     with pytest.raises(RunClosedError):
         store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
@@ -222,7 +223,7 @@ def test_a_deferred_run_sleeps_until_wake_at(store: Store, clock: FakeClock) -> 
     woken = store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"])
     assert woken is not None and woken.wake_at is None and woken.step_attempts == 1
     now = clock.now()
-    b = Boundary("first", "next", "second", RunStatus.RUNNING, now, now)
+    b = Boundary("first", StepOutcome.NEXT, "second", RunStatus.RUNNING, now, now)
     store.commit("t1", "r1", woken.fence, woken.state_version, [b], now)
     after = store.get_run("t1", "r1")
     assert (after.step_attempts, after.retry_since) == (0, None), "a boundary clears the count"

@@ -6,6 +6,7 @@ import threading
 
 from perdure import FakeClock
 from perdure.core.model import Message, RunStatus
+from perdure.core.records import StepOutcome
 from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 
@@ -21,7 +22,7 @@ def test_state_fields_round_trip_byte_for_byte(store: Store, clock: FakeClock) -
     run = store.claim("w1", clock.now() + LEASE, clock.now(), ["wf"])
     assert run is not None
     now = clock.now()
-    b = Boundary("first", "next", "second", RunStatus.RUNNING, now, now, state=values)
+    b = Boundary("first", StepOutcome.NEXT, "second", RunStatus.RUNNING, now, now, state=values)
     store.commit("t1", "r1", run.fence, run.state_version, [b], now)
     assert store.load_state("t1", "r1") == {"n": b"0", **values}
 
@@ -34,7 +35,7 @@ def test_results_errors_and_event_data_keep_their_json_as_written(
     assert run is not None
     now = clock.now()
     result = {"zeta": "é 🔥", "alpha": [1, 2.5, None], "nested": {"b": 1, "a": 2}}
-    b = Boundary("first", "done", None, RunStatus.SUCCEEDED, now, now, result=result)
+    b = Boundary("first", StepOutcome.DONE, None, RunStatus.SUCCEEDED, now, now, result=result)
     store.commit("t1", "r1", run.fence, run.state_version, [b], now)
     after = store.get_run("t1", "r1")
     assert after.result == result
@@ -103,7 +104,9 @@ def test_runs_of_one_thread_appending_at_once_number_messages_without_gaps(
         for n in range(5):
             now = clock.now()
             m = (Message("assistant", f"{run.run_id}-{n}"),)
-            b = Boundary("first", "next", "first", RunStatus.RUNNING, now, now, messages=m)
+            b = Boundary(
+                "first", StepOutcome.NEXT, "first", RunStatus.RUNNING, now, now, messages=m
+            )
             version = store.commit("t1", run.run_id, run.fence, version, [b], now)
 
     threads = [threading.Thread(target=append, args=(i,)) for i in range(len(runs))]

@@ -20,6 +20,14 @@ from perdure import FakeClock
 from perdure.core import transitions
 from perdure.core.errors import PerdureError
 from perdure.core.model import Run, RunStatus
+from perdure.core.records import (
+    ApprovalRequest,
+    ApprovalWait,
+    SignalWait,
+    StepOutcome,
+    TimerWait,
+    Waiting,
+)
 from perdure.store.base import Boundary
 from tests.backends import Backend
 from tests.conformance.conftest import LEASE, new_run
@@ -57,7 +65,8 @@ class StoreMachine(RuleBasedStateMachine):
             return
         now = self.clock.now()
         nxt = "first" if status is RunStatus.RUNNING else None
-        b = Boundary("first", "x", nxt, status, now, now, {"n": b"1"})
+        outcome = StepOutcome.NEXT if status is RunStatus.RUNNING else StepOutcome.DONE
+        b = Boundary("first", outcome, nxt, status, now, now, {"n": b"1"})
         try:
             version = self.store.commit("t1", "r", held.fence, held.state_version, [b], now)
         except PerdureError:
@@ -95,22 +104,24 @@ class StoreMachine(RuleBasedStateMachine):
             return
         now = self.clock.now()
         if kind == "approval":
-            waiting = {"kind": "approval", "role": "r", "on_approve": "a", "on_reject": "b"}
+            wait = ApprovalWait("r", "a", "b")
             b = Boundary(
                 "first",
-                "wait",
+                StepOutcome.WAIT_APPROVAL,
                 None,
                 RunStatus.WAITING_APPROVAL,
                 now,
                 now,
-                waiting=waiting,
-                approval={**waiting, "request": {}},
+                waiting=wait,
+                approval=ApprovalRequest(wait, {}),
             )
         else:
-            waiting = {"kind": kind, "name": "go", "next": "first", "on_timeout": None}
+            waiting: Waiting = (
+                SignalWait("go", "first") if kind == "signal" else TimerWait("first", now + LEASE)
+            )
             b = Boundary(
                 "first",
-                "wait",
+                StepOutcome.WAIT_SIGNAL if kind == "signal" else StepOutcome.SLEEP,
                 "first",
                 RunStatus.WAITING_EXTERNAL,
                 now,

@@ -14,6 +14,7 @@ from perdure.core.errors import (
     RunClosedError,
 )
 from perdure.core.model import Message, RunStatus
+from perdure.core.records import ApprovalRequest, ApprovalWait, SignalWait, StepOutcome
 from perdure.store.base import Boundary, Store
 from tests.conformance.conftest import LEASE, new_run
 
@@ -87,16 +88,16 @@ def test_an_effect_intent_is_recorded_once_and_fenced(store: Store, clock: FakeC
 def test_a_wait_for_approval_is_decided_once(store: Store, clock: FakeClock) -> None:
     run = claimed(store, clock)
     now = clock.now()
-    waiting = {"kind": "approval", "role": "mgr", "on_approve": "yes", "on_reject": "no"}
+    wait = ApprovalWait("mgr", "yes", "no")
     b = Boundary(
         "first",
-        "wait",
+        StepOutcome.WAIT_APPROVAL,
         None,
         RunStatus.WAITING_APPROVAL,
         now,
         now,
-        waiting=waiting,
-        approval={**waiting, "request": {"amount": 5}},
+        waiting=wait,
+        approval=ApprovalRequest(wait, {"amount": 5}),
     )
     store.commit("t1", "r1", run.fence, run.state_version, [b], now)
     (pending,) = store.approvals("t1", pending=True)
@@ -150,8 +151,16 @@ def test_the_signal_inbox_keeps_early_signals_and_ignores_duplicates(
     )
     assert what == "duplicate"
     now = clock.now()
-    waiting = {"kind": "signal", "name": "go", "next": "after", "on_timeout": None}
-    b = Boundary("first", "wait", "after", RunStatus.WAITING_EXTERNAL, now, now, waiting=waiting)
+    waiting = SignalWait("go", "after")
+    b = Boundary(
+        "first",
+        StepOutcome.WAIT_SIGNAL,
+        "after",
+        RunStatus.WAITING_EXTERNAL,
+        now,
+        now,
+        waiting=waiting,
+    )
     store.commit("t1", "r1", run.fence, run.state_version, [b], now)
     after = store.get_run("t1", "r1")
     assert (after.status, after.next_step, after.owner) == (RunStatus.RUNNING, "after", None)
@@ -167,7 +176,7 @@ def test_a_signal_to_a_finished_run_is_recorded_and_refused(store: Store, clock:
         "r1",
         run.fence,
         run.state_version,
-        [Boundary("first", "done", None, RunStatus.SUCCEEDED, now, now)],
+        [Boundary("first", StepOutcome.DONE, None, RunStatus.SUCCEEDED, now, now)],
         now,
     )
     with pytest.raises(RunClosedError):

@@ -118,8 +118,8 @@ def test_retries_are_bounded_and_exhaustion_follows_the_policy(
     runtime.run_until_idle()
     failed = runtime.get(run_id)
     assert failed.status is RunStatus.FAILED
-    assert failed.error["reason"] == "retries_exhausted"
-    assert failed.error["details"]["attempts"] == 2
+    assert failed.error.reason == "retries_exhausted"
+    assert failed.error.evidence["attempts"] == 2
     assert provider.applied == []
 
 
@@ -127,7 +127,7 @@ def test_a_permanent_error_is_rejected_and_never_retried(runtime: Runtime) -> No
     provider = Provider(failures=[PermanentError("permission_denied", "no refunds today")])
     run_id = run_once(runtime, one_effect(provider, retry=RetryPolicy(max_attempts=5)))
     run = runtime.get(run_id)
-    assert (run.status, run.error["reason"]) == (RunStatus.FAILED, "effect_rejected")
+    assert (run.status, run.error.reason) == (RunStatus.FAILED, "effect_rejected")
     (effect,) = runtime.effects(run_id=run_id)
     assert (effect.status, effect.attempts) == ("rejected", 1)
     assert effect.last_error["kind"] == "permission_denied"
@@ -154,10 +154,10 @@ def test_an_unknown_outcome_without_reconciler_needs_a_person(runtime: Runtime) 
     run = runtime.get(run_id)
     assert run.status is RunStatus.NEEDS_ATTENTION
     assert run.owner is None
-    assert run.error["reason"] == "ambiguous_effect"
-    assert run.error["step"] == "pay"
-    assert "perdure effects resolve" in run.error["suggested_action"]
-    assert run.error["evidence"]["request"] == {"amount": 10}
+    assert run.error.reason == "ambiguous_effect"
+    assert run.error.step == "pay"
+    assert "perdure effects resolve" in run.error.suggested_action
+    assert run.error.evidence["request"] == {"amount": 10}
     (effect,) = runtime.effects(status=["ambiguous"])
     assert effect.attempts == 1
     assert runtime.run_until_idle() == 0, "never retried blindly"
@@ -236,7 +236,7 @@ def test_budget_exhaustion_is_escalated_by_policy_not_retried(
     provider = Provider(failures=[BudgetExhaustedError("cost", "monthly budget used")])
     run_id = run_once(runtime, one_effect(provider, retry=policy))
     run = runtime.get(run_id)
-    assert (run.status, run.error["reason"]) == (status, "budget_exhausted")
+    assert (run.status, run.error.reason) == (status, "budget_exhausted")
     assert run.wake_at is None
     (effect,) = runtime.effects(run_id=run_id)
     assert (effect.status, effect.attempts) == ("planned", 1)
@@ -265,7 +265,7 @@ def test_a_changed_request_under_the_same_key_is_refused(
     clock.advance(1)
     runtime.run_until_idle()
     run = runtime.get(run_id)
-    assert (run.status, run.error["reason"]) == (RunStatus.FAILED, "effect_request_changed")
+    assert (run.status, run.error.reason) == (RunStatus.FAILED, "effect_request_changed")
     assert provider.applied == []
 
 
@@ -398,7 +398,7 @@ def test_a_compensator_must_be_declared(runtime: Runtime) -> None:
         return done()
 
     run_id = run_once(runtime, Workflow("undeclared", state=S, steps=[a]))
-    assert runtime.get(run_id).error["reason"] == "invalid_definition"
+    assert runtime.get(run_id).error.reason == "invalid_definition"
     assert provider.applied == [], "refused before any call"
 
 

@@ -73,14 +73,14 @@ def test_a_tampered_value_quarantines_the_run(db_url: str, clock: FakeClock) -> 
     with rt(db_url, clock, keys) as runtime:
         runtime.run_until_idle()
         run = runtime.get(run_id)
-    assert (run.status, run.error["reason"]) == (RunStatus.QUARANTINED, "integrity_failed")
+    assert (run.status, run.error.reason) == (RunStatus.QUARANTINED, "integrity_failed")
 
 
 def test_an_unsigned_value_is_never_accepted_as_plain(db_url: str, clock: FakeClock) -> None:
     run_id = held_run(db_url, clock, None)
     with rt(db_url, clock, Keyring({"k1": K1}, "k1")) as runtime:
         runtime.run_until_idle()
-        assert runtime.get(run_id).error["reason"] == "integrity_failed"
+        assert runtime.get(run_id).error.reason == "integrity_failed"
 
 
 def test_a_value_moved_from_another_run_is_refused(db_url: str, clock: FakeClock) -> None:
@@ -90,7 +90,7 @@ def test_a_value_moved_from_another_run_is_refused(db_url: str, clock: FakeClock
     overwrite(db_url, second, stored(db_url, first))
     with rt(db_url, clock, keys) as runtime:
         runtime.run_until_idle()
-        assert runtime.get(second).error["reason"] == "integrity_failed"
+        assert runtime.get(second).error.reason == "integrity_failed"
 
 
 def test_rotation_old_keys_verify_the_new_key_signs(db_url: str, clock: FakeClock) -> None:
@@ -103,7 +103,7 @@ def test_rotation_old_keys_verify_the_new_key_signs(db_url: str, clock: FakeCloc
     retired = held_run(db_url, clock, Keyring({"k1": K1}, "k1"))
     with rt(db_url, clock, Keyring({"k2": K2}, "k2")) as runtime:
         runtime.run_until_idle()
-        assert runtime.get(retired).error["reason"] == "integrity_failed"
+        assert runtime.get(retired).error.reason == "integrity_failed"
 
 
 def test_encrypted_state_round_trips_and_a_wrong_key_quarantines(
@@ -116,7 +116,7 @@ def test_encrypted_state_round_trips_and_a_wrong_key_quarantines(
     wrong = Keyring({"k1": K2}, "k1", encrypt=True)
     with rt(db_url, clock, wrong) as runtime:
         runtime.run_until_idle()
-        assert runtime.get(run_id).error["reason"] == "integrity_failed"
+        assert runtime.get(run_id).error.reason == "integrity_failed"
     with rt(db_url, clock, keys) as runtime:
         runtime.repair(run_id, patch={"note": "re-entered"}, by="ops")
         runtime.run_until_idle()

@@ -18,6 +18,7 @@ from perdure.core.errors import (
     WorkflowNotFoundError,
 )
 from perdure.core.model import Message
+from perdure.core.records import RunError, StepOutcome
 from perdure.store.base import Boundary
 from tests.backends import overwrite_state_field
 
@@ -58,7 +59,7 @@ def test_a_repeated_idempotency_key_returns_the_same_run(runtime: Runtime) -> No
     a = runtime.start(agent, idempotency_key="order-1")
     b = runtime.start(agent, idempotency_key="order-1")
     assert a.run_id == b.run_id
-    assert len(runtime.list()) == 1
+    assert len(runtime.runs()) == 1
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "exit"])
@@ -91,8 +92,8 @@ def test_a_step_that_raises_fails_the_run_with_a_typed_reason(runtime: Runtime) 
     runtime.run_until_idle()
     after = runtime.get(run.run_id)
     assert after.status is RunStatus.FAILED
-    assert after.error["reason"] == "step_raised"
-    assert "ValueError: bad input" in after.error["message"]
+    assert after.error.reason == "step_raised"
+    assert "ValueError: bad input" in after.error.message
 
 
 def test_a_declared_failure_is_recorded(runtime: Runtime) -> None:
@@ -102,12 +103,9 @@ def test_a_declared_failure_is_recorded(runtime: Runtime) -> None:
 
     run = runtime.start(Workflow("refuse", state=Loop, steps=[refuse]))
     runtime.run_until_idle()
-    assert runtime.get(run.run_id).error == {
-        "reason": "policy_rejected",
-        "message": "over the limit",
-        "details": {"limit": 100},
-        "step": "refuse",
-    }
+    assert runtime.get(run.run_id).error == RunError(
+        "policy_rejected", "over the limit", "refuse", {"limit": 100}
+    )
 
 
 def test_going_to_an_undeclared_step_fails_the_run(runtime: Runtime) -> None:
@@ -121,7 +119,7 @@ def test_going_to_an_undeclared_step_fails_the_run(runtime: Runtime) -> None:
 
     run = runtime.start(Workflow("stray", state=Loop, steps=[a, b]))
     runtime.run_until_idle()
-    assert runtime.get(run.run_id).error["reason"] == "undeclared_transition"
+    assert runtime.get(run.run_id).error.reason == "undeclared_transition"
 
 
 def test_cancel_of_an_idle_run_ends_it_cancelled(runtime: Runtime) -> None:
@@ -177,7 +175,7 @@ def test_an_unreadable_checkpoint_quarantines_only_that_run(runtime: Runtime, db
     assert runtime.run_until_idle() == 2
     quarantined = runtime.get(bad.run_id)
     assert quarantined.status is RunStatus.QUARANTINED
-    assert quarantined.error["reason"] == "decode_error"
+    assert quarantined.error.reason == "decode_error"
     assert quarantined.next_step == "think", "the run keeps its place; nothing restarts"
     assert runtime.get(good.run_id).status is RunStatus.SUCCEEDED
 
@@ -211,7 +209,9 @@ def test_a_worker_whose_lease_was_reclaimed_cannot_commit(db_url: str, clock: Fa
     assert b.run_until_idle() == 1, "the expired lease is reclaimed and the run finished"
     final = b.get(run.run_id)
     now = clock.now()
-    late = Boundary("think", "next", "act", RunStatus.RUNNING, now, now, {"rounds": b"99"})
+    late = Boundary(
+        "think", StepOutcome.NEXT, "act", RunStatus.RUNNING, now, now, {"rounds": b"99"}
+    )
     with pytest.raises(LeaseLostError):
         a.store.commit("default", run.run_id, stale.fence, stale.state_version, [late], now)
     assert b.get(run.run_id) == final

@@ -73,7 +73,7 @@ def test_listings_of_another_tenant_show_nothing(runtime: Runtime) -> None:
     run = runtime.start(effecting, tenant=OWNER)
     runtime.run_until_idle()
     assert runtime.get(run.run_id, tenant=OWNER).status is RunStatus.NEEDS_ATTENTION
-    assert runtime.list(tenant=STRANGER) == []
+    assert runtime.runs(tenant=STRANGER) == []
     assert runtime.effects(tenant=STRANGER) == []
     assert runtime.approvals(tenant=STRANGER) == []
     assert runtime.check(tenant="t2") == []

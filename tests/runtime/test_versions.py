@@ -128,10 +128,10 @@ def test_each_unreadable_run_is_quarantined_with_its_reason_and_kept(
         new.run_until_idle()
         run = new.get(run_id)
         assert run.status is RunStatus.QUARANTINED
-        assert run.error["reason"] == reason
-        assert run.error["message"]
+        assert run.error.reason == reason
+        assert run.error.message
         assert run.next_step == "finish", "kept in place, never restarted"
-        listed = new.list(status=["QUARANTINED"])
+        listed = new.runs(status=["QUARANTINED"])
     assert [r.run_id for r in listed] == [run_id]
 
 
@@ -146,7 +146,7 @@ def test_a_run_written_by_a_newer_release_waits_for_it_after_a_rollback(
         rolled_back.run_until_idle()
         parked = rolled_back.get(run.run_id)
         assert parked.status is RunStatus.QUARANTINED
-        assert parked.error["reason"] == "schema_too_new"
+        assert parked.error.reason == "schema_too_new"
         assert rolled_back.check()[0].verdict == "quarantine"
     with rt(db_url, clock, v2.profile) as back:
         (row,) = back.check()
@@ -188,7 +188,7 @@ def test_a_quarantined_run_can_be_ended_by_a_person(db_url: str, clock: FakeCloc
         code.run_until_idle()
         failed = code.fail(run_id, reason="model retired, customer informed", by="ops")
     assert failed.status is RunStatus.FAILED
-    assert failed.error["previous"]["reason"] == "retired_dependency"
+    assert failed.error.previous.reason == "retired_dependency"
 
 
 def test_declaring_migrations_and_renames_is_checked() -> None:
@@ -245,4 +245,4 @@ def test_random_or_truncated_state_never_crashes_the_worker(
         after = runtime.get(bad.run_id)
         assert after.status in (RunStatus.QUARANTINED, RunStatus.SUCCEEDED)
         if after.status is RunStatus.QUARANTINED:
-            assert after.error["reason"] in ("decode_error", "oversize")
+            assert after.error.reason in ("decode_error", "oversize")

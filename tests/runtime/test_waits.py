@@ -196,7 +196,7 @@ def test_a_signal_wait_times_out_after_restarts(db_url: str, clock: FakeClock) -
         assert rt.run_until_idle() == 1
         final = rt.status(run.run_id)
     assert final.run.status is RunStatus.FAILED
-    assert final.run.error["reason"] == "payment_timeout"
+    assert final.run.error.reason == "payment_timeout"
     assert final.completed_steps == ["await_payment", "give_up"]
 
 
@@ -279,8 +279,8 @@ def test_a_step_budget_stops_the_run_for_a_person_who_can_raise_it(runtime: Runt
     runtime.run_until_idle()
     paused = runtime.get(run.run_id)
     assert paused.status is RunStatus.NEEDS_ATTENTION
-    assert paused.error["reason"] == "budget_exhausted"
-    assert paused.error["evidence"]["limit"] == "steps"
+    assert paused.error.reason == "budget_exhausted"
+    assert paused.error.evidence["limit"] == "steps"
     assert paused.steps_done == 3
     runtime.resume(run.run_id, add_budget=Budget(steps=2), by="ops")
     again = runtime.get(run.run_id)
@@ -292,15 +292,15 @@ def test_a_cost_budget_fails_the_run_by_policy(runtime: Runtime) -> None:
     run = runtime.start(Workflow("spender", state=Case, steps=[think]), budget=budget)
     runtime.run_until_idle()
     failed = runtime.get(run.run_id)
-    assert (failed.status, failed.error["reason"]) == (RunStatus.FAILED, "budget_exhausted")
-    assert failed.budget["used"] == {"steps": 4, "cost": 1.0, "tokens": 4000}
+    assert (failed.status, failed.error.reason) == (RunStatus.FAILED, "budget_exhausted")
+    assert failed.budget.used.to_json() == {"steps": 4, "cost": 1.0, "tokens": 4000}
 
 
 def test_the_no_progress_guard_stops_a_run_that_repeats_itself(runtime: Runtime) -> None:
     run = runtime.start(Workflow("stuck", state=Case, steps=[think], budget=Budget(max_repeats=4)))
     runtime.run_until_idle()
     stuck = runtime.get(run.run_id)
-    assert (stuck.status, stuck.error["reason"]) == (RunStatus.NEEDS_ATTENTION, "no_progress")
+    assert (stuck.status, stuck.error.reason) == (RunStatus.NEEDS_ATTENTION, "no_progress")
     assert stuck.steps_done == 4
 
 
@@ -338,7 +338,7 @@ def test_a_person_resumes_at_a_step_with_patched_state_never_from_the_start(
     runtime.run_until_idle()
     paused = runtime.get(run.run_id)
     assert paused.status is RunStatus.NEEDS_ATTENTION
-    assert paused.error["resume_at"] == "check"
+    assert paused.error.resume_at == "check"
     with pytest.raises(InvalidInputError, match="does not fit"):
         runtime.resume(run.run_id, patch={"amount": "lots"})
     with pytest.raises(InvalidInputError, match="not declared"):

@@ -130,7 +130,7 @@ def runs(
     if quarantined:
         statuses = (*statuses, "QUARANTINED")
     with settings.runtime() as rt:
-        found = rt.list(
+        found = rt.runs(
             tenant=settings.tenant, status=statuses, workflow=workflow, thread=thread, limit=limit
         )
     if as_json:

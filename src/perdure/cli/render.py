@@ -69,8 +69,8 @@ def run_json(run: Run) -> dict[str, JSON]:
     """A run as a JSON object."""
     return {
         "run_id": run.run_id,
-        "tenant": run.tenant_id,
-        "thread": run.thread_id,
+        "tenant_id": run.tenant_id,
+        "thread_id": run.thread_id,
         "workflow": run.workflow,
         "status": str(run.status),
         "next_step": run.next_step,
@@ -82,7 +82,9 @@ def run_json(run: Run) -> dict[str, JSON]:
         "idempotency_key": run.idempotency_key,
         "steps_done": run.steps_done,
         "result": run.result,
-        "error": run.error,
+        "error": None if run.error is None else run.error.to_json(),
+        "waiting": None if run.waiting is None else run.waiting.to_json(),
+        "budget": None if run.budget is None else run.budget.to_json(),
         "created_at": _ts(run.created_at),
         "updated_at": _ts(run.updated_at),
     }
@@ -92,7 +94,7 @@ def event_json(event: Event) -> dict[str, JSON]:
     """An event as a JSON object."""
     return {
         "seq": event.seq,
-        "type": event.type,
+        "type": str(event.type),
         "step": event.step,
         "fence": event.fence,
         "data": event.data,
@@ -147,16 +149,16 @@ def view_text(view: RunView) -> str:
     if run.result is not None:
         lines.append(f"result     {orjson.dumps(run.result).decode()}")
     if run.error is not None and run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
-        err = run.error if isinstance(run.error, dict) else {}
-        lines.append(f"why        {err.get('reason')} at step {err.get('step')}")
-        if err.get("message"):
-            lines.append(f"           {err['message']}")
-        if err.get("suggested_action"):
-            lines.append(f"do         {err['suggested_action']}")
-        if err.get("evidence"):
-            lines.append(f"evidence   {orjson.dumps(err['evidence']).decode()}")
+        err = run.error
+        lines.append(f"why        {err.reason} at step {err.step}")
+        if err.message:
+            lines.append(f"           {err.message}")
+        if err.suggested_action:
+            lines.append(f"do         {err.suggested_action}")
+        if err.evidence:
+            lines.append(f"evidence   {orjson.dumps(err.evidence).decode()}")
     elif run.error is not None:
-        lines.append(f"error      {orjson.dumps(run.error).decode()}")
+        lines.append(f"error      {orjson.dumps(run.error.to_json()).decode()}")
     lines.append(f"messages   {len(view.messages)}")
     lines += [f"  {message_line(m)}" for m in view.messages]
     if view.effects:
@@ -198,10 +200,8 @@ def runs_table(runs: list[Run]) -> str:
 
 def _why(run: Run) -> str:
     """The reason a run needs a person, for listings."""
-    if run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED) and isinstance(
-        run.error, dict
-    ):
-        return str(run.error.get("reason", ""))
+    if run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED) and run.error:
+        return run.error.reason
     return ""
 
 
@@ -219,7 +219,7 @@ def resumed(rt: Runtime, run_id: str, tenant: str, **options: Any) -> str:
 def check_json(row: CheckRow) -> dict[str, JSON]:
     """One row of ``perdure check`` as JSON."""
     return {
-        "tenant": row.tenant_id,
+        "tenant_id": row.tenant_id,
         "run_id": row.run_id,
         "workflow": row.workflow,
         "status": row.status,

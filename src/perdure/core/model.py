@@ -10,10 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
-JSON = Any
-"""A value that orjson can encode: dict, list, str, int, float, bool or None."""
+from perdure.core.budget import BudgetState
+from perdure.core.records import ApprovalStatus, EventType, RunError, StepOutcome, Waiting
+from perdure.core.values import JSON
+
+__all__ = [
+    "JSON",
+    "TERMINAL",
+    "Approval",
+    "Durability",
+    "Event",
+    "Message",
+    "Principal",
+    "Release",
+    "Run",
+    "RunStatus",
+    "Signal",
+    "StepRecord",
+    "ToolCall",
+    "WorkerInfo",
+]
 
 
 class RunStatus(StrEnum):
@@ -106,8 +123,9 @@ class Run:
     ``next_step`` is the step the run continues with; None once it has ended. ``wake_at`` is
     set while the run sleeps before a retry (no worker claims it earlier); ``step_attempts`` and
     ``retry_since`` count failed attempts of ``next_step`` and when the first one failed.
-    ``waiting`` says what a WAITING_* run waits for (``kind`` approval, signal or timer, and the
-    steps to continue with); ``budget`` holds the run's limits and usage (``perdure.core.budget``).
+    ``waiting`` says what a WAITING_* run waits for; ``budget`` holds the run's limits and usage;
+    ``result`` is what the workflow returned with ``done``; ``error`` says why a FAILED,
+    NEEDS_ATTENTION, QUARANTINED or CANCELLED run stopped.
     """
 
     run_id: str
@@ -123,15 +141,15 @@ class Run:
     release: Release
     idempotency_key: str | None
     result: JSON
-    error: JSON
+    error: RunError | None
     steps_done: int
     created_at: datetime
     updated_at: datetime
     wake_at: datetime | None = None
     step_attempts: int = 0
     retry_since: datetime | None = None
-    waiting: JSON = None
-    budget: JSON = None
+    waiting: Waiting | None = None
+    budget: BudgetState | None = None
     workflow_version: int = 1
     state_schema: int = 1
 
@@ -149,7 +167,7 @@ class StepRecord:
     seq: int
     name: str
     fence: int
-    outcome: str
+    outcome: StepOutcome
     next_step: str | None
     started_at: datetime
     finished_at: datetime
@@ -161,7 +179,7 @@ class Event:
 
     run_id: str
     seq: int
-    type: str
+    type: EventType
     step: str | None
     fence: int | None
     data: JSON
@@ -212,7 +230,7 @@ class Message:
 class Principal:
     """Who is acting: a tenant, a subject (a person or a service) and the roles it holds."""
 
-    tenant: str
+    tenant_id: str
     subject: str
     roles: frozenset[str] = frozenset()
 
@@ -228,7 +246,7 @@ class Approval:
     request: JSON
     on_approve: str
     on_reject: str
-    status: str
+    status: ApprovalStatus
     decided_by: str | None
     decided_role: str | None
     comment: str | None
@@ -238,7 +256,7 @@ class Approval:
     @property
     def approved(self) -> bool:
         """True once approved."""
-        return self.status == "approved"
+        return self.status is ApprovalStatus.APPROVED
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,10 +65,6 @@ class Fail:
     details: dict[str, JSON] = field(default_factory=dict)
     state: Any = None
 
-    def to_json(self) -> dict[str, JSON]:
-        """The failure as stored on the run's ``error`` field."""
-        return {"reason": self.reason, "message": self.message, "details": self.details}
-
 
 @dataclass(frozen=True, slots=True)
 class WaitApproval:

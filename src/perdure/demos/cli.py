@@ -30,7 +30,7 @@ def _runtime(settings: Settings) -> Runtime:
 
 
 def run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temperature") -> Run:
-    runs = rt.list(tenant=settings.tenant, workflow=workflow, thread=thread, limit=1)
+    runs = rt.runs(tenant=settings.tenant, workflow=workflow, thread=thread, limit=1)
     if not runs:
         start = "demo start" if workflow == "temperature" else f"demo {workflow} start"
         raise RunNotFoundError(

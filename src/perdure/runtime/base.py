@@ -1,11 +1,13 @@
-"""What every part of the Runtime shares: its store, clock, workflows and settings."""
+"""What every part of the Runtime shares: its store, clock, workflows and settings, in one
+object that each part is given (composition, not inheritance)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from perdure.core import transitions
-from perdure.core.budget import Budget, extended
+from perdure.core.budget import Budget
 from perdure.core.clock import Clock
 from perdure.core.effects import EffectStatus
 from perdure.core.errors import InvalidInputError, PerdureError, WorkflowNotFoundError
@@ -23,18 +25,22 @@ Tenant = str | Principal
 
 def tenant_of(who: Tenant) -> str:
     """The tenant id a call is scoped to."""
-    return who.tenant if isinstance(who, Principal) else who
+    return who.tenant_id if isinstance(who, Principal) else who
 
 
-class RuntimeBase:
-    """The state the Runtime's parts share, and the helpers they all use."""
+class RuntimeParts:
+    """The store, clock, owner, keyring, limits and registered workflows of one
+    :class:`~perdure.runtime.runtime.Runtime`, and the helpers its parts all use."""
 
-    store: Store
-    clock: Clock
-    owner: str
-    keyring: Keyring | None
-    limits: Limits
-    workflows: dict[str, Workflow[Any]]
+    def __init__(
+        self, store: Store, clock: Clock, owner: str, keyring: Keyring | None, limits: Limits
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.owner = owner
+        self.keyring = keyring
+        self.limits = limits
+        self.workflows: dict[str, Workflow[Any]] = {}
 
     def workflow(self, name: str) -> Workflow[Any]:
         """A registered workflow by name, or :class:`WorkflowNotFoundError`."""
@@ -46,7 +52,7 @@ class RuntimeBase:
                 f"workflow {name!r} is not loaded (loaded: {known})"
             ) from None
 
-    def _checked(self, fields: dict[str, bytes]) -> dict[str, bytes]:
+    def checked(self, fields: dict[str, bytes]) -> dict[str, bytes]:
         """Refuse state over the limits as bad input (before anything is written)."""
         try:
             self.limits.check(fields)
@@ -54,7 +60,7 @@ class RuntimeBase:
             raise InvalidInputError(exc.message, fix=exc.fix) from exc
         return fields
 
-    def _has_compensations(self, run: Run) -> bool:
+    def has_compensations(self, run: Run) -> bool:
         """True when the run has confirmed effects to compensate (a worker must finish the
         cancel, with the workflow's compensators loaded)."""
         confirmed = self.store.list_effects(
@@ -62,7 +68,7 @@ class RuntimeBase:
         )
         return any(e.compensator for e in confirmed)
 
-    def _reopen(
+    def reopen(
         self,
         run: Run,
         wf: Workflow[Any],
@@ -71,8 +77,8 @@ class RuntimeBase:
         add_budget: Budget | None,
         by: str | None,
     ) -> Run:
-        error = run.error if isinstance(run.error, dict) else {}
-        step = at or run.next_step or error.get("resume_at") or error.get("step")
+        error = run.error
+        step = at or run.next_step or (error and (error.resume_at or error.step))
         if step not in wf.steps:
             raise InvalidInputError(
                 f"step {step!r} is not declared by workflow {wf.name}",
@@ -88,14 +94,13 @@ class RuntimeBase:
                 current = open_fields(self.keyring, run.tenant_id, run.run_id, stored)
             except PerdureError:
                 current = {}  # a tampered run is repaired by patching every field it needs
-            wf.codec.coerce_fields(self._checked({**current, **patched}))
+            wf.codec.coerce_fields(self.checked({**current, **patched}))
             patched = seal_fields(self.keyring, run.tenant_id, run.run_id, patched)
         budget = run.budget
         if add_budget is not None:
-            base = budget if isinstance(budget, dict) else Budget().to_json()
-            budget = extended(base, add_budget)
-        elif isinstance(budget, dict):
-            budget = {**budget, "guard": None}
+            budget = (budget or Budget().start()).extended(add_budget)
+        elif budget is not None:
+            budget = replace(budget, guard=None)
         transitions.check(run.status, RunStatus.RUNNING)
         return self.store.reopen(
             run.tenant_id,

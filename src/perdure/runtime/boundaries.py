@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from perdure.core.model import JSON, RunStatus
+from perdure.core.model import RunStatus
+from perdure.core.records import (
+    ApprovalRequest,
+    ApprovalWait,
+    RunError,
+    SignalWait,
+    StepOutcome,
+    TimerWait,
+)
 from perdure.core.workflow import Done, Fail, Next, Outcome, Sleep, WaitApproval, WaitSignal
 from perdure.store.base import Boundary
 
@@ -19,62 +27,52 @@ def to_boundary(outcome: Outcome, common: dict[str, Any], now: datetime) -> Boun
     """The boundary of a step that ended with ``outcome``; ``common`` carries the step name,
     times, changed state, messages, budget and versions."""
     if isinstance(outcome, Next):
-        return Boundary(outcome="next", next_step=outcome.step, status=RunStatus.RUNNING, **common)
+        return Boundary(
+            outcome=StepOutcome.NEXT, next_step=outcome.step, status=RunStatus.RUNNING, **common
+        )
     if isinstance(outcome, Done):
         return Boundary(
-            outcome="done",
+            outcome=StepOutcome.DONE,
             next_step=None,
             status=RunStatus.SUCCEEDED,
             result=outcome.result,
             **common,
         )
     if isinstance(outcome, Fail):
+        error = RunError(outcome.reason, outcome.message, common["step"], dict(outcome.details))
         return Boundary(
-            outcome="fail",
+            outcome=StepOutcome.FAIL,
             next_step=None,
             status=RunStatus.FAILED,
-            error={**outcome.to_json(), "step": common["step"]},
+            error=error,
             **common,
         )
     if isinstance(outcome, WaitApproval):
-        waiting: dict[str, JSON] = {
-            "kind": "approval",
-            "role": outcome.role,
-            "on_approve": outcome.on_approve,
-            "on_reject": outcome.on_reject,
-        }
+        wait = ApprovalWait(outcome.role, outcome.on_approve, outcome.on_reject)
         return Boundary(
-            outcome="wait_approval",
+            outcome=StepOutcome.WAIT_APPROVAL,
             next_step=None,
             status=RunStatus.WAITING_APPROVAL,
-            waiting=waiting,
-            approval={**waiting, "request": outcome.request},
+            waiting=wait,
+            approval=ApprovalRequest(wait, outcome.request),
             **common,
         )
     if isinstance(outcome, WaitSignal):
         deadline = None if outcome.timeout is None else now + timedelta(seconds=outcome.timeout)
-        waiting = {
-            "kind": "signal",
-            "name": outcome.name,
-            "next": outcome.next,
-            "on_timeout": outcome.on_timeout,
-            "timeout": outcome.timeout,
-        }
         return Boundary(
-            outcome="wait_signal",
+            outcome=StepOutcome.WAIT_SIGNAL,
             next_step=outcome.next,
             status=RunStatus.WAITING_EXTERNAL,
-            waiting=waiting,
+            waiting=SignalWait(outcome.name, outcome.next, outcome.on_timeout, outcome.timeout),
             wake_at=deadline,
             **common,
         )
     if isinstance(outcome, Sleep):
-        waiting = {"kind": "timer", "next": outcome.next, "until": outcome.until.isoformat()}
         return Boundary(
-            outcome="sleep",
+            outcome=StepOutcome.SLEEP,
             next_step=outcome.next,
             status=RunStatus.WAITING_EXTERNAL,
-            waiting=waiting,
+            waiting=TimerWait(outcome.next, outcome.until),
             wake_at=outcome.until,
             **common,
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,11 +9,15 @@ from perdure.core import transitions
 from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import EffectNotFoundError, EffectStateError, InvalidInputError
 from perdure.core.model import RunStatus
-from perdure.runtime.base import DEFAULT_TENANT, RuntimeBase, Tenant, tenant_of
+from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
 
-class RuntimeEffects(RuntimeBase):
-    """Mixed into :class:`perdure.runtime.runtime.Runtime`."""
+class EffectAdmin:
+    """The Runtime's part for effects a person lists and resolves; the
+    :class:`~perdure.runtime.runtime.Runtime` exposes its methods."""
+
+    def __init__(self, parts: RuntimeParts) -> None:
+        self.parts = parts
 
     def effects(
         self,
@@ -23,7 +26,7 @@ class RuntimeEffects(RuntimeBase):
         run_id: str | None = None,
         status: Sequence[EffectStatus | str] = (),
         limit: int = 1000,
-    ) -> builtins.list[EffectRecord]:
+    ) -> list[EffectRecord]:
         """Effects of a tenant (or of one run), filtered by status, in the order planned."""
         tenant = tenant_of(tenant)
         try:
@@ -32,7 +35,7 @@ class RuntimeEffects(RuntimeBase):
             raise InvalidInputError(
                 str(exc), fix=f"use one of {', '.join(s.value for s in EffectStatus)}"
             ) from None
-        return self.store.list_effects(tenant, run_id=run_id, statuses=statuses, limit=limit)
+        return self.parts.store.list_effects(tenant, run_id=run_id, statuses=statuses, limit=limit)
 
     def resolve_effect(
         self,
@@ -60,7 +63,7 @@ class RuntimeEffects(RuntimeBase):
             raise InvalidInputError(
                 "a resolution needs who decided and why", fix="pass --as NAME and --reason TEXT"
             )
-        record = self.store.get_effect(tenant, key)
+        record = self.parts.store.get_effect(tenant, key)
         if record is None:
             raise EffectNotFoundError(f"no effect {key} in tenant {tenant}")
         earlier = record.resolution if isinstance(record.resolution, dict) else {}
@@ -71,7 +74,7 @@ class RuntimeEffects(RuntimeBase):
                 f"effect {key} is {record.status}; only ambiguous effects are resolved by hand",
                 fix="see the effects that need a decision: `perdure effects --status ambiguous`",
             )
-        now = self.clock.now()
+        now = self.parts.clock.now()
         decision = {
             "by": by,
             "at": now.isoformat(timespec="seconds"),
@@ -79,7 +82,7 @@ class RuntimeEffects(RuntimeBase):
             "decision": "applied" if applied else "not_applied",
             "request_id": request_id,
         }
-        updated = self.store.update_effect(
+        updated = self.parts.store.update_effect(
             tenant,
             key,
             expected_status=EffectStatus.AMBIGUOUS,
@@ -91,10 +94,10 @@ class RuntimeEffects(RuntimeBase):
             receipt=receipt,
             resolution=decision,
         )
-        run = self.store.get_run(tenant, record.run_id)
+        run = self.parts.store.get_run(tenant, record.run_id)
         if run.status is RunStatus.NEEDS_ATTENTION:
             transitions.check(run.status, RunStatus.RUNNING)
-            self.store.set_status(
+            self.parts.store.set_status(
                 tenant,
                 run.run_id,
                 expected_status=RunStatus.NEEDS_ATTENTION,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from perdure.core import budget as budgets
 from perdure.core import transitions
+from perdure.core.budget import BudgetState
 from perdure.core.clock import Clock
 from perdure.core.effects import EffectError
 from perdure.core.errors import (
@@ -29,6 +29,7 @@ from perdure.core.errors import (
     StoreError,
 )
 from perdure.core.model import JSON, Approval, Message, Release, Run, RunStatus, Signal
+from perdure.core.records import RunError, SignalWait, StopReason
 from perdure.core.seal import Keyring, seal_fields
 from perdure.core.serde import Limits
 from perdure.core.signals import Cancelled, Escalate, RetryLater
@@ -73,7 +74,7 @@ class Stopped:
     (shutdown), ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or
     ``store_error`` (the database failed; the lease is left to expire)."""
 
-    reason: str
+    reason: StopReason
     run_id: str
 
 
@@ -106,7 +107,7 @@ class Execution:
         self.effects = EffectRunner(store, clock, run, workflow, self.committer)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
-        self.budget: dict[str, Any] | None = run.budget if isinstance(run.budget, dict) else None
+        self.budget: BudgetState | None = run.budget
         self._charge = (0.0, 0)
         self._thread_messages: list[Message] | None = None
         self._approvals: list[Approval] | None = None
@@ -122,7 +123,7 @@ class Execution:
             return self._loop(lease)
         except (LeaseLostError, RunClosedError):
             self.committer.discard()
-            return Stopped("lost", run.run_id)
+            return Stopped(StopReason.LOST, run.run_id)
         except StaleStateError:
             self.committer.discard()
             return self._after_stale()
@@ -130,7 +131,7 @@ class Execution:
             # The database failed under us: keep nothing in memory, let the lease expire and let
             # whichever worker claims the run next continue from its last durable boundary.
             self.committer.discard()
-            return Stopped("store_error", run.run_id)
+            return Stopped(StopReason.STORE_ERROR, run.run_id)
         finally:
             self.heartbeat.drop(lease)
 
@@ -145,12 +146,12 @@ class Execution:
         self.replacements = found.upgrade.replacements
         run, state, fields = self.run, found.state, dict(found.fields)
         step_name = run.next_step
-        waiting = run.waiting if isinstance(run.waiting, dict) else {}
-        if waiting.get("kind") == "signal":
+        waiting = run.waiting
+        if isinstance(waiting, SignalWait):
             # claimed because the wait for a signal timed out
-            step_name = waiting.get("on_timeout")
+            step_name = waiting.on_timeout
             if step_name is None:
-                evidence = {"signal": waiting.get("name"), "timeout": waiting.get("timeout")}
+                evidence = {"signal": waiting.name, "timeout": waiting.timeout}
                 return self._escalate(Escalate("fail", "signal_timeout", evidence), "wait")
         while step_name is not None:
             if step_name not in wf.steps:
@@ -183,8 +184,8 @@ class Execution:
                 self.committer.flush()
             crashpoint("after_commit", boundary.step)
             if boundary.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
-                return Stopped("waiting", run.run_id)
-        return Stopped("ended", run.run_id)
+                return Stopped(StopReason.WAITING, run.run_id)
+        return Stopped(StopReason.ENDED, run.run_id)
 
     def _upgrade(self, found: Readable) -> None:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""
@@ -213,21 +214,20 @@ class Execution:
 
     def _check_budget(self) -> None:
         """Before a step: stop when a limit was reached or the run makes no progress."""
-        if self.budget is None:
+        budget = self.budget
+        if budget is None:
             return
-        limit = budgets.exhausted(self.budget)
-        action = self.budget.get("on_exhausted", "needs_attention")
+        limit = budget.exhausted()
         if limit is not None:
-            evidence = {
+            found: dict[str, JSON] = {
                 "limit": limit,
-                "limits": self.budget["limits"],
-                "used": self.budget["used"],
+                "limits": budget.limits.to_json(),
+                "used": budget.used.to_json(),
             }
-            raise Escalate(action, "budget_exhausted", evidence)
-        guard = self.budget.get("guard") or {}
-        repeats = self.budget.get("max_repeats")
-        if repeats and guard.get("count", 0) >= repeats:
-            raise Escalate(action, "no_progress", {"repeats": guard["count"], "key": guard["key"]})
+            raise Escalate(budget.on_exhausted, "budget_exhausted", found)
+        if budget.repeating() and budget.guard is not None:
+            repeats: dict[str, JSON] = {"repeats": budget.guard.count, "key": budget.guard.key}
+            raise Escalate(budget.on_exhausted, "no_progress", repeats)
 
     def _step(
         self, name: str, state: Any, fields: dict[str, bytes]
@@ -246,11 +246,7 @@ class Execution:
             outcome, encoded = Fail("state_not_storable", exc.message), fields
         if outcome.state is not None:
             state = outcome.state
-        if isinstance(outcome, Fail):
-            unresolved = self.effects.compensate_all()
-            if unresolved:
-                details = {**outcome.details, "unresolved_compensations": unresolved}
-                outcome = Fail(outcome.reason, outcome.message, details, outcome.state)
+        unresolved = self.effects.compensate_all() if isinstance(outcome, Fail) else []
         changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
         if self._thread_messages is not None:
             self._thread_messages.extend(ctx.new_messages)
@@ -264,16 +260,20 @@ class Execution:
             "workflow_version": wf.version,
             "state_schema": wf.state_schema,
         }
-        return to_boundary(outcome, common, self.clock.now()), state, next_step_of(outcome)
+        boundary = to_boundary(outcome, common, self.clock.now())
+        if unresolved and boundary.error is not None:
+            error = replace(boundary.error, unresolved_compensations=tuple(unresolved))
+            boundary = replace(boundary, error=error)
+        return boundary, state, next_step_of(outcome)
 
-    def _spend(self, step: str, encoded: dict[str, bytes]) -> JSON:
+    def _spend(self, step: str, encoded: dict[str, bytes]) -> BudgetState | None:
         """Charge the step to the budget and update the no-progress guard."""
         if self.budget is None:
             return None
         cost, tokens = self._charge
-        spent = budgets.charged(self.budget, steps=1, cost=cost, tokens=tokens)
+        spent = self.budget.charged(steps=1, cost=cost, tokens=tokens)
         digest = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(encoded.items())))
-        self.budget, _ = budgets.guarded(spent, f"{step}:{digest.hexdigest()[:16]}")
+        self.budget = spent.guarded(f"{step}:{digest.hexdigest()[:16]}")
         return self.budget
 
     def _call(self, step: StepDef, ctx: Context, state: Any) -> Outcome:
@@ -372,7 +372,7 @@ class Execution:
         if self.budget is None:
             return None
         cost, tokens = self._charge
-        return budgets.remaining(budgets.charged(self.budget, cost=cost, tokens=tokens))
+        return self.budget.charged(cost=cost, tokens=tokens).remaining()
 
     def release(self) -> Release:
         model = self.replacements.get("model", self.run.release.model)
@@ -391,7 +391,7 @@ class Execution:
         run = self.run
         now = self.clock.now()
         self.store.release(run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, now)
-        return Stopped("released", run.run_id)
+        return Stopped(StopReason.RELEASED, run.run_id)
 
     def _defer(self, wait: RetryLater) -> Stopped:
         """Sleep durably until the retry is due; the lease is released meanwhile."""
@@ -407,7 +407,7 @@ class Execution:
             now=self.clock.now(),
             data=wait.error,
         )
-        return Stopped("retry_scheduled", self.run.run_id)
+        return Stopped(StopReason.RETRY_SCHEDULED, self.run.run_id)
 
     def _escalate(self, esc: Escalate, step: str) -> Stopped:
         """Stop before (or instead of) a step: hand the run to a person, or fail it."""
@@ -415,23 +415,30 @@ class Execution:
             return self._needs_attention(esc, step)
         self.committer.flush()
         unresolved = self.effects.compensate_all()
-        data: dict[str, JSON] = {"reason": esc.reason, "step": step, "details": esc.evidence}
-        if unresolved:
-            data["unresolved_compensations"] = unresolved
-        return self._close(self._current(), RunStatus.FAILED, data, "ended")
+        error = RunError(
+            esc.reason,
+            f"{esc.reason} in step {step!r}",
+            step,
+            dict(esc.evidence),
+            unresolved_compensations=tuple(unresolved),
+        )
+        return self._close(self._current(), RunStatus.FAILED, error, StopReason.ENDED)
 
     def _needs_attention(self, esc: Escalate, step: str) -> Stopped:
         """Hand the run to a person with why, where, what to do, and the evidence."""
         self.committer.flush()
-        data: dict[str, JSON] = {
-            "reason": esc.reason,
-            "step": step,
-            "completed_steps": self.seq,
-            "suggested_action": SUGGESTIONS.get(esc.reason, "inspect the evidence, then resume"),
-            "resume_at": step,
-            "evidence": esc.evidence,
-        }
-        return self._close(self._current(), RunStatus.NEEDS_ATTENTION, data, "needs_attention")
+        error = RunError(
+            esc.reason,
+            f"{esc.reason} in step {step!r}",
+            step,
+            dict(esc.evidence),
+            suggested_action=SUGGESTIONS.get(esc.reason, "inspect the evidence, then resume"),
+            resume_at=step,
+            completed_steps=self.seq,
+        )
+        return self._close(
+            self._current(), RunStatus.NEEDS_ATTENTION, error, StopReason.NEEDS_ATTENTION
+        )
 
     def _after_stale(self) -> Stopped:
         """The run moved on under us: finish a cancel if it is ours to finish, else let go."""
@@ -439,33 +446,33 @@ class Execution:
         if current.status is RunStatus.CANCEL_REQUESTED and current.fence == self.run.fence:
             self.run = self.effects.run = current
             return self._finish_cancel()
-        return Stopped("lost", current.run_id)
+        return Stopped(StopReason.LOST, current.run_id)
 
     def _finish_cancel(self) -> Stopped:
         """Compensate confirmed effects (newest first), then end the run CANCELLED."""
         unresolved = self.effects.compensate_all()
         run = self._current()
-        data: dict[str, JSON] = {"reason": "cancelled", "step": run.next_step}
-        if unresolved:
-            data["unresolved_compensations"] = unresolved
+        deleted = None
         if self.workflow.delete_messages_on_cancel:
-            data["deleted_messages"] = self.store.delete_run_messages(run.tenant_id, run.run_id)
-        return self._close(run, RunStatus.CANCELLED, data, "cancelled")
+            deleted = self.store.delete_run_messages(run.tenant_id, run.run_id)
+        error = RunError(
+            "cancelled",
+            "the run was cancelled",
+            run.next_step,
+            unresolved_compensations=tuple(unresolved),
+            deleted_messages=deleted,
+        )
+        return self._close(run, RunStatus.CANCELLED, error, StopReason.CANCELLED)
 
     def _quarantine(
         self, reason: str, message: str, evidence: dict[str, JSON] | None = None
     ) -> Stopped:
         """Park the run as QUARANTINED with the evidence; the worker goes on with others."""
         run = self._current()
-        data = {
-            "reason": reason,
-            "message": message,
-            "step": run.next_step,
-            "evidence": evidence or {},
-        }
-        return self._close(run, RunStatus.QUARANTINED, data, "quarantined")
+        error = RunError(reason, message, run.next_step, dict(evidence or {}))
+        return self._close(run, RunStatus.QUARANTINED, error, StopReason.QUARANTINED)
 
-    def _close(self, run: Run, status: RunStatus, data: JSON, why: str) -> Stopped:
+    def _close(self, run: Run, status: RunStatus, error: RunError, why: StopReason) -> Stopped:
         """Move ``run`` (as last read) to ``status`` under our fence and give the lease up."""
         transitions.check(run.status, status)
         try:
@@ -477,9 +484,9 @@ class Execution:
                 status=status,
                 fence=self.run.fence,
                 now=self.clock.now(),
-                data=data,
+                data=error.to_json(),
                 release_lease=True,
             )
         except (LeaseLostError, RunClosedError, StaleStateError):
-            return Stopped("lost", run.run_id)
+            return Stopped(StopReason.LOST, run.run_id)
         return Stopped(why, run.run_id)

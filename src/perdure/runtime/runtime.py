@@ -2,51 +2,43 @@
 
 from __future__ import annotations
 
-import builtins
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from perdure.core import transitions
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock, SystemClock
-from perdure.core.effects import EffectRecord
+from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import (
     InvalidInputError,
-    RunBusyError,
-    RunClosedError,
-    StaleStateError,
 )
-from perdure.core.ids import new_id
 from perdure.core.model import (
+    JSON,
+    Approval,
     Durability,
     Event,
     Message,
-    Release,
+    Principal,
     Run,
     RunStatus,
+    Signal,
     StepRecord,
     WorkerInfo,
 )
-from perdure.core.seal import Keyring, seal_fields
+from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.core.workflow import Workflow
-from perdure.runtime.base import DEFAULT_TENANT, Tenant, tenant_of
-from perdure.runtime.effects import RuntimeEffects
+from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
+from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution, Services, Stopped
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
-from perdure.runtime.versions import RuntimeVersions
-from perdure.runtime.waits import RuntimeWaits
-from perdure.store.base import NewRun, Store
+from perdure.runtime.versions import CheckRow, Versions
+from perdure.runtime.waits import Waits
+from perdure.store.base import Store
 from perdure.store.url import open_store
-
-WAIT_HINTS = {
-    RunStatus.WAITING_APPROVAL: "it continues once a person decides: see `perdure approvals`",
-    RunStatus.WAITING_EXTERNAL: "it continues when its signal arrives (`perdure signal RUN NAME`) "
-    "or its timer fires",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +58,7 @@ class RunView:
         return [s.name for s in self.steps]
 
 
-class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
+class Runtime:
     """Starts and advances runs of registered workflows against one store.
 
     ``db`` is a database URL (default: ``PERDURE_DB`` or ``sqlite:///.perdure/perdure.db``) or
@@ -88,26 +80,40 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         keyring: Keyring | None = None,
         limits: Limits | None = None,
     ) -> None:
-        self.store: Store = db if db is not None and not isinstance(db, str) else open_store(db)
-        self.clock: Clock = clock or SystemClock()
-        self.owner = owner or process_owner()
-        self.lease_seconds = lease_seconds
-        self.workflows: dict[str, Workflow[Any]] = {}
-        self.register(*workflows)
-        self.heartbeat = Heartbeat(self.store, self.clock, self.owner, lease_seconds)
-        self.shutdown = threading.Event()
-        self.keyring = keyring if keyring is not None else Keyring.from_env()
-        self.limits = limits or Limits()
-        self.services = Services(
-            self.store, self.clock, self.heartbeat, self.shutdown, self.keyring, self.limits
+        store = db if db is not None and not isinstance(db, str) else open_store(db)
+        self.parts = parts = RuntimeParts(
+            store,
+            clock or SystemClock(),
+            owner or process_owner(),
+            keyring if keyring is not None else Keyring.from_env(),
+            limits or Limits(),
         )
+        self.store: Store = store
+        self.clock: Clock = parts.clock
+        self.owner = parts.owner
+        self.lease_seconds = lease_seconds
+        self.workflows = parts.workflows
+        self.register(*workflows)
+        self.heartbeat = Heartbeat(store, parts.clock, parts.owner, lease_seconds)
+        self.shutdown = threading.Event()
+        self.services = Services(
+            store, parts.clock, self.heartbeat, self.shutdown, parts.keyring, parts.limits
+        )
+        self.waits = Waits(parts)
+        self.effect_admin = EffectAdmin(parts)
+        self.versions = Versions(parts)
         if migrate:
-            self.store.migrate(self.clock.now())
+            store.migrate(parts.clock.now())
 
     def register(self, *workflows: Workflow[Any]) -> None:
         """Make workflows runnable by this runtime (by name)."""
         for wf in workflows:
             self.workflows[wf.name] = wf
+
+    def workflow(self, name: str) -> Workflow[Any]:
+        """A registered workflow by name, or :class:`WorkflowNotFoundError`."""
+        wf: Workflow[Any] = self.parts.workflow(name)
+        return wf
 
     # -- starting -------------------------------------------------------------------------------
 
@@ -136,39 +142,14 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         the same transaction that creates the run. ``budget`` overrides the workflow's default
         :class:`~perdure.core.budget.Budget`.
         """
-        tenant = tenant_of(tenant)
-        wf = workflow if isinstance(workflow, Workflow) else self.workflow(workflow)
+        wf = workflow if isinstance(workflow, Workflow) else self.parts.workflow(workflow)
         self.register(wf)
-        try:
-            mode = Durability(durability)
-        except ValueError:
-            raise InvalidInputError(
-                f"durability {durability!r} is unknown", fix="use sync, async or exit"
-            ) from None
-        extra = dict(release or {})
-        unknown = sorted(set(extra) - {"code", "prompt", "model", "tools"})
-        if unknown:
-            raise InvalidInputError(
-                f"release ids {unknown} are unknown", fix="use code, prompt, model and tools"
-            )
-        state = wf.codec.coerce({} if input is None else input)
-        state_fields = wf.codec.to_fields(state)
-        now = self.clock.now()
-        run_id = new_id(now)
-        manifest = Release(wf.version, wf.state_schema, mode, **extra)
-        new = NewRun(
-            run_id=run_id,
-            tenant_id=tenant,
-            thread_id=thread or run_id,
-            workflow=wf.name,
-            start_step=wf.start,
-            release=manifest,
-            state=seal_fields(self.keyring, tenant, run_id, self._checked(state_fields)),
-            idempotency_key=idempotency_key,
-            messages=tuple(messages),
-            budget=limits.to_json() if (limits := budget or wf.budget) is not None else None,
+        options = StartOptions(
+            thread, idempotency_key, durability, release, tuple(messages), budget
         )
-        run, _created = self.store.create_run(new, now)
+        run, _created = self.store.create_run(
+            new_run(self.parts, wf, input, tenant_of(tenant), options), self.clock.now()
+        )
         return run
 
     # -- advancing ------------------------------------------------------------------------------
@@ -179,7 +160,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         Each claimed run advances until it ends, waits, is quarantined or is lost. Runs leased
         by a live owner elsewhere are left alone.
         """
-        self.recover_readable()
+        self.versions.recover_readable()
         count = 0
         while max_runs is None or count < max_runs:
             if self.shutdown.is_set() or self.advance_one(tenant=tenant) is None:
@@ -224,11 +205,11 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         run = self.store.get_run(tenant, run_id)
         if run.status.terminal:
             return run
-        wf = self.workflow(run.workflow)
+        wf = self.parts.workflow(run.workflow)
         if request_id is not None and self.store.recall_request(tenant, request_id):
             pass
         elif run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
-            run = self._reopen(run, wf, at, patch, add_budget, by)
+            run = self.parts.reopen(run, wf, at, patch, add_budget, by)
             if request_id is not None:
                 result = {"run_id": run_id, "at": run.next_step}
                 self.store.remember_request(tenant, request_id, "resume", result, self.clock.now())
@@ -251,27 +232,12 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
             current = self.store.get_run(tenant, run_id)
             if current.status.terminal:
                 return current
-            if current.wake_at is not None and current.wake_at > self.clock.now():
-                raise RunBusyError(
-                    f"run {run_id} waits to retry {current.next_step} until "
-                    f"{current.wake_at:%Y-%m-%d %H:%M:%S} UTC",
-                    fix="let a worker pick it up then, or cancel it",
-                )
-            if current.status in WAIT_HINTS:
-                raise RunBusyError(
-                    f"run {run_id} is {current.status}", fix=WAIT_HINTS[current.status]
-                )
-            raise RunBusyError(
-                f"run {run_id} is {current.status} and leased by {current.owner} "
-                f"until {current.lease_until:%Y-%m-%d %H:%M:%S} UTC"
-                if current.owner and current.lease_until
-                else f"run {run_id} is {current.status}, which does not run now"
-            )
+            raise not_claimable(current, self.clock.now())
         self._execute(claimed)
         return self.store.get_run(tenant, run_id)
 
     def _execute(self, run: Run) -> Stopped:
-        wf = self.workflow(run.workflow)
+        wf = self.parts.workflow(run.workflow)
         return Execution(self.services, run, wf).execute()
 
     def _lease_end(self) -> Any:
@@ -298,7 +264,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
             effects=self.store.list_effects(tenant, run_id=run_id),
         )
 
-    def list(
+    def runs(
         self,
         *,
         tenant: Tenant = DEFAULT_TENANT,
@@ -338,49 +304,124 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         CANCELLED. A finished run is returned unchanged. Cancelling is idempotent (a repeat
         changes nothing); ``request_id`` is recorded with the request.
         """
-        tenant = tenant_of(tenant)
-        for _ in range(10):
-            run = self.store.get_run(tenant, run_id)
-            if run.status.terminal:
-                return run
-            try:
-                if run.status is not RunStatus.CANCEL_REQUESTED:
-                    transitions.check(run.status, RunStatus.CANCEL_REQUESTED)
-                    run = self.store.set_status(
-                        tenant,
-                        run_id,
-                        expected_status=run.status,
-                        expected_version=run.state_version,
-                        status=RunStatus.CANCEL_REQUESTED,
-                        fence=None,
-                        now=self.clock.now(),
-                        data={"reason": reason or "cancel requested", "request_id": request_id},
-                    )
-                leased = run.lease_until is not None and run.lease_until > self.clock.now()
-                if leased or self._has_compensations(run):
-                    return run
-                return self.store.set_status(
-                    tenant,
-                    run_id,
-                    expected_status=RunStatus.CANCEL_REQUESTED,
-                    expected_version=run.state_version,
-                    status=RunStatus.CANCELLED,
-                    fence=None,
-                    now=self.clock.now(),
-                    data={"reason": reason or "cancelled", "step": run.next_step},
-                    release_lease=True,
-                )
-            except (StaleStateError, RunClosedError):
-                continue
-        raise StaleStateError(f"run {run_id} kept changing while it was being cancelled")
+        return cancel_run(self.parts, tenant_of(tenant), run_id, reason, request_id)
+
+    # -- waits, effects and old runs: see the parts for the full contracts ----------------------
+
+    def approvals(
+        self, *, tenant: Tenant = DEFAULT_TENANT, run_id: str | None = None, pending: bool = True
+    ) -> list[Approval]:
+        """Approval requests of a tenant (pending ones by default), oldest first."""
+        return self.waits.approvals(tenant=tenant, run_id=run_id, pending=pending)
+
+    def approve(
+        self,
+        run_id: str,
+        principal: Principal,
+        *,
+        comment: str | None = None,
+        request_id: str | None = None,
+    ) -> Approval:
+        """Approve the run's pending request (:meth:`Waits.approve`)."""
+        return self.waits.approve(run_id, principal, comment=comment, request_id=request_id)
+
+    def reject(
+        self,
+        run_id: str,
+        principal: Principal,
+        *,
+        comment: str | None = None,
+        request_id: str | None = None,
+    ) -> Approval:
+        """Reject the run's pending request (:meth:`Waits.reject`)."""
+        return self.waits.reject(run_id, principal, comment=comment, request_id=request_id)
+
+    def signal(
+        self,
+        run_id: str,
+        name: str,
+        payload: JSON = None,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        signal_id: str | None = None,
+    ) -> tuple[Signal, str]:
+        """Deliver a signal to a run (:meth:`Waits.signal`)."""
+        return self.waits.signal(run_id, name, payload, tenant=tenant, signal_id=signal_id)
+
+    def effects(
+        self,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        run_id: str | None = None,
+        status: Sequence[EffectStatus | str] = (),
+        limit: int = 1000,
+    ) -> list[EffectRecord]:
+        """Effects of a tenant or of one run (:meth:`EffectAdmin.effects`)."""
+        return self.effect_admin.effects(tenant=tenant, run_id=run_id, status=status, limit=limit)
+
+    def resolve_effect(
+        self,
+        key: str,
+        *,
+        applied: bool,
+        by: str,
+        reason: str,
+        tenant: Tenant = DEFAULT_TENANT,
+        receipt: str | None = None,
+        result: Any = None,
+        request_id: str | None = None,
+    ) -> EffectRecord:
+        """Record a person's decision on an ambiguous effect
+        (:meth:`EffectAdmin.resolve_effect`)."""
+        return self.effect_admin.resolve_effect(
+            key,
+            applied=applied,
+            by=by,
+            reason=reason,
+            tenant=tenant,
+            receipt=receipt,
+            result=result,
+            request_id=request_id,
+        )
+
+    def check(self, *, tenant: str | None = None, limit: int = 100_000) -> list[CheckRow]:
+        """What the loaded code would do with every live run (:meth:`Versions.check`)."""
+        return self.versions.check(tenant=tenant, limit=limit)
+
+    def recover_readable(self) -> list[tuple[str, str]]:
+        """Requeue runs quarantined as too new that this code reads
+        (:meth:`Versions.recover_readable`)."""
+        return self.versions.recover_readable()
+
+    def fail(
+        self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, reason: str, by: str | None = None
+    ) -> Run:
+        """End a run that needs a person as FAILED (:meth:`Versions.fail`)."""
+        return self.versions.fail(run_id, tenant=tenant, reason=reason, by=by)
+
+    def repair(
+        self,
+        run_id: str,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        at: str | None = None,
+        patch: dict[str, Any] | None = None,
+        add_budget: Budget | None = None,
+        by: str | None = None,
+    ) -> Run:
+        """Bring a run that needs a person back to RUNNING without running it
+        (:meth:`Versions.repair`)."""
+        return self.versions.repair(
+            run_id, tenant=tenant, at=at, patch=patch, add_budget=add_budget, by=by
+        )
 
     # -- the fleet ------------------------------------------------------------------------------
 
-    def workers(self) -> builtins.list[WorkerInfo]:
+    def workers(self) -> list[WorkerInfo]:
         """Live workers of this database, and those that left in the last hour."""
         return self.store.workers(self.clock.now() - timedelta(hours=1))
 
-    def stuck(self, *, threshold_seconds: float = 300.0, limit: int = 100) -> builtins.list[Run]:
+    def stuck(self, *, threshold_seconds: float = 300.0, limit: int = 100) -> list[Run]:
         """The watchdog's view: RUNNING runs of every tenant with no progress (no commit, no
         claim) for ``threshold_seconds``. Once their lease expires any worker reclaims them."""
         before = self.clock.now() - timedelta(seconds=threshold_seconds)

@@ -3,15 +3,15 @@ be read again after a rollback, repairing and failing runs that need a person.""
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from perdure.core import transitions
 from perdure.core.errors import InvalidInputError
-from perdure.core.model import JSON, TERMINAL, Run, RunStatus
+from perdure.core.model import TERMINAL, Run, RunStatus
+from perdure.core.records import RunError
 from perdure.core.versions import Quarantine
-from perdure.runtime.base import DEFAULT_TENANT, RuntimeBase, Tenant, tenant_of
+from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 from perdure.runtime.checkpoint import Readable, inspect
 
 if TYPE_CHECKING:
@@ -36,31 +36,35 @@ class CheckRow:
     note: str
 
 
-class RuntimeVersions(RuntimeBase):
-    """Mixed into :class:`perdure.runtime.runtime.Runtime`."""
+class Versions:
+    """The Runtime's part for old runs under new code; the
+    :class:`~perdure.runtime.runtime.Runtime` exposes its methods."""
 
-    def recover_readable(self) -> builtins.list[tuple[str, str]]:
+    def __init__(self, parts: RuntimeParts) -> None:
+        self.parts = parts
+
+    def recover_readable(self) -> list[tuple[str, str]]:
         """Put runs quarantined as ``schema_too_new`` that the loaded workflows can read back to
         RUNNING (after a rollback, when the newer release returns). Workers do this on start."""
-        found: builtins.list[tuple[str, str]] = []
-        for wf in self.workflows.values():
-            found += self.store.requeue_too_new(
+        found: list[tuple[str, str]] = []
+        for wf in self.parts.workflows.values():
+            found += self.parts.store.requeue_too_new(
                 wf.name,
                 workflow_version=wf.version,
                 state_schema=wf.state_schema,
-                now=self.clock.now(),
+                now=self.parts.clock.now(),
             )
         return found
 
-    def check(self, *, tenant: str | None = None, limit: int = 100_000) -> builtins.list[CheckRow]:
+    def check(self, *, tenant: str | None = None, limit: int = 100_000) -> list[CheckRow]:
         """Tell, without changing anything, what the loaded code would do with every live run
         (of one tenant, or of all): run it, migrate it, or quarantine it and why. Run this in
         CI before a rollout (``perdure check --app MODULE``)."""
-        rows: builtins.list[CheckRow] = []
+        rows: list[CheckRow] = []
         runs = (
-            self.store.list_runs(tenant, statuses=LIVE, limit=limit)
+            self.parts.store.list_runs(tenant, statuses=LIVE, limit=limit)
             if tenant is not None
-            else self.store.scan_runs(LIVE, limit=limit)
+            else self.parts.store.scan_runs(LIVE, limit=limit)
         )
         for run in runs:
             rows.append(self._check_one(run))
@@ -69,7 +73,7 @@ class RuntimeVersions(RuntimeBase):
     def _check_one(self, run: Run) -> CheckRow:
         written = f"v{run.workflow_version}/schema {run.state_schema}"
         base = (run.tenant_id, run.run_id, run.workflow, str(run.status), written)
-        wf = self.workflows.get(run.workflow)
+        wf = self.parts.workflows.get(run.workflow)
         if wf is None:
             return CheckRow(
                 *base,
@@ -77,13 +81,13 @@ class RuntimeVersions(RuntimeBase):
                 "unknown_workflow",
                 f"no loaded workflow is called {run.workflow!r}",
             )
-        stored = self.store.load_state(run.tenant_id, run.run_id)
-        found = inspect(run, stored, wf, keyring=self.keyring, limits=self.limits)
+        stored = self.parts.store.load_state(run.tenant_id, run.run_id)
+        found = inspect(run, stored, wf, keyring=self.parts.keyring, limits=self.parts.limits)
         if isinstance(found, Quarantine):
             return CheckRow(*base, "quarantine", found.reason, found.message)
         note = _describe(found, wf)
         if run.status is RunStatus.QUARANTINED:
-            reason = run.error.get("reason") if isinstance(run.error, dict) else None
+            reason = run.error.reason if run.error is not None else None
             if reason == "schema_too_new":
                 return CheckRow(*base, "run", None, "readable again: " + note)
             return CheckRow(
@@ -105,28 +109,28 @@ class RuntimeVersions(RuntimeBase):
         A run with confirmed effects to compensate is refused: cancel it instead, so its
         compensations run."""
         tenant = tenant_of(tenant)
-        run = self.store.get_run(tenant, run_id)
+        run = self.parts.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
             raise InvalidInputError(
                 f"run {run_id} is {run.status}; only runs that need a person can be failed by hand",
                 fix="cancel it instead (`perdure cancel RUN`)",
             )
-        if self._has_compensations(run):
+        if self.parts.has_compensations(run):
             raise InvalidInputError(
                 f"run {run_id} has confirmed effects with compensators",
                 fix="cancel it (`perdure cancel RUN`) so they are compensated",
             )
         transitions.check(run.status, RunStatus.FAILED)
-        data: JSON = {"reason": "failed_by_person", "by": by, "why": reason, "previous": run.error}
-        return self.store.set_status(
+        error = RunError("failed_by_person", reason, run.next_step, by=by, previous=run.error)
+        return self.parts.store.set_status(
             tenant,
             run_id,
             expected_status=run.status,
             expected_version=run.state_version,
             status=RunStatus.FAILED,
             fence=None,
-            now=self.clock.now(),
-            data=data,
+            now=self.parts.clock.now(),
+            data=error.to_json(),
             release_lease=True,
         )
 
@@ -144,13 +148,13 @@ class RuntimeVersions(RuntimeBase):
         at ``at``, with ``patch`` applied (validated against the state type). Any worker (or
         ``resume``) continues it."""
         tenant = tenant_of(tenant)
-        run = self.store.get_run(tenant, run_id)
+        run = self.parts.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
             raise InvalidInputError(
                 f"run {run_id} is {run.status}; only runs that need a person are repaired",
                 fix="see `perdure show RUN`",
             )
-        return self._reopen(run, self.workflow(run.workflow), at, patch, add_budget, by)
+        return self.parts.reopen(run, self.parts.workflow(run.workflow), at, patch, add_budget, by)
 
 
 def _describe(found: Readable, wf: Workflow[Any]) -> str:

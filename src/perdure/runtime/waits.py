@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-import builtins
 import uuid
 
 from perdure.core.errors import ApprovalStateError, NotAuthorizedError, RunClosedError
 from perdure.core.model import JSON, Approval, Principal, Signal
-from perdure.runtime.base import DEFAULT_TENANT, RuntimeBase, Tenant, tenant_of
+from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
 
-class RuntimeWaits(RuntimeBase):
-    """Mixed into :class:`perdure.runtime.runtime.Runtime`."""
+class Waits:
+    """The Runtime's part for approvals and signals; the
+    :class:`~perdure.runtime.runtime.Runtime` exposes its methods."""
+
+    def __init__(self, parts: RuntimeParts) -> None:
+        self.parts = parts
 
     def approvals(
         self, *, tenant: Tenant = DEFAULT_TENANT, run_id: str | None = None, pending: bool = True
-    ) -> builtins.list[Approval]:
+    ) -> list[Approval]:
         """Approval requests of a tenant (pending ones by default), oldest first."""
         tenant = tenant_of(tenant)
-        return self.store.approvals(tenant, run_id=run_id, pending=pending)
+        return self.parts.store.approvals(tenant, run_id=run_id, pending=pending)
 
     def approve(
         self,
@@ -57,13 +60,17 @@ class RuntimeWaits(RuntimeBase):
         comment: str | None,
         request_id: str | None,
     ) -> Approval:
-        tenant = principal.tenant
-        run = self.store.get_run(tenant, run_id)
-        pending = self.store.approvals(tenant, run_id=run_id, pending=True)
+        tenant = principal.tenant_id
+        run = self.parts.store.get_run(tenant, run_id)
+        pending = self.parts.store.approvals(tenant, run_id=run_id, pending=True)
         if request_id is not None and not pending:
-            done = [a for a in self.store.approvals(tenant, run_id=run_id) if a.status != "pending"]
+            done = [
+                a
+                for a in self.parts.store.approvals(tenant, run_id=run_id)
+                if a.status != "pending"
+            ]
             if done:
-                decided, _ = self.store.decide_approval(
+                decided, _ = self.parts.store.decide_approval(
                     tenant,
                     done[-1].id,
                     approve=approve,
@@ -71,12 +78,14 @@ class RuntimeWaits(RuntimeBase):
                     role="",
                     comment=comment,
                     request_id=request_id,
-                    now=self.clock.now(),
+                    now=self.parts.clock.now(),
                 )
                 return decided
         if run.status.terminal:
             info = {"by": principal.subject, "approve": approve, "comment": comment}
-            self.store.record_event(tenant, run_id, "late_approval", info, self.clock.now())
+            self.parts.store.record_event(
+                tenant, run_id, "late_approval", info, self.parts.clock.now()
+            )
             raise RunClosedError(
                 f"run {run_id} already ended {run.status}; the decision was recorded and ignored"
             )
@@ -89,7 +98,7 @@ class RuntimeWaits(RuntimeBase):
                 f"deciding on run {run_id} needs role {request.role!r}; "
                 f"{principal.subject} holds {held}"
             )
-        decided, _ = self.store.decide_approval(
+        decided, _ = self.parts.store.decide_approval(
             tenant,
             request.id,
             approve=approve,
@@ -97,7 +106,7 @@ class RuntimeWaits(RuntimeBase):
             role=request.role,
             comment=comment,
             request_id=request_id,
-            now=self.clock.now(),
+            now=self.parts.clock.now(),
         )
         return decided
 
@@ -120,11 +129,11 @@ class RuntimeWaits(RuntimeBase):
         :class:`RunClosedError`.
         """
         tenant = tenant_of(tenant)
-        return self.store.deliver_signal(
+        return self.parts.store.deliver_signal(
             tenant,
             run_id,
             signal_id=signal_id or str(uuid.uuid4()),
             name=name,
             payload=payload,
-            now=self.clock.now(),
+            now=self.parts.clock.now(),
         )

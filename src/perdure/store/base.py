@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from perdure.core.budget import BudgetState
 from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
 from perdure.core.model import (
     JSON,
@@ -33,6 +34,7 @@ from perdure.core.model import (
     StepRecord,
     WorkerInfo,
 )
+from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,7 @@ class NewRun:
     state: dict[str, bytes]
     idempotency_key: str | None = None
     messages: tuple[Message, ...] = ()
-    budget: JSON = None
+    budget: BudgetState | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +59,14 @@ class Boundary:
 
     ``status`` is the run's status after the boundary (RUNNING to continue, or a status the
     transition table allows from RUNNING). ``state`` holds only the fields that changed.
-    For a wait, ``waiting`` says what for (``{"kind": "approval" | "signal" | "timer", ...}``),
-    ``wake_at`` when a timer fires or a signal wait times out, and ``approval`` (``role``,
-    ``request``, ``on_approve``, ``on_reject``) the request a person must decide. ``budget``
+    For a wait, ``waiting`` says what for, ``wake_at`` when a timer fires or a signal wait
+    times out, and ``approval`` the request a person must decide. ``budget``
     is the run's budget after the step (None: unchanged). ``workflow_version`` and
     ``state_schema`` are the writer's (None: unchanged).
     """
 
     step: str
-    outcome: str
+    outcome: StepOutcome
     next_step: str | None
     status: RunStatus
     started_at: datetime
@@ -73,11 +74,11 @@ class Boundary:
     state: dict[str, bytes] = field(default_factory=dict)
     messages: tuple[Message, ...] = ()
     result: JSON = None
-    error: JSON = None
-    waiting: JSON = None
+    error: RunError | None = None
+    waiting: Waiting | None = None
     wake_at: datetime | None = None
-    approval: JSON = None
-    budget: JSON = None
+    approval: ApprovalRequest | None = None
+    budget: BudgetState | None = None
     workflow_version: int | None = None
     state_schema: int | None = None
 
@@ -359,7 +360,7 @@ class Store(Protocol):
         expected_version: int,
         next_step: str,
         state: dict[str, bytes],
-        budget: JSON,
+        budget: BudgetState | None,
         now: datetime,
         data: JSON,
     ) -> Run:

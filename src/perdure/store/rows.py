@@ -13,6 +13,7 @@ from typing import Any, Protocol, cast
 
 import orjson
 
+from perdure.core.budget import BudgetState
 from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import (
     EffectNotFoundError,
@@ -34,6 +35,14 @@ from perdure.core.model import (
     StepRecord,
     ToolCall,
     WorkerInfo,
+)
+from perdure.core.records import (
+    ApprovalStatus,
+    EventType,
+    Record,
+    RunError,
+    StepOutcome,
+    waiting_from_json,
 )
 from perdure.store.base import Boundary
 
@@ -132,9 +141,14 @@ def iso(value: datetime) -> str:
     return value.isoformat(timespec="microseconds")
 
 
-def to_json(value: JSON) -> str | None:
-    """JSON text for a JSON column (None stays SQL NULL)."""
-    return None if value is None else orjson.dumps(value).decode()
+def to_json(value: JSON | Record) -> str | None:
+    """JSON text for a JSON column (None stays SQL NULL); a typed record is written as its
+    ``to_json()`` object."""
+    if value is None:
+        return None
+    if isinstance(value, Record):
+        value = value.to_json()
+    return orjson.dumps(value).decode()
 
 
 def from_json(value: str | None) -> JSON:
@@ -163,15 +177,15 @@ def run_from_row(row: Row, when: When) -> Run:
         release=Release.from_json(orjson.loads(row["release"])),
         idempotency_key=row["idempotency_key"],
         result=from_json(row["result"]),
-        error=from_json(row["error"]),
+        error=RunError.from_json(from_json(row["error"])),
         steps_done=row["steps_done"],
         created_at=_at(when, row["created_at"]),
         updated_at=_at(when, row["updated_at"]),
         wake_at=when(row["wake_at"]),
         step_attempts=row["step_attempts"],
         retry_since=when(row["retry_since"]),
-        waiting=from_json(row["waiting"]),
-        budget=from_json(row["budget"]),
+        waiting=waiting_from_json(from_json(row["waiting"])),
+        budget=BudgetState.from_json(from_json(row["budget"])),
         workflow_version=row["workflow_version"],
         state_schema=row["state_schema"],
     )
@@ -187,7 +201,7 @@ def approval_from_row(row: Row, when: When) -> Approval:
         request=from_json(row["request"]),
         on_approve=row["on_approve"],
         on_reject=row["on_reject"],
-        status=row["status"],
+        status=ApprovalStatus(row["status"]),
         decided_by=row["decided_by"],
         decided_role=row["decided_role"],
         comment=row["comment"],
@@ -255,7 +269,7 @@ def step_from_row(row: Row, when: When) -> StepRecord:
         seq=row["seq"],
         name=row["name"],
         fence=row["fence"],
-        outcome=row["outcome"],
+        outcome=StepOutcome(row["outcome"]),
         next_step=row["next_step"],
         started_at=_at(when, row["started_at"]),
         finished_at=_at(when, row["finished_at"]),
@@ -267,7 +281,7 @@ def event_from_row(row: Row, when: When) -> Event:
     return Event(
         run_id=row["run_id"],
         seq=row["seq"],
-        type=row["type"],
+        type=EventType(row["type"]),
         step=row["step"],
         fence=row["fence"],
         data=from_json(row["data"]),

@@ -20,6 +20,7 @@ from datetime import datetime
 
 from perdure.core.errors import LeaseLostError, RunClosedError, RunNotFoundError
 from perdure.core.model import JSON, Run, RunStatus
+from perdure.core.records import SignalWait
 from perdure.store import migrate
 from perdure.store.base import Boundary, NewRun
 from perdure.store.postgres.conn import (
@@ -346,7 +347,7 @@ class PostgresStore(StoreReads, PostgresEffects, PostgresWaits, PostgresVersions
 def _begin_wait(conn: Conn, ids: Params, last: Boundary, fence: int, at: datetime) -> int | None:
     """Inside a commit: record a pending approval, or take a signal already in the inbox (the
     run then does not wait). Returns the new state_version if the run was woken."""
-    waiting = last.waiting if isinstance(last.waiting, dict) else {}
+    waiting = last.waiting
     if last.approval is not None:
         a = last.approval
         conn.execute(
@@ -354,17 +355,17 @@ def _begin_wait(conn: Conn, ids: Params, last: Boundary, fence: int, at: datetim
             {
                 **ids,
                 "step": last.step,
-                "role": a["role"],
-                "request": to_json(a["request"]) or "null",
-                "on_approve": a["on_approve"],
-                "on_reject": a["on_reject"],
+                "role": a.wait.role,
+                "request": to_json(a.request) or "null",
+                "on_approve": a.wait.on_approve,
+                "on_reject": a.wait.on_reject,
                 "now": at,
             },
         )
         return None
-    if waiting.get("kind") != "signal":
+    if not isinstance(waiting, SignalWait):
         return None
-    found = maybe(conn, "first_unconsumed_signal", {**ids, "name": waiting["name"]})
+    found = maybe(conn, "first_unconsumed_signal", {**ids, "name": waiting.name})
     if found is None:
         return None
-    return wake(conn, ids, found, waiting["next"], fence, at)
+    return wake(conn, ids, found, waiting.next, fence, at)

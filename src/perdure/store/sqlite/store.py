@@ -12,6 +12,7 @@ from datetime import datetime
 
 from perdure.core.errors import LeaseLostError, RunClosedError, RunNotFoundError, StoreError
 from perdure.core.model import JSON, Run, RunStatus
+from perdure.core.records import SignalWait
 from perdure.store import migrate
 from perdure.store.base import Boundary, NewRun
 from perdure.store.reads import StoreReads
@@ -271,7 +272,7 @@ class SqliteStore(StoreReads, SqliteEffects, SqliteWaits, SqliteVersions, Sqlite
     ) -> int | None:
         """Inside a commit: record a pending approval, or take a signal already in the inbox
         (the run then does not wait). Returns the new state_version if the run was woken."""
-        waiting = last.waiting if isinstance(last.waiting, dict) else {}
+        waiting = last.waiting
         if last.approval is not None:
             a = last.approval
             conn.execute(
@@ -279,22 +280,20 @@ class SqliteStore(StoreReads, SqliteEffects, SqliteWaits, SqliteVersions, Sqlite
                 {
                     **ids,
                     "step": last.step,
-                    "role": a["role"],
-                    "request": to_json(a["request"]) or "null",
-                    "on_approve": a["on_approve"],
-                    "on_reject": a["on_reject"],
+                    "role": a.wait.role,
+                    "request": to_json(a.request) or "null",
+                    "on_approve": a.wait.on_approve,
+                    "on_reject": a.wait.on_reject,
                     "now": at,
                 },
             )
             return None
-        if waiting.get("kind") != "signal":
+        if not isinstance(waiting, SignalWait):
             return None
-        found = conn.execute(
-            Q["first_unconsumed_signal"], {**ids, "name": waiting["name"]}
-        ).fetchone()
+        found = conn.execute(Q["first_unconsumed_signal"], {**ids, "name": waiting.name}).fetchone()
         if found is None:
             return None
-        return wake(conn, ids, found, waiting["next"], fence, at)
+        return wake(conn, ids, found, waiting.next, fence, at)
 
     def set_status(
         self,
