@@ -12,7 +12,8 @@ from perdure.core.errors import PerdureError
 from perdure.core.model import Durability, Message, Release, Run, RunStatus, ToolCall
 from perdure.core.workflow import Done, Fail, Next, Workflow, done, fail, goto, step
 from perdure.runtime.context import Context, tool_call
-from perdure.runtime.runtime import Runtime, RunView
+from perdure.runtime.runtime import Runtime
+from perdure.runtime.services import RunView
 from perdure.runtime.worker import Worker
 
 __all__ = [

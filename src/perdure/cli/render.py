@@ -9,7 +9,8 @@ import orjson
 
 from perdure.core.effects import EffectRecord
 from perdure.core.model import JSON, Approval, Event, Message, Run, RunStatus, WorkerInfo
-from perdure.runtime.runtime import Runtime, RunView
+from perdure.runtime.runtime import Runtime
+from perdure.runtime.services import RunView
 from perdure.runtime.versions import CheckRow
 
 

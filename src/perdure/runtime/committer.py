@@ -1,7 +1,8 @@
 """Step-boundary commits under the three durability modes (see :class:`Durability`).
 
 A :class:`Committer` belongs to one execution of one run under one fence. It is the only writer of
-that run's progress while the execution lasts, so it can track ``state_version`` itself.
+that run's progress while the execution lasts; the expected ``state_version`` lives in the
+execution's :class:`~perdure.runtime.claim.Claim`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from datetime import datetime
 from typing import cast
 
 from perdure.core.errors import PerdureError, StoreUnavailableError
-from perdure.core.model import Durability, Run
+from perdure.core.model import Durability
+from perdure.runtime.claim import Claim
 from perdure.store.base import Boundary, Store
 
 _STOP = object()
@@ -26,15 +28,11 @@ class Committer:
     first commit error (for example :class:`~perdure.core.errors.LeaseLostError`)."""
 
     def __init__(
-        self, store: Store, run: Run, now: Callable[[], datetime], retry_for: float = 60.0
+        self, store: Store, claim: Claim, now: Callable[[], datetime], retry_for: float = 60.0
     ) -> None:
         self.store = store
-        self.mode = run.durability
-        self.tenant_id = run.tenant_id
-        self.run_id = run.run_id
-        self.fence = run.fence
-        self.version = run.state_version
-        self.steps_done = run.steps_done
+        self.claim = claim
+        self.mode = claim.run.durability
         self.retry_for = retry_for
         self._now = now
         self._buffer: list[Boundary] = []
@@ -82,10 +80,11 @@ class Committer:
         delay = 0.05
         while True:
             try:
-                self.version = self.store.commit(
-                    self.tenant_id, self.run_id, self.fence, self.version, batch, self._now()
+                c = self.claim
+                version = self.store.commit(
+                    c.tenant_id, c.run_id, c.fence, c.version, batch, self._now()
                 )
-                self.steps_done += len(batch)
+                c.committed(version, len(batch))
                 return
             except StoreUnavailableError:
                 if time.monotonic() + delay > deadline:
@@ -101,15 +100,15 @@ class Committer:
     def _landed(self, steps: int) -> bool:
         """True when a commit whose answer was lost did land (our fence, one version more,
         our steps counted)."""
-        run = self.store.get_run(self.tenant_id, self.run_id)
+        c = self.claim
+        run = self.store.get_run(c.tenant_id, c.run_id)
         landed = (
-            run.fence == self.fence
-            and run.state_version == self.version + 1
-            and run.steps_done == self.steps_done + steps
+            run.fence == c.fence
+            and run.state_version == c.version + 1
+            and run.steps_done == c.steps_done + steps
         )
         if landed:
-            self.version = run.state_version
-            self.steps_done = run.steps_done
+            c.committed(run.state_version, steps)
         return landed
 
     def _raise_pending(self) -> None:

@@ -24,10 +24,11 @@ from perdure.core.effects import (
     request_hash,
 )
 from perdure.core.errors import DefinitionError, InvalidInputError, PerdureError
-from perdure.core.model import JSON, Run
+from perdure.core.model import JSON
 from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
 from perdure.core.serde import dumps
 from perdure.core.signals import Escalate, RetryLater
+from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.crashpoints import crashpoint
 from perdure.store.base import Store
@@ -50,13 +51,13 @@ class EffectRunner:
         self,
         store: Store,
         clock: Clock,
-        run: Run,
+        claim: Claim,
         workflow: Workflow[Any],
         committer: Committer,
     ) -> None:
         self.store = store
         self.clock = clock
-        self.run = run
+        self.claim = claim
         self.workflow = workflow
         self.committer = committer
         self.rng = random.Random()
@@ -86,7 +87,7 @@ class EffectRunner:
         if name in self._names:
             raise DefinitionError(f"effect {name!r} is used twice in one step occurrence")
         self._names.add(name)
-        run = self.run
+        run = self.claim.run
         new = NewEffect(
             key=effect_key(run.tenant_id, run.workflow, run.run_id, self.step_seq, self.step, name),
             step=self.step,
@@ -109,7 +110,7 @@ class EffectRunner:
     ) -> JSON:
         """Take an effect from whatever its record says to a recorded outcome."""
         self.committer.flush()  # every earlier boundary is durable before any call
-        record = self.store.get_effect(self.run.tenant_id, new.key)
+        record = self.store.get_effect(self.claim.run.tenant_id, new.key)
         if record is not None and record.request_hash != new.request_hash:
             raise EffectConflictError(
                 f"effect {new.key} was recorded with a different request "
@@ -149,7 +150,11 @@ class EffectRunner:
         crashpoint("before_intent", new.name)
         if record is None:
             record = self.store.plan_effect(
-                self.run.tenant_id, self.run.run_id, self.run.fence, new, self.clock.now()
+                self.claim.run.tenant_id,
+                self.claim.run.run_id,
+                self.claim.run.fence,
+                new,
+                self.clock.now(),
             )
         crashpoint("after_intent", new.name)
         record = self._move(record, S.EXECUTING, attempts_delta=1)
@@ -279,7 +284,7 @@ class EffectRunner:
         compensated (rejected or unknown outcome), as evidence for the run's error.
         """
         unresolved: list[dict[str, JSON]] = []
-        done = self.store.list_effects(self.run.tenant_id, run_id=self.run.run_id)
+        done = self.store.list_effects(self.claim.run.tenant_id, run_id=self.claim.run.run_id)
         for original in reversed(done):
             if original.status is not S.CONFIRMED or not original.compensator:
                 continue
@@ -322,11 +327,11 @@ class EffectRunner:
         if status not in EFFECT_ALLOWED[record.status]:
             raise PerdureError(f"effect {record.key}: {record.status} -> {status} is not allowed")
         return self.store.update_effect(
-            self.run.tenant_id,
+            self.claim.run.tenant_id,
             record.key,
             expected_status=record.status,
             status=status,
-            fence=self.run.fence,
+            fence=self.claim.run.fence,
             now=self.clock.now(),
             attempts_delta=attempts_delta,
             result=result,
@@ -335,7 +340,7 @@ class EffectRunner:
         )
 
     def _checkpoint(self) -> Checkpoint:
-        run = self.run
+        run = self.claim.run
         return Checkpoint(
             run.run_id,
             run.tenant_id,

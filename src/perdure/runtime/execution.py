@@ -10,16 +10,11 @@ moved on, a cancel arrived): then it stops touching the run at once.
 
 from __future__ import annotations
 
-import hashlib
-import threading
 import traceback
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
 from perdure.core import transitions
-from perdure.core.budget import BudgetState
-from perdure.core.clock import Clock
 from perdure.core.effects import EffectError
 from perdure.core.errors import (
     LeaseLostError,
@@ -28,10 +23,9 @@ from perdure.core.errors import (
     StaleStateError,
     StoreError,
 )
-from perdure.core.model import JSON, Approval, Message, Release, Run, RunStatus, Signal
+from perdure.core.model import JSON, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
-from perdure.core.seal import Keyring, seal_fields
-from perdure.core.serde import Limits
+from perdure.core.seal import seal_fields
 from perdure.core.signals import Cancelled, Escalate, RetryLater
 from perdure.core.versions import Quarantine
 from perdure.core.workflow import (
@@ -49,45 +43,15 @@ from perdure.core.workflow import (
 )
 from perdure.runtime.boundaries import next_step_of, to_boundary
 from perdure.runtime.checkpoint import Readable, inspect
+from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.context import Context
 from perdure.runtime.crashpoints import crashpoint
 from perdure.runtime.effect_runner import EffectRunner
-from perdure.runtime.leases import Heartbeat, Lease
-from perdure.store.base import Boundary, Store
-
-SUGGESTIONS = {
-    "ambiguous_effect": (
-        "check at the provider whether the effect happened, then run "
-        "`perdure effects resolve KEY --confirmed --receipt ID` or `--not-applied`"
-    ),
-    "retries_exhausted": "fix the cause of the error, then resume the run",
-    "budget_exhausted": "raise the budget (`perdure resume RUN --add-steps N ...`) or end the run",
-    "no_progress": "the run repeats itself; patch the state or resume at another step",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Stopped:
-    """Why an execution stopped: ``ended`` (terminal), ``waiting`` (for an approval, a signal or
-    a timer), ``retry_scheduled`` (sleeping until a retry), ``needs_attention``, ``released``
-    (shutdown), ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or
-    ``store_error`` (the database failed; the lease is left to expire)."""
-
-    reason: StopReason
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Services:
-    """What every execution of a runtime shares."""
-
-    store: Store
-    clock: Clock
-    heartbeat: Heartbeat
-    shutdown: threading.Event
-    keyring: Keyring | None
-    limits: Limits
+from perdure.runtime.host import StepHost
+from perdure.runtime.leases import Lease
+from perdure.runtime.services import SUGGESTIONS, Services, Stopped
+from perdure.store.base import Boundary
 
 
 class Execution:
@@ -100,18 +64,18 @@ class Execution:
         self.shutdown = services.shutdown
         self.keyring = services.keyring
         self.limits = services.limits
-        self.run = run
+        self.claim = Claim(run)
         self.workflow = workflow
-        self.replacements: dict[str, str] = {}
-        self.committer = Committer(store, run, clock.now)
-        self.effects = EffectRunner(store, clock, run, workflow, self.committer)
+        self.committer = Committer(store, self.claim, clock.now)
+        self.effects = EffectRunner(store, clock, self.claim, workflow, self.committer)
+        self.host = StepHost(store, clock, self.claim, self.effects)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
-        self.budget: BudgetState | None = run.budget
-        self._charge = (0.0, 0)
-        self._thread_messages: list[Message] | None = None
-        self._approvals: list[Approval] | None = None
-        self._signals: list[Signal] | None = None
+
+    @property
+    def run(self) -> Run:
+        """The claimed run as this execution last knows it."""
+        return self.claim.run
 
     def execute(self) -> Stopped:
         """Run steps until the run stops; never raises for a run-level problem."""
@@ -143,7 +107,7 @@ class Execution:
             return self._quarantine(found.reason, found.message, found.evidence)
         if found.upgrade.changes:
             self._upgrade(found)
-        self.replacements = found.upgrade.replacements
+        self.host.replacements = found.upgrade.replacements
         run, state, fields = self.run, found.state, dict(found.fields)
         step_name = run.next_step
         waiting = run.waiting
@@ -166,7 +130,7 @@ class Execution:
                 return self._release()
             current = step_name
             try:
-                self._check_budget()
+                self.host.check_budget()
                 boundary, state, step_name = self._step(current, state, fields)
             except RetryLater as wait:
                 return self._defer(wait)
@@ -190,11 +154,11 @@ class Execution:
     def _upgrade(self, found: Readable) -> None:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""
         run, wf, up = self.run, self.workflow, found.upgrade
-        self.run = self.effects.run = self.store.upgrade_run(
+        upgraded = self.store.upgrade_run(
             run.tenant_id,
             run.run_id,
             fence=run.fence,
-            expected_version=self.committer.version,
+            expected_version=self.claim.version,
             fields=seal_fields(self.keyring, run.tenant_id, run.run_id, found.fields),
             drop=found.drop,
             next_step=up.next_step,
@@ -210,24 +174,7 @@ class Execution:
                 "dropped_fields": list(found.drop),
             },
         )
-        self.committer.version = self.run.state_version
-
-    def _check_budget(self) -> None:
-        """Before a step: stop when a limit was reached or the run makes no progress."""
-        budget = self.budget
-        if budget is None:
-            return
-        limit = budget.exhausted()
-        if limit is not None:
-            found: dict[str, JSON] = {
-                "limit": limit,
-                "limits": budget.limits.to_json(),
-                "used": budget.used.to_json(),
-            }
-            raise Escalate(budget.on_exhausted, "budget_exhausted", found)
-        if budget.repeating() and budget.guard is not None:
-            repeats: dict[str, JSON] = {"repeats": budget.guard.count, "key": budget.guard.key}
-            raise Escalate(budget.on_exhausted, "no_progress", repeats)
+        self.claim.adopt(upgraded)
 
     def _step(
         self, name: str, state: Any, fields: dict[str, bytes]
@@ -235,8 +182,8 @@ class Execution:
         """Run one step and describe its boundary; returns (boundary, new state, next step)."""
         run, wf = self.run, self.workflow
         self.effects.begin_step(name, self.seq + 1)
-        self._charge = (0.0, 0)
-        ctx = Context(run, name, self)
+        self.host.begin_step()
+        ctx = Context(run, name, self.host)
         started = self.clock.now()
         outcome = self._call(wf.steps[name], ctx, state)
         try:
@@ -248,15 +195,14 @@ class Execution:
             state = outcome.state
         unresolved = self.effects.compensate_all() if isinstance(outcome, Fail) else []
         changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
-        if self._thread_messages is not None:
-            self._thread_messages.extend(ctx.new_messages)
+        self.host.step_done(ctx.new_messages)
         common: dict[str, Any] = {
             "step": name,
             "started_at": started,
             "finished_at": self.clock.now(),
             "state": seal_fields(self.keyring, run.tenant_id, run.run_id, changed),
             "messages": tuple(ctx.new_messages),
-            "budget": self._spend(name, encoded),
+            "budget": self.host.spend(name, encoded),
             "workflow_version": wf.version,
             "state_schema": wf.state_schema,
         }
@@ -265,16 +211,6 @@ class Execution:
             error = replace(boundary.error, unresolved_compensations=tuple(unresolved))
             boundary = replace(boundary, error=error)
         return boundary, state, next_step_of(outcome)
-
-    def _spend(self, step: str, encoded: dict[str, bytes]) -> BudgetState | None:
-        """Charge the step to the budget and update the no-progress guard."""
-        if self.budget is None:
-            return None
-        cost, tokens = self._charge
-        spent = self.budget.charged(steps=1, cost=cost, tokens=tokens)
-        digest = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(encoded.items())))
-        self.budget = spent.guarded(f"{step}:{digest.hexdigest()[:16]}")
-        return self.budget
 
     def _call(self, step: StepDef, ctx: Context, state: Any) -> Outcome:
         """Call the step function and turn anything unexpected into a typed outcome.
@@ -344,44 +280,6 @@ class Execution:
             return Fail(esc.reason, message, details)
         return Next(esc.action)
 
-    # -- what a step's context reads (see perdure.runtime.context.StepHost) ---------------------
-
-    def now(self) -> datetime:
-        return self.clock.now()
-
-    def thread_messages(self) -> list[Message]:
-        if self._thread_messages is None:
-            self._thread_messages = self.store.messages(self.run.tenant_id, self.run.thread_id)
-        return self._thread_messages
-
-    def approvals(self) -> list[Approval]:
-        if self._approvals is None:
-            self._approvals = self.store.approvals(self.run.tenant_id, run_id=self.run.run_id)
-        return self._approvals
-
-    def signals(self) -> list[Signal]:
-        if self._signals is None:
-            self._signals = self.store.signals(self.run.tenant_id, self.run.run_id)
-        return self._signals
-
-    def charge(self, cost: float, tokens: int) -> None:
-        spent_cost, spent_tokens = self._charge
-        self._charge = (spent_cost + cost, spent_tokens + tokens)
-
-    def budget_left(self) -> dict[str, float | int | None] | None:
-        if self.budget is None:
-            return None
-        cost, tokens = self._charge
-        return self.budget.charged(cost=cost, tokens=tokens).remaining()
-
-    def release(self) -> Release:
-        model = self.replacements.get("model", self.run.release.model)
-        tools = self.replacements.get("tools", self.run.release.tools)
-        return replace(self.run.release, model=model, tools=tools)
-
-    def cancel_requested(self) -> bool:
-        return self._current().status is RunStatus.CANCEL_REQUESTED
-
     # -- stopping -------------------------------------------------------------------------------
 
     def _current(self) -> Run:
@@ -401,7 +299,7 @@ class Execution:
             self.run.tenant_id,
             self.run.run_id,
             fence=self.run.fence,
-            expected_version=self.committer.version,
+            expected_version=self.claim.version,
             wake_at=wait.at,
             step_attempts=attempts,
             now=self.clock.now(),
@@ -444,7 +342,7 @@ class Execution:
         """The run moved on under us: finish a cancel if it is ours to finish, else let go."""
         current = self._current()
         if current.status is RunStatus.CANCEL_REQUESTED and current.fence == self.run.fence:
-            self.run = self.effects.run = current
+            self.claim.adopt(current)
             return self._finish_cancel()
         return Stopped(StopReason.LOST, current.run_id)
 

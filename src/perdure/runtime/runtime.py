@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -18,13 +17,11 @@ from perdure.core.model import (
     JSON,
     Approval,
     Durability,
-    Event,
     Message,
     Principal,
     Run,
     RunStatus,
     Signal,
-    StepRecord,
     WorkerInfo,
 )
 from perdure.core.seal import Keyring
@@ -33,29 +30,13 @@ from perdure.core.workflow import Workflow
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.effects import EffectAdmin
-from perdure.runtime.execution import Execution, Services, Stopped
+from perdure.runtime.execution import Execution
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
+from perdure.runtime.services import RunView, Services, Stopped
 from perdure.runtime.versions import CheckRow, Versions
 from perdure.runtime.waits import Waits
 from perdure.store.base import Store
 from perdure.store.url import open_store
-
-
-@dataclass(frozen=True, slots=True)
-class RunView:
-    """What ``status`` tells about a run: the run, its committed steps, its latest events, its
-    thread's messages and its effects."""
-
-    run: Run
-    steps: list[StepRecord]
-    events: list[Event]
-    messages: list[Message]
-    effects: list[EffectRecord]
-
-    @property
-    def completed_steps(self) -> list[str]:
-        """Names of the committed steps, in order."""
-        return [s.name for s in self.steps]
 
 
 class Runtime:

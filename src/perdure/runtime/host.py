@@ -1,0 +1,115 @@
+"""What a step's context reads from the execution that runs it: the clock, the thread, the
+run's approvals and signals, its budget (with what the running step charged), its release and
+whether a cancel arrived. One :class:`StepHost` serves every step of one execution."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from datetime import datetime
+
+from perdure.core.budget import BudgetState
+from perdure.core.clock import Clock
+from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
+from perdure.core.signals import Escalate
+from perdure.runtime.claim import Claim
+from perdure.runtime.effect_runner import EffectRunner
+from perdure.store.base import Store
+
+
+class StepHost:
+    """See the module docstring. ``replacements`` maps ``model``/``tools`` to what a retired
+    release id was replaced with; ``budget`` is the run's budget after the last boundary."""
+
+    def __init__(self, store: Store, clock: Clock, claim: Claim, effects: EffectRunner) -> None:
+        self.store = store
+        self.clock = clock
+        self.claim = claim
+        self.effects = effects
+        self.replacements: dict[str, str] = {}
+        self.budget: BudgetState | None = claim.run.budget
+        self._charge = (0.0, 0)
+        self._thread_messages: list[Message] | None = None
+        self._approvals: list[Approval] | None = None
+        self._signals: list[Signal] | None = None
+
+    # -- read by the context ----------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def thread_messages(self) -> list[Message]:
+        if self._thread_messages is None:
+            run = self.claim.run
+            self._thread_messages = self.store.messages(run.tenant_id, run.thread_id)
+        return self._thread_messages
+
+    def approvals(self) -> list[Approval]:
+        if self._approvals is None:
+            run = self.claim.run
+            self._approvals = self.store.approvals(run.tenant_id, run_id=run.run_id)
+        return self._approvals
+
+    def signals(self) -> list[Signal]:
+        if self._signals is None:
+            self._signals = self.store.signals(self.claim.tenant_id, self.claim.run_id)
+        return self._signals
+
+    def charge(self, cost: float, tokens: int) -> None:
+        spent_cost, spent_tokens = self._charge
+        self._charge = (spent_cost + cost, spent_tokens + tokens)
+
+    def budget_left(self) -> dict[str, float | int | None] | None:
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        return self.budget.charged(cost=cost, tokens=tokens).remaining()
+
+    def release(self) -> Release:
+        run = self.claim.run
+        model = self.replacements.get("model", run.release.model)
+        tools = self.replacements.get("tools", run.release.tools)
+        return replace(run.release, model=model, tools=tools)
+
+    def cancel_requested(self) -> bool:
+        run = self.store.get_run(self.claim.tenant_id, self.claim.run_id)
+        return run.status is RunStatus.CANCEL_REQUESTED
+
+    # -- kept by the execution --------------------------------------------------------------------
+
+    def begin_step(self) -> None:
+        """A step starts: nothing charged yet."""
+        self._charge = (0.0, 0)
+
+    def step_done(self, messages: list[Message]) -> None:
+        """A step ended: the thread as this execution sees it gains the step's messages."""
+        if self._thread_messages is not None:
+            self._thread_messages.extend(messages)
+
+    def check_budget(self) -> None:
+        """Before a step: raise :class:`Escalate` when a limit was reached or the run makes no
+        progress."""
+        budget = self.budget
+        if budget is None:
+            return
+        limit = budget.exhausted()
+        if limit is not None:
+            found: dict[str, JSON] = {
+                "limit": limit,
+                "limits": budget.limits.to_json(),
+                "used": budget.used.to_json(),
+            }
+            raise Escalate(budget.on_exhausted, "budget_exhausted", found)
+        if budget.repeating() and budget.guard is not None:
+            repeats: dict[str, JSON] = {"repeats": budget.guard.count, "key": budget.guard.key}
+            raise Escalate(budget.on_exhausted, "no_progress", repeats)
+
+    def spend(self, step: str, encoded: dict[str, bytes]) -> BudgetState | None:
+        """Charge the step to the budget and update the no-progress guard."""
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        spent = self.budget.charged(steps=1, cost=cost, tokens=tokens)
+        digest = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(encoded.items())))
+        self.budget = spent.guarded(f"{step}:{digest.hexdigest()[:16]}")
+        return self.budget

@@ -1,0 +1,66 @@
+"""What every execution of a runtime shares, how an execution reports why it stopped, and
+what ``Runtime.status`` returns."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from perdure.core.clock import Clock
+from perdure.core.effects import EffectRecord
+from perdure.core.model import Event, Message, Run, StepRecord
+from perdure.core.records import StopReason
+from perdure.core.seal import Keyring
+from perdure.core.serde import Limits
+from perdure.runtime.leases import Heartbeat
+from perdure.store.base import Store
+
+SUGGESTIONS = {
+    "ambiguous_effect": (
+        "check at the provider whether the effect happened, then run "
+        "`perdure effects resolve KEY --confirmed --receipt ID` or `--not-applied`"
+    ),
+    "retries_exhausted": "fix the cause of the error, then resume the run",
+    "budget_exhausted": "raise the budget (`perdure resume RUN --add-steps N ...`) or end the run",
+    "no_progress": "the run repeats itself; patch the state or resume at another step",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Why an execution stopped: ``ended`` (terminal), ``waiting`` (for an approval, a signal or
+    a timer), ``retry_scheduled`` (sleeping until a retry), ``needs_attention``, ``released``
+    (shutdown), ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or
+    ``store_error`` (the database failed; the lease is left to expire)."""
+
+    reason: StopReason
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What every execution of a runtime shares."""
+
+    store: Store
+    clock: Clock
+    heartbeat: Heartbeat
+    shutdown: threading.Event
+    keyring: Keyring | None
+    limits: Limits
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """What ``status`` tells about a run: the run, its committed steps, its latest events, its
+    thread's messages and its effects."""
+
+    run: Run
+    steps: list[StepRecord]
+    events: list[Event]
+    messages: list[Message]
+    effects: list[EffectRecord]
+
+    @property
+    def completed_steps(self) -> list[str]:
+        """Names of the committed steps, in order."""
+        return [s.name for s in self.steps]
