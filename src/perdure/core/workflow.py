@@ -17,8 +17,9 @@ just transitions (think -> act -> think). A step can only continue with steps it
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -169,9 +170,9 @@ def continuations(outcome: Outcome) -> list[str]:
     return []
 
 
-StepFn = Callable[[Any, Any], Outcome]
-"""A step function: ``(ctx, state) -> outcome``, where ``ctx`` is the runtime's
-:class:`~perdure.runtime.context.Context` (the core does not import the runtime)."""
+StepFn = Callable[[Any, Any], "Outcome | Coroutine[Any, Any, Outcome]"]
+"""A step function: ``(ctx, state) -> outcome``, plain or ``async def``, where ``ctx`` is the
+runtime's :class:`~perdure.runtime.context.Context` (the core does not import the runtime)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +185,16 @@ class StepDef:
     next: frozenset[str]
     retry: RetryPolicy | None = None
 
-    def __call__(self, ctx: Any, state: Any) -> Outcome:
+    def __post_init__(self) -> None:
+        if inspect.isgeneratorfunction(self.fn) or inspect.isasyncgenfunction(self.fn):
+            raise DefinitionError(
+                f"step {self.name!r} is a generator: a step returns one outcome",
+                fix="return goto(...), done(...) or another outcome instead of yielding",
+            )
+        if not callable(self.fn):
+            raise DefinitionError(f"step {self.name!r} is not callable")
+
+    def __call__(self, ctx: Any, state: Any) -> Outcome | Coroutine[Any, Any, Outcome]:
         return self.fn(ctx, state)
 
 
@@ -292,8 +302,11 @@ class Workflow(Generic[S]):
         self.compensators: dict[str, Callable[..., Any]] = {}
         for fn in compensators:
             cname = getattr(fn, "__name__", "")
-            if not cname or cname in self.compensators:
-                raise DefinitionError(f"workflow {name}: compensator {fn!r} needs a unique name")
+            if not cname or cname == "<lambda>" or cname in self.compensators:
+                raise DefinitionError(
+                    f"workflow {name}: compensator {fn!r} needs a unique name",
+                    fix="declare it with def (a lambda cannot be found again after a restart)",
+                )
             self.compensators[cname] = fn
         self.budget = budget
         self.delete_messages_on_cancel = delete_messages_on_cancel

@@ -6,12 +6,13 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from perdure.core.errors import InvalidInputError
+from perdure.core.errors import DefinitionError, InvalidInputError
 from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from perdure.core.signals import Cancelled
 
 if TYPE_CHECKING:
     from perdure.core.retry import RetryPolicy
+    from perdure.runtime.aio import Bridge
     from perdure.runtime.effect_runner import Compensate, EffectRunner, Execute, Reconcile
 
 
@@ -19,6 +20,7 @@ class StepHost(Protocol):
     """What a context needs from the execution that runs the step."""
 
     effects: EffectRunner
+    bridge: Bridge
 
     def now(self) -> datetime: ...
     def thread_messages(self) -> list[Message]: ...
@@ -157,6 +159,11 @@ class Context:
         different ``request`` under the same ``name`` in the same step occurrence raises
         :class:`perdure.core.effects.EffectConflictError`.
         """
+        if self._host.bridge.on_loop():
+            raise DefinitionError(
+                f"step {self.step!r} is async def: ctx.effect would block every run on the loop",
+                fix=f"write `await ctx.aeffect({name!r}, ...)` in async steps",
+            )
         return self._host.effects.effect(
             name,
             target=target,
@@ -166,6 +173,44 @@ class Context:
             reconcile=reconcile,
             compensate=compensate,
             retry=retry,
+        )
+
+    async def aeffect(
+        self,
+        name: str,
+        *,
+        target: str,
+        operation: str,
+        request: JSON,
+        execute: Execute,
+        reconcile: Reconcile | None = None,
+        compensate: Compensate | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> JSON:
+        """:meth:`effect` for ``async def`` steps: ``result = await ctx.aeffect(...)``.
+
+        Same contract, same key, same records. ``execute``, ``reconcile`` and ``compensate``
+        may be sync or ``async def``. The bookkeeping (intent, outcome, reconcile, retries)
+        runs in the run's own execution thread, so the event loop that runs every async step
+        of the process never waits on the database; an async ``execute`` runs on the loop.
+        """
+        if not self._host.bridge.active:
+            raise DefinitionError(
+                f"ctx.aeffect is for async def steps; step {self.step!r} is a plain function",
+                fix=f"write `ctx.effect({name!r}, ...)` in plain steps",
+            )
+        effects = self._host.effects
+        return await self._host.bridge.call(
+            lambda: effects.effect(
+                name,
+                target=target,
+                operation=operation,
+                request=request,
+                execute=execute,
+                reconcile=reconcile,
+                compensate=compensate,
+                retry=retry,
+            )
         )
 
 

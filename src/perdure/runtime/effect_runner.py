@@ -4,8 +4,8 @@ re-execution, reconcile on unknown outcomes, retries by policy, and compensation
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from perdure.core.clock import Clock
 from perdure.core.effects import (
@@ -28,6 +28,7 @@ from perdure.core.model import JSON
 from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
 from perdure.core.serde import dumps
 from perdure.core.signals import Escalate, RetryLater
+from perdure.runtime.aio import EventLoop
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.crashpoints import crashpoint
@@ -38,8 +39,12 @@ if TYPE_CHECKING:
     from perdure.core.workflow import Workflow
 
 Execute = Callable[[Any, str], Any]
-Reconcile = Callable[[Any, str], Reconciled]
+"""``execute(request, key)``: makes the call; sync, or ``async def``."""
+Reconcile = Callable[[Any, str], "Reconciled | Awaitable[Reconciled]"]
+"""``reconcile(request, key)``: asks the provider what happened; sync, or ``async def``."""
 Compensate = Callable[[Any, str, Any], Any]
+"""``compensate(request, key, result)``: undoes a confirmed effect; sync, or ``async def``."""
+T = TypeVar("T")
 
 S = EffectStatus
 
@@ -54,9 +59,11 @@ class EffectRunner:
         claim: Claim,
         workflow: Workflow[Any],
         committer: Committer,
+        loop: EventLoop,
     ) -> None:
         self.store = store
         self.clock = clock
+        self.loop = loop
         self.claim = claim
         self.workflow = workflow
         self.committer = committer
@@ -64,6 +71,13 @@ class EffectRunner:
         self.step = ""
         self.step_seq = 0
         self._names: set[str] = set()
+
+    def _awaited(self, value: T | Awaitable[T]) -> T:
+        """The value an ``execute``/``reconcile``/``compensate`` call produced: an async
+        callable's coroutine is run on the event loop and its result returned."""
+        if isinstance(value, Awaitable):
+            return cast(T, self.loop.run(value))
+        return value
 
     def begin_step(self, step: str, seq: int) -> None:
         """Effects from now on belong to occurrence ``seq`` of ``step``."""
@@ -159,7 +173,7 @@ class EffectRunner:
         crashpoint("after_intent", new.name)
         record = self._move(record, S.EXECUTING, attempts_delta=1)
         try:
-            out = execute(new.request, new.key)
+            out = self._awaited(execute(new.request, new.key))
         except Exception as exc:
             crashpoint("after_call", new.name)
             return self._failed(record, exc, reconcile, retry)
@@ -215,7 +229,7 @@ class EffectRunner:
         """Ask the provider what happened; confirmed -> confirmed, not found -> planned (the
         interrupted attempt is not counted when recovering), unknown -> ambiguous + escalate."""
         try:
-            found = reconcile(record.request, record.key)
+            found = self._awaited(reconcile(record.request, record.key))
         except Exception as exc:
             found, error = Reconciled.unknown(), error_json(exc)
         if found.status == "confirmed":

@@ -11,6 +11,7 @@ moved on, a cancel arrived): then it stops touching the run at once.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -67,8 +68,12 @@ class Execution:
         self.claim = Claim(run)
         self.workflow = workflow
         self.committer = Committer(store, self.claim, clock.now)
-        self.effects = EffectRunner(store, clock, self.claim, workflow, self.committer)
-        self.host = StepHost(store, clock, self.claim, self.effects)
+        self.loop = services.loop
+        self.bridge = services.loop.bridge()
+        self.effects = EffectRunner(
+            store, clock, self.claim, workflow, self.committer, services.loop
+        )
+        self.host = StepHost(store, clock, self.claim, self.effects, self.bridge)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
 
@@ -219,7 +224,13 @@ class Execution:
         action ``needs_attention``; other escalations become a failure or the failure step.
         """
         try:
-            outcome = step(ctx, state)
+            returned = step(ctx, state)
+            # an async def step returns a coroutine: it runs on the event loop
+            if isinstance(returned, Coroutine):
+                self.host.prefetch()  # so that reads in the coroutine never wait on the store
+                outcome = self.bridge.run(returned)
+            else:
+                outcome = returned
         except Escalate as esc:
             return self._escalated(esc, step.name)
         except EffectError as exc:
@@ -227,7 +238,7 @@ class Execution:
         except StoreError:
             raise  # the database failed, not the step: the run is continued later
         except PerdureError as exc:
-            return Fail(exc.code, exc.message)
+            return Fail(exc.code, exc.message, {"fix": exc.fix} if exc.fix else {})
         except Exception as exc:
             tb = traceback.format_exception(exc)[-5:]
             return Fail("step_raised", f"{type(exc).__name__}: {exc}", {"traceback": tb})

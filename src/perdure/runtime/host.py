@@ -12,6 +12,7 @@ from perdure.core.budget import BudgetState
 from perdure.core.clock import Clock
 from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
 from perdure.core.signals import Escalate
+from perdure.runtime.aio import Bridge
 from perdure.runtime.claim import Claim
 from perdure.runtime.effect_runner import EffectRunner
 from perdure.store.base import Store
@@ -21,8 +22,11 @@ class StepHost:
     """See the module docstring. ``replacements`` maps ``model``/``tools`` to what a retired
     release id was replaced with; ``budget`` is the run's budget after the last boundary."""
 
-    def __init__(self, store: Store, clock: Clock, claim: Claim, effects: EffectRunner) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, claim: Claim, effects: EffectRunner, bridge: Bridge
+    ) -> None:
         self.store = store
+        self.bridge = bridge
         self.clock = clock
         self.claim = claim
         self.effects = effects
@@ -76,6 +80,12 @@ class StepHost:
         return run.status is RunStatus.CANCEL_REQUESTED
 
     # -- kept by the execution --------------------------------------------------------------------
+
+    def prefetch(self) -> None:
+        """Read the thread, approvals and signals now (before an async step runs on the loop)."""
+        self.thread_messages()
+        self.approvals()
+        self.signals()
 
     def begin_step(self) -> None:
         """A step starts: nothing charged yet."""

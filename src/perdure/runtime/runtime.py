@@ -27,6 +27,7 @@ from perdure.core.model import (
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.core.workflow import Workflow
+from perdure.runtime.aio import EventLoop
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.effects import EffectAdmin
@@ -77,8 +78,15 @@ class Runtime:
         self.register(*workflows)
         self.heartbeat = Heartbeat(store, parts.clock, parts.owner, lease_seconds)
         self.shutdown = threading.Event()
+        self.loop = EventLoop()
         self.services = Services(
-            store, parts.clock, self.heartbeat, self.shutdown, parts.keyring, parts.limits
+            store,
+            parts.clock,
+            self.heartbeat,
+            self.shutdown,
+            parts.keyring,
+            parts.limits,
+            self.loop,
         )
         self.waits = Waits(parts)
         self.effect_admin = EffectAdmin(parts)
@@ -409,8 +417,9 @@ class Runtime:
         return self.store.stuck_runs(before, limit=limit)
 
     def close(self) -> None:
-        """Stop the heartbeat thread and close the store."""
+        """Stop the heartbeat thread and the event loop, and close the store."""
         self.heartbeat.stop()
+        self.loop.close()
         self.store.close()
 
     def __enter__(self) -> Runtime:

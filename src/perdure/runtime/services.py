@@ -12,6 +12,7 @@ from perdure.core.model import Event, Message, Run, StepRecord
 from perdure.core.records import StopReason
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
+from perdure.runtime.aio import EventLoop
 from perdure.runtime.leases import Heartbeat
 from perdure.store.base import Store
 
@@ -47,6 +48,7 @@ class Services:
     shutdown: threading.Event
     keyring: Keyring | None
     limits: Limits
+    loop: EventLoop
 
 
 @dataclass(frozen=True, slots=True)
