@@ -3,41 +3,194 @@
 Define a workflow of named steps over a typed state, start runs with a :class:`Runtime`, and let
 a worker advance them. Every step boundary is committed; a killed process resumes from the last
 committed step, never from the beginning.
+
+Every name a step author uses is importable from here (``from perdure import ...``); the
+submodules are the implementation. Importing this package needs only the base dependencies
+(``orjson``, ``click``): pydantic, cryptography and psycopg are optional extras, loaded only when
+a feature that needs them is used.
+
+Declaring a workflow
+    :class:`Workflow`, :func:`step`, :class:`RetryPolicy`, :class:`Budget`.
+
+What a step returns (outcomes)
+    :func:`goto`, :func:`done`, :func:`fail`, :func:`wait_for_approval`,
+    :func:`wait_for_signal`, :func:`sleep`, :func:`sleep_until`; the values they build:
+    :class:`Next`, :class:`Done`, :class:`Fail`, :class:`WaitApproval`, :class:`WaitSignal`,
+    :class:`Sleep`, and their union :data:`Outcome`.
+
+Inside a step
+    :class:`Context` (the ``ctx`` argument), :class:`Message`, :class:`ToolCall`,
+    :func:`tool_call`, :class:`Approval` (``ctx.approval``), :class:`Signal` (``ctx.signals``),
+    :class:`Release` (``ctx.release``).
+
+Effects (``ctx.effect``)
+    :class:`EffectResult` (a result with a receipt), :class:`Reconciled` (what a reconciler
+    found); errors ``execute`` raises to classify a failure: :class:`TransientError` (retried),
+    :class:`PermanentError` (rejected), :class:`UnknownOutcomeError` (reconciled),
+    :class:`BudgetExhaustedError` (escalated), their base :class:`EffectError`; errors a step may
+    catch: :class:`EffectRejectedError`, :class:`EffectConflictError`. Records:
+    :class:`EffectRecord`, :class:`EffectStatus`.
+
+Running and inspecting runs
+    :class:`Runtime`, :class:`Worker`, :class:`Run`, :class:`RunView`, :class:`RunStatus`,
+    :class:`Durability`, :class:`Principal`, :class:`Keyring`, :class:`Limits`; clocks:
+    :class:`Clock`, :class:`SystemClock`, :class:`FakeClock`.
+
+Errors (each has a stable ``.code`` and a ``.fix``)
+    :class:`PerdureError` (the root), :class:`DefinitionError`, :class:`ConfigError`,
+    :class:`InvalidInputError`, :class:`RunNotFoundError`, :class:`WorkflowNotFoundError`,
+    :class:`RunClosedError`, :class:`RunBusyError`, :class:`LeaseLostError`,
+    :class:`StaleStateError`, :class:`IllegalTransitionError`, :class:`ApprovalStateError`,
+    :class:`NotAuthorizedError`, :class:`EffectNotFoundError`, :class:`EffectStateError`,
+    :class:`DecodeError`, :class:`OversizeError`, :class:`IntegrityError`, :class:`StoreError`,
+    :class:`StoreUnavailableError`, :class:`SchemaTooNewError`, :class:`MigrationChecksumError`.
 """
 
 from __future__ import annotations
 
+from perdure.core.budget import Budget
 from perdure.core.clock import Clock, FakeClock, SystemClock
-from perdure.core.errors import PerdureError
-from perdure.core.model import Durability, Message, Release, Run, RunStatus, ToolCall
-from perdure.core.workflow import Done, Fail, Next, Workflow, done, fail, goto, step
+from perdure.core.effects import (
+    BudgetExhaustedError,
+    EffectConflictError,
+    EffectError,
+    EffectRecord,
+    EffectRejectedError,
+    EffectResult,
+    EffectStatus,
+    PermanentError,
+    Reconciled,
+    TransientError,
+    UnknownOutcomeError,
+)
+from perdure.core.errors import (
+    ApprovalStateError,
+    ConfigError,
+    DecodeError,
+    DefinitionError,
+    EffectNotFoundError,
+    EffectStateError,
+    IllegalTransitionError,
+    InvalidInputError,
+    LeaseLostError,
+    MigrationChecksumError,
+    NotAuthorizedError,
+    PerdureError,
+    RunBusyError,
+    RunClosedError,
+    RunNotFoundError,
+    SchemaTooNewError,
+    StaleStateError,
+    StoreError,
+    StoreUnavailableError,
+    WorkflowNotFoundError,
+)
+from perdure.core.model import (
+    Approval,
+    Durability,
+    Message,
+    Principal,
+    Release,
+    Run,
+    RunStatus,
+    Signal,
+    ToolCall,
+)
+from perdure.core.retry import RetryPolicy
+from perdure.core.seal import IntegrityError, Keyring
+from perdure.core.serde import Limits, OversizeError
+from perdure.core.workflow import (
+    Done,
+    Fail,
+    Next,
+    Outcome,
+    Sleep,
+    WaitApproval,
+    WaitSignal,
+    Workflow,
+    done,
+    fail,
+    goto,
+    sleep,
+    sleep_until,
+    step,
+    wait_for_approval,
+    wait_for_signal,
+)
 from perdure.runtime.context import Context, tool_call
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.services import RunView
 from perdure.runtime.worker import Worker
 
 __all__ = [
+    "Approval",
+    "ApprovalStateError",
+    "Budget",
+    "BudgetExhaustedError",
     "Clock",
+    "ConfigError",
     "Context",
+    "DecodeError",
+    "DefinitionError",
     "Done",
     "Durability",
+    "EffectConflictError",
+    "EffectError",
+    "EffectNotFoundError",
+    "EffectRecord",
+    "EffectRejectedError",
+    "EffectResult",
+    "EffectStateError",
+    "EffectStatus",
     "Fail",
     "FakeClock",
+    "IllegalTransitionError",
+    "IntegrityError",
+    "InvalidInputError",
+    "Keyring",
+    "LeaseLostError",
+    "Limits",
     "Message",
+    "MigrationChecksumError",
     "Next",
+    "NotAuthorizedError",
+    "Outcome",
+    "OversizeError",
     "PerdureError",
+    "PermanentError",
+    "Principal",
+    "Reconciled",
     "Release",
+    "RetryPolicy",
     "Run",
+    "RunBusyError",
+    "RunClosedError",
+    "RunNotFoundError",
     "RunStatus",
     "RunView",
     "Runtime",
+    "SchemaTooNewError",
+    "Signal",
+    "Sleep",
+    "StaleStateError",
+    "StoreError",
+    "StoreUnavailableError",
     "SystemClock",
     "ToolCall",
+    "TransientError",
+    "UnknownOutcomeError",
+    "WaitApproval",
+    "WaitSignal",
     "Worker",
     "Workflow",
+    "WorkflowNotFoundError",
     "done",
     "fail",
     "goto",
+    "sleep",
+    "sleep_until",
     "step",
     "tool_call",
+    "wait_for_approval",
+    "wait_for_signal",
 ]

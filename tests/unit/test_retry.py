@@ -3,7 +3,6 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-import pydantic
 import pytest
 
 from perdure.core.effects import (
@@ -15,6 +14,7 @@ from perdure.core.effects import (
     effect_key,
     request_hash,
 )
+from perdure.core.errors import DefinitionError
 from perdure.core.retry import RetryPolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -61,19 +61,60 @@ def test_only_retryable_kinds_are_retried() -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs",
+    ("kwargs", "field", "allowed"),
     [
-        {"max_attempts": 0},
-        {"initial_delay": 0},
-        {"initial_delay": 10, "max_delay": 5},
-        {"multiplier": 0.5},
-        {"retryable": frozenset({"timeout"}), "non_retryable": frozenset({"timeout"})},
-        {"unknown_option": 1},
+        ({"max_attempts": 0}, "max_attempts", "from 1 to 1000"),
+        ({"max_attempts": 1001}, "max_attempts", "from 1 to 1000"),
+        ({"max_attempts": 2.5}, "max_attempts", "an integer"),
+        ({"initial_delay": 0}, "initial_delay", "> 0"),
+        ({"initial_delay": "1"}, "initial_delay", "> 0"),
+        ({"initial_delay": 10, "max_delay": 5}, "max_delay", ">= initial_delay"),
+        ({"max_delay": float("inf")}, "max_delay", "finite"),
+        ({"multiplier": 0.5}, "multiplier", ">= 1"),
+        ({"total_time": 0}, "total_time", "> 0"),
+        ({"jitter": "yes"}, "jitter", "True or False"),
+        ({"retryable": "timeout"}, "retryable", "a set of error kinds"),
+        ({"non_retryable": {1}}, "non_retryable", "strings"),
+        ({"retryable": {"timeout"}, "non_retryable": {"timeout"}}, "['timeout']", "at most one"),
+        ({"on_exhausted": ""}, "on_exhausted", "a step name"),
     ],
 )
-def test_an_invalid_policy_is_refused_when_declared(kwargs: dict[str, object]) -> None:
-    with pytest.raises(pydantic.ValidationError):
+def test_an_invalid_policy_is_refused_when_declared(
+    kwargs: dict[str, object], field: str, allowed: str
+) -> None:
+    with pytest.raises(DefinitionError) as caught:
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+    line = caught.value.one_line()
+    assert line.startswith("error[invalid_definition]: retry policy:")
+    assert field in line, line
+    assert allowed in line, line
+
+
+def test_an_unknown_option_is_refused() -> None:
+    with pytest.raises(TypeError, match="unknown_option"):
+        RetryPolicy(unknown_option=1)  # type: ignore[call-arg]
+
+
+def test_a_policy_is_frozen_hashable_and_normalises_its_values() -> None:
+    policy = RetryPolicy(initial_delay=2, retryable=["exception", "timeout"])  # type: ignore[arg-type]
+    assert policy.initial_delay == 2.0
+    assert isinstance(policy.initial_delay, float)
+    assert policy.retryable == frozenset({"exception", "timeout"})
+    assert policy == RetryPolicy(initial_delay=2.0, retryable=frozenset({"timeout", "exception"}))
+    assert hash(policy) == hash(RetryPolicy(initial_delay=2, retryable={"timeout", "exception"}))  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        policy.max_attempts = 9  # type: ignore[misc]
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    policy = RetryPolicy()
+    assert (policy.max_attempts, policy.initial_delay, policy.max_delay) == (3, 1.0, 60.0)
+    assert (policy.multiplier, policy.jitter, policy.total_time) == (2.0, True, None)
+    assert policy.retryable == frozenset({"timeout", "rate_limited", "dependency_unavailable"})
+    assert policy.non_retryable == frozenset(
+        {"invalid_request", "permission_denied", "policy_rejected"}
+    )
+    assert policy.on_exhausted == "fail"
 
 
 def test_errors_are_classified_not_all_retried() -> None:

@@ -6,47 +6,105 @@ sent wins over the computed delay (capped by ``max_delay``). Waiting is durable:
 its lease and sleeps in the database until the delay is over, so it holds no thread and survives
 restarts. When attempts or time run out the policy's ``on_exhausted`` decides: ``"fail"``,
 ``"needs_attention"``, or the name of a declared failure step to go to.
+
+A policy is a frozen dataclass checked in ``__post_init__``: a bad value raises
+:class:`perdure.core.errors.DefinitionError` naming the field and the allowed range, when the
+module that declares it is imported. It needs no third-party package.
 """
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import NoReturn
 
 from perdure.core.effects import PERMANENT_KINDS, TRANSIENT_KINDS
+from perdure.core.errors import DefinitionError
+
+MAX_ATTEMPTS = 1000
+"""The largest ``max_attempts`` a policy accepts."""
 
 
-class RetryPolicy(BaseModel):
-    """How often and how patiently a failing step or effect is tried again."""
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently a failing step or effect is tried again.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    * ``max_attempts`` — calls in all, the first included (1 to 1000; default 3).
+    * ``initial_delay`` — seconds before the second attempt (> 0; default 1).
+    * ``max_delay`` — upper bound of one delay in seconds (>= ``initial_delay``; default 60).
+    * ``multiplier`` — growth of the delay per attempt (>= 1; default 2).
+    * ``jitter`` — full jitter: a uniform delay in [0, computed] (default True).
+    * ``total_time`` — seconds from the first failure after which no retry starts (> 0 or None).
+    * ``retryable`` — error kinds to retry (default: timeout, rate_limited,
+      dependency_unavailable).
+    * ``non_retryable`` — kinds never retried (default: invalid_request, permission_denied,
+      policy_rejected); must not overlap ``retryable``.
+    * ``on_exhausted`` — ``"fail"``, ``"needs_attention"`` or a declared failure step to go to.
+    """
 
-    max_attempts: int = Field(3, ge=1, le=1000, description="Calls in all, the first included.")
-    initial_delay: float = Field(1.0, gt=0, description="Seconds before the second attempt.")
-    max_delay: float = Field(60.0, gt=0, description="Upper bound of one delay, in seconds.")
-    multiplier: float = Field(2.0, ge=1.0, description="Growth of the delay per attempt.")
-    jitter: bool = Field(True, description="Full jitter: a uniform delay in [0, computed].")
-    total_time: float | None = Field(
-        None, gt=0, description="Seconds from the first failure after which no retry starts."
-    )
-    retryable: frozenset[str] = Field(TRANSIENT_KINDS, description="Error kinds to retry.")
-    non_retryable: frozenset[str] = Field(PERMANENT_KINDS, description="Never retried.")
-    on_exhausted: str = Field(
-        "fail", description='"fail", "needs_attention" or a failure step to go to.'
-    )
+    max_attempts: int = 3
+    initial_delay: float = 1.0
+    max_delay: float = 60.0
+    multiplier: float = 2.0
+    jitter: bool = True
+    total_time: float | None = None
+    retryable: frozenset[str] = TRANSIENT_KINDS
+    non_retryable: frozenset[str] = PERMANENT_KINDS
+    on_exhausted: str = "fail"
 
-    @model_validator(mode="after")
-    def _consistent(self) -> RetryPolicy:
+    def __post_init__(self) -> None:
+        if not _is_int(self.max_attempts) or not 1 <= self.max_attempts <= MAX_ATTEMPTS:
+            _refuse("max_attempts", self.max_attempts, f"an integer from 1 to {MAX_ATTEMPTS}")
+        self._number("initial_delay", minimum=0.0, inclusive=False)
+        self._number("max_delay", minimum=0.0, inclusive=False)
+        self._number("multiplier", minimum=1.0, inclusive=True)
+        if self.total_time is not None:
+            self._number("total_time", minimum=0.0, inclusive=False)
+        if not isinstance(self.jitter, bool):
+            _refuse("jitter", self.jitter, "True or False")
         if self.max_delay < self.initial_delay:
-            raise ValueError("max_delay must be >= initial_delay")
-        overlap = self.retryable & self.non_retryable
+            _refuse(
+                "max_delay",
+                self.max_delay,
+                f"a number >= initial_delay ({self.initial_delay:g} seconds)",
+            )
+        retryable = self._kinds("retryable")
+        non_retryable = self._kinds("non_retryable")
+        overlap = retryable & non_retryable
         if overlap:
-            raise ValueError(f"kinds {sorted(overlap)} are both retryable and non-retryable")
-        if not self.on_exhausted:
-            raise ValueError("on_exhausted must be 'fail', 'needs_attention' or a step name")
-        return self
+            raise DefinitionError(
+                f"retry policy: kinds {sorted(overlap)} are both retryable and non_retryable",
+                fix="list each error kind in at most one of retryable and non_retryable",
+            )
+        if not isinstance(self.on_exhausted, str) or not self.on_exhausted:
+            _refuse("on_exhausted", self.on_exhausted, "'fail', 'needs_attention' or a step name")
+
+    def _number(self, name: str, *, minimum: float, inclusive: bool) -> None:
+        """Check that field ``name`` is a finite number above ``minimum``; store it as float."""
+        value = getattr(self, name)
+        bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            _refuse(name, value, f"a number of seconds {bound}" if name != "multiplier" else bound)
+        ok = value >= minimum if inclusive else value > minimum
+        if not ok or not math.isfinite(value):
+            what = "a finite number" if name == "multiplier" else "a finite number of seconds"
+            _refuse(name, value, f"{what} {bound}")
+        object.__setattr__(self, name, float(value))
+
+    def _kinds(self, name: str) -> frozenset[str]:
+        """Check that field ``name`` holds error kinds (strings); store them as a frozenset."""
+        value: object = getattr(self, name)
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            _refuse(name, value, "a set of error kinds such as {'timeout', 'rate_limited'}")
+        items = tuple(value)
+        kinds = frozenset(k for k in items if isinstance(k, str) and k)
+        if len(kinds) != len(frozenset(items)):
+            _refuse(name, value, "a set of non-empty strings (error kinds)")
+        object.__setattr__(self, name, kinds)
+        return kinds
 
     def allows(self, kind: str) -> bool:
         """True when errors of ``kind`` may be retried under this policy."""
@@ -77,3 +135,14 @@ class RetryPolicy(BaseModel):
         if self.total_time is not None and at > first_failure + timedelta(seconds=self.total_time):
             return None
         return at
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _refuse(name: str, value: object, allowed: str) -> NoReturn:
+    raise DefinitionError(
+        f"retry policy: {name}={value!r} is not allowed",
+        fix=f"give {name} {allowed}",
+    )
