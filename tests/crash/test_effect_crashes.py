@@ -144,7 +144,7 @@ def test_compensation_is_crash_safe(db_url: str, tmp_path: Path, point: str) -> 
         assert effects["reserve"] == "compensated"
     else:
         assert effects["reserve.compensate"] == "ambiguous", "unknown outcome: flagged, not resent"
-        assert final["error"]["details"]["unresolved_compensations"]
+        assert final["error"]["unresolved_compensations"]
 
 
 def test_a_retry_wait_survives_the_process_and_a_worker_finishes_it(

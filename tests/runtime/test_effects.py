@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, fail, goto, step
 from perdure.core.effects import (
     BudgetExhaustedError,
     EffectRejectedError,
@@ -111,8 +111,19 @@ def test_a_transient_error_waits_durably_then_retries_with_the_same_key(
 def test_retries_are_bounded_and_exhaustion_follows_the_policy(
     runtime: Runtime, clock: FakeClock
 ) -> None:
+    exhausted = Provider(failures=[TransientError("timeout") for _ in range(5)])
+    default = RetryPolicy(max_attempts=2, initial_delay=1, jitter=False)
+    paused_id = run_once(runtime, one_effect(exhausted, retry=default))
+    clock.advance(1)
+    runtime.run_until_idle()
+    paused = runtime.get(paused_id)
+    assert (paused.status, paused.error.reason) == (
+        RunStatus.NEEDS_ATTENTION,
+        "retries_exhausted",
+    ), "by default a person looks once the retries are used up"
+
     provider = Provider(failures=[TransientError("timeout") for _ in range(5)])
-    policy = RetryPolicy(max_attempts=2, initial_delay=1, jitter=False)
+    policy = RetryPolicy(max_attempts=2, initial_delay=1, jitter=False, on_exhausted="fail")
     run_id = run_once(runtime, one_effect(provider, retry=policy))
     clock.advance(1)
     runtime.run_until_idle()
@@ -265,7 +276,10 @@ def test_a_changed_request_under_the_same_key_is_refused(
     clock.advance(1)
     runtime.run_until_idle()
     run = runtime.get(run_id)
-    assert (run.status, run.error.reason) == (RunStatus.FAILED, "effect_request_changed")
+    assert (run.status, run.error.reason) == (
+        RunStatus.NEEDS_ATTENTION,
+        "effect_request_changed",
+    ), "the code changed what it asks: a person decides, the run is not lost"
     assert provider.applied == []
 
 
@@ -304,7 +318,7 @@ def test_a_failing_run_compensates_confirmed_effects_newest_first(runtime: Runti
             execute=provider.call,
             compensate=undo,
         )
-        raise ValueError("the invoice service is broken")
+        return fail("invoice_broken", "the invoice service is broken")
 
     wf = Workflow("saga", state=S, steps=[first, second], compensators=[undo])
     run_id = run_once(runtime, wf)

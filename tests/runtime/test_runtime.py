@@ -83,7 +83,7 @@ def test_an_unknown_durability_mode_is_refused(runtime: Runtime) -> None:
         runtime.start(agent, durability="eventually")
 
 
-def test_a_step_that_raises_fails_the_run_with_a_typed_reason(runtime: Runtime) -> None:
+def test_a_step_that_raises_hands_the_run_to_a_person_with_evidence(runtime: Runtime) -> None:
     @step
     def boom(ctx: Context, s: Loop):  # type: ignore[no-untyped-def]
         raise ValueError("bad input")
@@ -91,9 +91,18 @@ def test_a_step_that_raises_fails_the_run_with_a_typed_reason(runtime: Runtime) 
     run = runtime.start(Workflow("boom", state=Loop, steps=[boom]))
     runtime.run_until_idle()
     after = runtime.get(run.run_id)
-    assert after.status is RunStatus.FAILED
-    assert after.error.reason == "step_raised"
+    assert after.status is RunStatus.NEEDS_ATTENTION, "never FAILED unless the workflow says so"
+    assert after.error is not None
+    assert (after.error.reason, after.error.step, after.error.resume_at) == (
+        "step_raised",
+        "boom",
+        "boom",
+    )
     assert "ValueError: bad input" in after.error.message
+    assert after.error.evidence["error"]["exception"] == "ValueError"
+    assert after.error.evidence["attempts"] == 1
+    assert after.error.evidence["traceback"]
+    assert after.error.suggested_action and "resume" in after.error.suggested_action
 
 
 def test_a_declared_failure_is_recorded(runtime: Runtime) -> None:

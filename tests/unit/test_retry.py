@@ -34,11 +34,30 @@ def test_full_jitter_stays_between_zero_and_the_computed_delay() -> None:
             assert 0 <= policy.delay(attempt, rng) <= 2 * 3 ** (attempt - 1)
 
 
-def test_retry_after_wins_but_is_capped() -> None:
+def test_retry_after_wins_even_over_max_delay() -> None:
     policy = RetryPolicy(initial_delay=1, max_delay=30, jitter=False)
     rng = random.Random(0)
     assert policy.delay(1, rng, retry_after=12) == 12
-    assert policy.delay(1, rng, retry_after=500) == 30
+    assert policy.delay(1, rng, retry_after=500) == 500, "never earlier than the other side said"
+
+
+def test_retry_on_and_no_retry_on_decide_for_exception_classes() -> None:
+    class Flaky(Exception):
+        pass
+
+    policy = RetryPolicy(retry_on=(Flaky,), no_retry_on=(ConnectionResetError,))
+    assert policy.retries(Flaky(), "unexpected", transient=False)
+    assert not policy.retries(ConnectionResetError(), "dependency_unavailable", transient=True)
+    assert policy.retries(TimeoutError(), "timeout", transient=True)
+    assert not policy.retries(ValueError(), "unexpected", transient=False)
+    assert not policy.retries(ValueError(), "invalid_request", transient=True)
+
+
+def test_retry_on_must_name_exception_classes() -> None:
+    with pytest.raises(DefinitionError, match="retry_on"):
+        RetryPolicy(retry_on=("TimeoutError",))  # type: ignore[arg-type]
+    with pytest.raises(DefinitionError, match="no_retry_on"):
+        RetryPolicy(no_retry_on=(int,))  # type: ignore[arg-type]
 
 
 def test_attempts_and_total_time_bound_the_retries() -> None:
@@ -114,7 +133,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert policy.non_retryable == frozenset(
         {"invalid_request", "permission_denied", "policy_rejected"}
     )
-    assert policy.on_exhausted == "fail"
+    assert policy.on_exhausted == "needs_attention"
 
 
 def test_errors_are_classified_not_all_retried() -> None:

@@ -1,11 +1,15 @@
 """Retry policies: bounded, classified, with backoff and full jitter; validated when declared.
 
 A policy applies to a step (``@step(retry=...)``) or to one effect (``ctx.effect(retry=...)``).
-Only errors whose kind the policy lists as retryable are retried; a ``Retry-After`` the provider
-sent wins over the computed delay (capped by ``max_delay``). Waiting is durable: the run releases
+What is retried: exceptions of a class in ``retry_on``; otherwise failures that
+:func:`perdure.core.failures.describe` finds transient (timeouts, connection errors, HTTP 408,
+409, 425, 429 and 5xx) or whose kind is listed in ``retryable`` — never an exception of a class
+in ``no_retry_on`` or of a kind in ``non_retryable``. A ``Retry-After`` the other side sent is
+honoured: the wait is at least that long. Waiting is durable: the run releases
 its lease and sleeps in the database until the delay is over, so it holds no thread and survives
-restarts. When attempts or time run out the policy's ``on_exhausted`` decides: ``"fail"``,
-``"needs_attention"``, or the name of a declared failure step to go to.
+restarts. When attempts or time run out the policy's ``on_exhausted`` decides:
+``"needs_attention"`` (the default: a person looks, fixes, resumes), ``"fail"``, or the name of a
+declared failure step to go to.
 
 A policy is a frozen dataclass checked in ``__post_init__``: a bad value raises
 :class:`perdure.core.errors.DefinitionError` naming the field and the allowed range, when the
@@ -42,7 +46,9 @@ class RetryPolicy:
       dependency_unavailable).
     * ``non_retryable`` — kinds never retried (default: invalid_request, permission_denied,
       policy_rejected); must not overlap ``retryable``.
-    * ``on_exhausted`` — ``"fail"``, ``"needs_attention"`` or a declared failure step to go to.
+    * ``retry_on`` — exception classes always retried (e.g. ``(httpx.ReadTimeout,)``).
+    * ``no_retry_on`` — exception classes never retried, even when they look transient.
+    * ``on_exhausted`` — ``"needs_attention"`` (default), ``"fail"`` or a declared failure step.
     """
 
     max_attempts: int = 3
@@ -53,7 +59,9 @@ class RetryPolicy:
     total_time: float | None = None
     retryable: frozenset[str] = TRANSIENT_KINDS
     non_retryable: frozenset[str] = PERMANENT_KINDS
-    on_exhausted: str = "fail"
+    retry_on: tuple[type[BaseException], ...] = ()
+    no_retry_on: tuple[type[BaseException], ...] = ()
+    on_exhausted: str = "needs_attention"
 
     def __post_init__(self) -> None:
         if not _is_int(self.max_attempts) or not 1 <= self.max_attempts <= MAX_ATTEMPTS:
@@ -79,6 +87,8 @@ class RetryPolicy:
                 f"retry policy: kinds {sorted(overlap)} are both retryable and non_retryable",
                 fix="list each error kind in at most one of retryable and non_retryable",
             )
+        self._classes("retry_on")
+        self._classes("no_retry_on")
         if not isinstance(self.on_exhausted, str) or not self.on_exhausted:
             _refuse("on_exhausted", self.on_exhausted, "'fail', 'needs_attention' or a step name")
 
@@ -106,14 +116,37 @@ class RetryPolicy:
         object.__setattr__(self, name, kinds)
         return kinds
 
-    def allows(self, kind: str) -> bool:
-        """True when errors of ``kind`` may be retried under this policy."""
-        return kind in self.retryable and kind not in self.non_retryable
+    def _classes(self, name: str) -> None:
+        """Check that field ``name`` holds exception classes; store them as a tuple."""
+        value: object = getattr(self, name)
+        items = (value,) if isinstance(value, type) else value
+        if not isinstance(items, Iterable) or isinstance(items, str):
+            _refuse(name, value, "a tuple of exception classes such as (TimeoutError,)")
+        found = tuple(items)
+        for item in found:
+            if not (isinstance(item, type) and issubclass(item, BaseException)):
+                _refuse(name, value, "a tuple of exception classes such as (TimeoutError,)")
+        object.__setattr__(self, name, found)
+
+    def allows(self, kind: str, *, transient: bool = False) -> bool:
+        """True when failures of ``kind`` (``transient`` as classified) may be retried."""
+        if kind in self.non_retryable:
+            return False
+        return kind in self.retryable or transient
+
+    def retries(self, exc: BaseException, kind: str, *, transient: bool) -> bool:
+        """True when exception ``exc`` (classified as ``kind``) may be retried: ``no_retry_on``
+        wins, then ``retry_on``, then the kinds (see :meth:`allows`)."""
+        if self.no_retry_on and isinstance(exc, self.no_retry_on):
+            return False
+        if self.retry_on and isinstance(exc, self.retry_on):
+            return True
+        return self.allows(kind, transient=transient)
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
         if retry_after is not None and retry_after >= 0:
-            return min(retry_after, self.max_delay)
+            return retry_after  # the other side said when; never earlier
         computed = min(self.initial_delay * self.multiplier ** (attempt - 1), self.max_delay)
         return rng.uniform(0, computed) if self.jitter else computed
 
@@ -126,10 +159,13 @@ class RetryPolicy:
         now: datetime,
         rng: random.Random,
         retry_after: float | None = None,
+        retryable: bool | None = None,
     ) -> datetime | None:
         """When to try again after failed attempt ``attempt``, or None when not to retry
-        (kind not retryable, attempts used up, or the total time limit would be passed)."""
-        if not self.allows(kind) or attempt >= self.max_attempts:
+        (not retryable, attempts used up, or the total time limit would be passed).
+        ``retryable`` is the caller's verdict from :meth:`retries` (None: judge by ``kind``)."""
+        allowed = self.allows(kind) if retryable is None else retryable
+        if not allowed or attempt >= self.max_attempts:
             return None
         at = now + timedelta(seconds=self.delay(attempt, rng, retry_after))
         if self.total_time is not None and at > first_failure + timedelta(seconds=self.total_time):

@@ -29,11 +29,14 @@ class Escalate(Signal):
     """Stop the step and hand the run on: ``action`` is ``fail``, ``needs_attention`` or the
     name of a declared failure step to go to. ``evidence`` is kept on the run."""
 
-    def __init__(self, action: str, reason: str, evidence: dict[str, JSON]) -> None:
+    def __init__(
+        self, action: str, reason: str, evidence: dict[str, JSON], message: str = ""
+    ) -> None:
         super().__init__(f"{reason}: {action}")
         self.action = action
         self.reason = reason
         self.evidence = evidence
+        self.message = message
 
 
 class Cancelled(Signal):

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from perdure.core import transitions
-from perdure.core.effects import EffectError
+from perdure.core.effects import EffectRejectedError
 from perdure.core.errors import (
     LeaseLostError,
     PerdureError,
@@ -24,6 +24,7 @@ from perdure.core.errors import (
     StaleStateError,
     StoreError,
 )
+from perdure.core.failures import describe
 from perdure.core.model import JSON, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
 from perdure.core.seal import seal_fields
@@ -233,57 +234,74 @@ class Execution:
                 outcome = returned
         except Escalate as esc:
             return self._escalated(esc, step.name)
-        except EffectError as exc:
-            return self._step_error(step, exc)
         except StoreError:
             raise  # the database failed, not the step: the run is continued later
-        except PerdureError as exc:
+        except EffectRejectedError as exc:
+            # the provider refused the request for good: a business outcome of the run
             return Fail(exc.code, exc.message, {"fix": exc.fix} if exc.fix else {})
         except Exception as exc:
-            tb = traceback.format_exception(exc)[-5:]
-            return Fail("step_raised", f"{type(exc).__name__}: {exc}", {"traceback": tb})
+            return self._step_failed(step, exc)
         if not isinstance(outcome, Next | Done | Fail | WaitApproval | WaitSignal | Sleep):
-            return Fail(
+            raise _attention(
                 "invalid_outcome",
+                step.name,
                 f"step {step.name!r} returned {type(outcome).__name__}; return goto(...), "
                 "done(...), fail(...), wait_for_approval(...), wait_for_signal(...) or sleep(...)",
             )
         stray = [s for s in continuations(outcome) if s not in step.next]
         if stray:
-            return Fail(
+            raise _attention(
                 "undeclared_transition",
+                step.name,
                 f"step {step.name!r} continues with {stray}, which is not in its next= list",
             )
         return outcome
 
-    def _step_error(self, step: StepDef, exc: EffectError) -> Outcome:
-        """A classified error raised by the step itself: retry the step by its policy."""
-        error = exc.to_json()
-        policy = step.retry
-        if policy is None:
-            return Fail(exc.code, exc.message, {"error": error})
-        attempt = self.step_attempts + 1
+    def _step_failed(self, step: StepDef, exc: Exception) -> Outcome:
+        """An exception left the step. Retry the step under its policy when the failure may
+        pass (see :mod:`perdure.core.failures`); when it may not, or the policy is used up, the
+        run goes to a person (NEEDS_ATTENTION, resumable after a fix) unless the policy's
+        ``on_exhausted`` says otherwise. The run never fails for good unless the workflow says
+        so."""
         now = self.clock.now()
-        at = policy.next_try(
-            attempt=attempt,
-            kind=exc.kind,
-            first_failure=self.run.retry_since or now,
-            now=now,
-            rng=self.effects.rng,
-            retry_after=exc.retry_after,
+        failure = describe(exc, now)
+        attempt = self.step_attempts + 1
+        evidence: dict[str, JSON] = {
+            "step": step.name,
+            "attempts": attempt,
+            "error": failure.to_json(),
+            "traceback": traceback.format_exception(exc)[-5:],
+        }
+        if isinstance(exc, PerdureError) and exc.fix:
+            evidence["fix"] = exc.fix
+        policy = step.retry
+        retryable = policy is not None and policy.retries(
+            exc, failure.kind, transient=failure.transient
         )
-        if at is not None:
-            raise RetryLater(at, {"step": step.name, **error}, step_attempts=attempt)
-        evidence: dict[str, JSON] = {"step": step.name, "attempts": attempt, "error": error}
-        return self._escalated(
-            Escalate(policy.on_exhausted, "retries_exhausted", evidence), step.name
-        )
+        if policy is not None and retryable:
+            at = policy.next_try(
+                attempt=attempt,
+                kind=failure.kind,
+                first_failure=self.run.retry_since or now,
+                now=now,
+                rng=self.effects.rng,
+                retry_after=failure.retry_after,
+                retryable=True,
+            )
+            if at is not None:
+                raise RetryLater(at, {"step": step.name, **failure.to_json()}, attempt)
+            exhausted = Escalate(
+                policy.on_exhausted, "retries_exhausted", evidence, failure.message
+            )
+            return self._escalated(exhausted, step.name)
+        reason = exc.code if isinstance(exc, PerdureError) else "step_raised"
+        raise Escalate("needs_attention", reason, evidence, failure.message)
 
     def _escalated(self, esc: Escalate, step: str) -> Outcome:
         """Turn an escalation into an outcome: fail, or go to the declared failure step."""
         if esc.action == "needs_attention":
             raise esc
-        message = f"{esc.reason} in step {step!r}"
+        message = esc.message or f"{esc.reason} in step {step!r}"
         if esc.action in ESCALATIONS or esc.action not in self.workflow.steps:
             details = dict(esc.evidence)
             if esc.action not in ESCALATIONS:
@@ -338,7 +356,7 @@ class Execution:
         self.committer.flush()
         error = RunError(
             esc.reason,
-            f"{esc.reason} in step {step!r}",
+            esc.message or f"{esc.reason} in step {step!r}",
             step,
             dict(esc.evidence),
             suggested_action=SUGGESTIONS.get(esc.reason, "inspect the evidence, then resume"),
@@ -399,3 +417,8 @@ class Execution:
         except (LeaseLostError, RunClosedError, StaleStateError):
             return Stopped(StopReason.LOST, run.run_id)
         return Stopped(why, run.run_id)
+
+
+def _attention(reason: str, step: str, message: str) -> Escalate:
+    """A mistake in the workflow's code: a person fixes it and resumes the run."""
+    return Escalate("needs_attention", reason, {"step": step}, message)

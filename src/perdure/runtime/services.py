@@ -21,7 +21,13 @@ SUGGESTIONS = {
         "check at the provider whether the effect happened, then run "
         "`perdure effects resolve KEY --confirmed --receipt ID` or `--not-applied`"
     ),
-    "retries_exhausted": "fix the cause of the error, then resume the run",
+    "retries_exhausted": "fix the cause of the error, then `perdure resume RUN --app MODULE`",
+    "step_raised": (
+        "read the error and traceback, fix the code or its input, deploy, then "
+        "`perdure resume RUN --app MODULE`: the run continues at this step"
+    ),
+    "invalid_outcome": "make the step return an outcome, deploy, then resume the run",
+    "undeclared_transition": "add the step to next=[...] (or fix the goto), deploy, then resume",
     "budget_exhausted": "raise the budget (`perdure resume RUN --add-steps N ...`) or end the run",
     "no_progress": "the run repeats itself; patch the state or resume at another step",
 }
