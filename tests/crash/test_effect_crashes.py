@@ -87,7 +87,9 @@ def test_an_ambiguous_effect_is_resolved_by_a_person_through_the_cli(
         db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT="after_call:notify")
     )
     assert crashed.returncode == 75
-    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 3, (
+        "exit code 3: the run needs a person"
+    )
     shown = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
     assert shown["status"] == "NEEDS_ATTENTION"
     assert shown["error"]["reason"] == "ambiguous_effect"
@@ -130,7 +132,9 @@ def test_compensation_is_crash_safe(db_url: str, tmp_path: Path, point: str) -> 
     run_id = start.stdout.split()[1]
     crashed = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT=point))
     assert crashed.returncode == 75
-    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 1, (
+        "exit code 1: the run ended FAILED"
+    )
     final = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
     assert final["status"] == "FAILED"
     status = SmartLight(light).status()

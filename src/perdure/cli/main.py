@@ -13,6 +13,7 @@ from perdure.cli.effects import chaos, effects
 from perdure.cli.support import (
     Settings,
     app_option,
+    exit_for,
     load_app,
     parse_json,
     pass_settings,
@@ -32,6 +33,7 @@ from perdure.store.url import default_url, open_store, safe_url
 
 
 @click.group()
+@click.version_option(package_name="perdure", prog_name="perdure")
 @click.option(
     "--db",
     default=default_url,
@@ -68,6 +70,8 @@ def migrate(settings: Settings) -> None:
 @click.option("--idempotency-key", help="A repeated key returns the first run.")
 @click.option("--durability", type=click.Choice([d.value for d in Durability]), default="sync")
 @click.option("--release", "releases", multiple=True, help="Release id, e.g. code=abc123.")
+@click.option("--wait", is_flag=True, help="Advance the run here until it ends or waits.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @pass_settings
 @run_command
 def start(
@@ -79,8 +83,14 @@ def start(
     idempotency_key: str | None,
     durability: str,
     releases: tuple[str, ...],
+    wait: bool,
+    as_json: bool,
 ) -> None:
-    """Start a run of WORKFLOW (a worker or `perdure resume` advances it)."""
+    """Start a run of WORKFLOW (a worker or `perdure resume` advances it).
+
+    With --wait the run is advanced in this process until it ends or waits; the exit code is
+    then 1 when it ends FAILED, 3 when it needs a person and 4 when it is quarantined.
+    """
     release = dict(r.partition("=")[::2] for r in releases)
     with settings.runtime(app, with_workflows=True) as rt:
         run = rt.start(
@@ -92,7 +102,14 @@ def start(
             durability=durability,
             release=release,
         )
-    click.echo(f"run {run.run_id} {run.status} (next step {run.next_step})")
+        if wait and not run.status.terminal:
+            run = rt.resume(run.run_id, tenant=settings.tenant)
+    if as_json:
+        click.echo(orjson.dumps(render.run_json(run)).decode())
+    else:
+        click.echo(f"run {run.run_id} {run.status} (next step {run.next_step})")
+    if wait:
+        exit_for(run)
 
 
 @main.command()
@@ -183,23 +200,24 @@ def resume(
 
     A run that needs a person (NEEDS_ATTENTION, QUARANTINED) continues from its checkpoint,
     optionally at another step, with patched state or a larger budget; never from the start.
+    Exits 1 when the run ends FAILED, 3 when it needs a person, 4 when it is quarantined.
     """
     more = None
     if add_steps is not None or add_cost is not None or add_tokens is not None:
         more = Budget(steps=add_steps, cost=add_cost, tokens=add_tokens)
     with settings.runtime(app, with_workflows=True) as rt:
-        click.echo(
-            render.resumed(
-                rt,
-                run_id,
-                settings.tenant,
-                at=at_step,
-                patch=parse_json(patch_state, "--patch-state"),
-                add_budget=more,
-                by=by,
-                request_id=request_id,
-            )
+        line, run = render.resumed(
+            rt,
+            run_id,
+            settings.tenant,
+            at=at_step,
+            patch=parse_json(patch_state, "--patch-state"),
+            add_budget=more,
+            by=by,
+            request_id=request_id,
         )
+    click.echo(line)
+    exit_for(run)
 
 
 @main.command()

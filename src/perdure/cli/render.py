@@ -206,15 +206,16 @@ def _why(run: Run) -> str:
     return ""
 
 
-def resumed(rt: Runtime, run_id: str, tenant: str, **options: Any) -> str:
-    """Resume a run inline (``options`` as :meth:`Runtime.resume`) and describe the outcome in
-    one line."""
+def resumed(rt: Runtime, run_id: str, tenant: str, **options: Any) -> tuple[str, Run]:
+    """Resume a run inline (``options`` as :meth:`Runtime.resume`); return one line that
+    describes the outcome, and the run afterwards."""
     before = rt.get(run_id, tenant=tenant)
     if before.status.terminal:
-        return f"run {run_id} is finished ({before.status}); nothing to resume"
+        return f"run {run_id} is finished ({before.status}); nothing to resume", before
     after = rt.resume(run_id, tenant=tenant, **options)
     where = f", next step {after.next_step}" if after.next_step else ""
-    return f"run {run_id} {after.status}{where}"
+    why = f" ({after.error.reason})" if after.error and not after.status.terminal else ""
+    return f"run {run_id} {after.status}{why}{where}", after
 
 
 def check_json(row: CheckRow) -> dict[str, JSON]:

@@ -12,6 +12,7 @@ import click
 import orjson
 
 from perdure.core.errors import ConfigError, InvalidInputError, PerdureError
+from perdure.core.model import Run, RunStatus
 from perdure.core.workflow import Workflow
 from perdure.runtime.runtime import Runtime
 
@@ -65,6 +66,21 @@ def parse_json(text: str | None, what: str) -> Any:
         raise InvalidInputError(
             f"{what} is not valid JSON ({exc})", fix=f"""quote it, e.g. {what} '{{"key": 1}}'"""
         ) from None
+
+
+RUN_EXIT_CODES = {
+    RunStatus.FAILED: 1,
+    RunStatus.NEEDS_ATTENTION: 3,
+    RunStatus.QUARANTINED: 4,
+}
+"""How ``resume`` and ``start --wait`` exit when the run stopped short (0 otherwise)."""
+
+
+def exit_for(run: Run) -> None:
+    """Exit with the run's code from :data:`RUN_EXIT_CODES` when it has one."""
+    code = RUN_EXIT_CODES.get(run.status)
+    if code is not None:
+        sys.exit(code)
 
 
 def run_command(fn: Callable[..., Any]) -> Callable[..., Any]:

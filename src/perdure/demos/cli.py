@@ -67,7 +67,7 @@ def demo_start(settings: Settings, thread: str, crash_before_reply: bool) -> Non
             idempotency_key=f"demo:{thread}",
             messages=[Message("user", demo_app.QUESTION)],
         )
-        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+        click.echo(render.resumed(rt, run.run_id, settings.tenant)[0])
 
 
 @demo.command("status")
@@ -109,7 +109,7 @@ def demo_resume(settings: Settings, thread: str) -> None:
     """Continue the demo run from its last committed step in this (new) process."""
     with _runtime(settings) as rt:
         run = run_of(rt, settings, thread)
-        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+        click.echo(render.resumed(rt, run.run_id, settings.tenant)[0])
         last = rt.status(run.run_id, tenant=settings.tenant).messages[-1:]
         if last and last[0].role == "assistant" and last[0].content:
             click.echo(f"assistant: {last[0].content}")
@@ -203,7 +203,7 @@ def brightness_start(settings: Settings, crash_at: str | None) -> None:
             idempotency_key=f"demo:{BRIGHTNESS_THREAD}",
             messages=[Message("user", brightness_app.QUESTION)],
         )
-        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+        click.echo(render.resumed(rt, run.run_id, settings.tenant)[0])
 
 
 @brightness_demo.command("resume")
@@ -213,7 +213,7 @@ def brightness_resume(settings: Settings) -> None:
     """Continue the brightness run in this (new) process."""
     with _brightness_runtime(settings) as rt:
         run = run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
-        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+        click.echo(render.resumed(rt, run.run_id, settings.tenant)[0])
 
 
 @brightness_demo.command("status")

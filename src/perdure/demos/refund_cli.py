@@ -55,7 +55,7 @@ def refund_start(settings: Settings) -> None:
             idempotency_key=f"demo:{THREAD}",
             messages=[Message("user", "Case 8472: my order arrived broken, please refund.")],
         )
-        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+        click.echo(render.resumed(rt, run.run_id, settings.tenant)[0])
 
 
 @refund_demo.command("resume")
@@ -65,7 +65,7 @@ def refund_resume(settings: Settings) -> None:
     """Continue the review in this process (after the approval)."""
     with _runtime(settings) as rt:
         run = run_of(rt, settings, THREAD, "refund_review")
-        click.echo(render.resumed(rt, run.run_id, settings.tenant))
+        click.echo(render.resumed(rt, run.run_id, settings.tenant)[0])
 
 
 @refund_demo.command("status")
