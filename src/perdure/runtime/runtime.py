@@ -159,12 +159,22 @@ class Runtime:
 
     def advance_one(self, *, tenant: str | None = None) -> Stopped | None:
         """Claim one runnable run and advance it; None when nothing is claimable."""
+        run = self.claim_next(tenant=tenant)
+        return None if run is None else self.advance_claimed(run)
+
+    def claim_next(self, *, tenant: str | None = None) -> Run | None:
+        """Claim one runnable run of the registered workflows (the lease is this runtime's),
+        or None. Hand it to :meth:`advance_claimed`, in this thread or another."""
         if not self.workflows:
             return None
-        run = self.store.claim(
+        return self.store.claim(
             self.owner, self._lease_end(), self.clock.now(), list(self.workflows), tenant_id=tenant
         )
-        return None if run is None else self._execute(run)
+
+    def advance_claimed(self, run: Run) -> Stopped:
+        """Advance a run this runtime claimed until it stops; never raises for a run-level
+        problem (see :class:`~perdure.runtime.services.Stopped`)."""
+        return self._execute(run)
 
     def resume(
         self,

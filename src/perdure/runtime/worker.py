@@ -1,27 +1,36 @@
-"""The worker: N claim loops in one process, a heartbeat, wake-ups, and a drain on SIGTERM."""
+"""The worker: one claim loop, N runs in flight in one process, a heartbeat, wake-ups, and a
+drain on SIGTERM."""
 
 from __future__ import annotations
 
 import signal
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 
 from perdure.core.errors import StoreError
+from perdure.core.model import Run
 from perdure.runtime.runtime import Runtime
 
 
 class Worker:
-    """Claims and advances runs, ``concurrency`` at a time (one thread and one lease each).
+    """Claims and advances runs, up to ``concurrency`` at a time.
+
+    One dispatcher thread claims runs while fewer than ``concurrency`` are in flight and hands
+    each to a pool of ``concurrency`` execution threads (each run keeps its lease and its
+    thread until it stops). ``async def`` steps of all of them run together on the runtime's
+    event loop, so one process holds hundreds of runs that wait on models or tools.
 
     Startup recovery is the same loop: runs whose lease expired (their worker died) are as
     claimable as new ones; runs quarantined as written by a newer release that this code can
-    read again are put back first. When idle, a thread waits with backoff from
+    read again are put back first. When idle, the dispatcher waits with backoff from
     ``poll_interval`` to ``max_poll_interval`` seconds, never past the next due timer or retry,
     and wakes early when the store notifies that work is ready (PostgreSQL LISTEN/NOTIFY). A
     database error is reported to ``on_error`` and retried with the same backoff, never fatal.
-    On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) every thread stops claiming,
-    lets its current step finish and commit, and releases its lease; then :meth:`run` returns.
+    On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) the dispatcher stops claiming;
+    every run in flight lets its current step finish and commit, and releases its lease; then
+    :meth:`run` returns.
     The process reports itself in the workers table while it runs (``perdure workers``).
     """
 
@@ -45,7 +54,8 @@ class Worker:
         self.on_error = on_error
         self._work = threading.Event()
         self._count = 0
-        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._slots = threading.Condition()
 
     def install_signal_handlers(self) -> None:
         """Make SIGTERM and SIGINT request a graceful drain (main thread only)."""
@@ -62,8 +72,8 @@ class Worker:
         self._work.set()
 
     def run(self, *, until_idle: bool = False) -> int:
-        """Run until stopped (or, with ``until_idle``, until nothing is claimable); return the
-        number of run executions performed."""
+        """Run until stopped (or, with ``until_idle``, until nothing is claimable and nothing is
+        in flight); return the number of run executions performed."""
         rt = self.runtime
         rt.recover_readable()
         rt.heartbeat.register_worker(self.concurrency)
@@ -71,43 +81,69 @@ class Worker:
         if rt.store.notifies and not until_idle:
             listener = threading.Thread(target=self._listen, name="perdure-listen", daemon=True)
             listener.start()
-        loops = [
-            threading.Thread(target=self._loop, args=(until_idle,), name=f"perdure-worker-{i}")
-            for i in range(self.concurrency)
-        ]
-        for t in loops:
-            t.start()
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="perdure-run")
+        dispatcher = threading.Thread(
+            target=self._dispatch, args=(pool, until_idle), name="perdure-dispatch"
+        )
+        dispatcher.start()
         try:
-            while any(t.is_alive() for t in loops):
-                for t in loops:
-                    t.join(timeout=0.2)  # the main thread stays free for signal handlers
+            while dispatcher.is_alive():
+                dispatcher.join(timeout=0.2)  # the main thread stays free for signal handlers
         finally:
+            pool.shutdown(wait=True)
             rt.heartbeat.unregister_worker()
         return self._count
 
-    def _loop(self, until_idle: bool) -> None:
+    def _dispatch(self, pool: ThreadPoolExecutor, until_idle: bool) -> None:
+        """The one claim loop: claim while a slot is free, hand each run to the pool."""
         rt = self.runtime
         delay = self.poll_interval
         while not rt.shutdown.is_set():
+            with self._slots:
+                while self._in_flight >= self.concurrency and not rt.shutdown.is_set():
+                    self._slots.wait(1.0)
+            if rt.shutdown.is_set():
+                break
             try:
-                stopped = rt.advance_one()
+                run = rt.claim_next()
             except StoreError as exc:
                 if self.on_error is not None:
                     self.on_error(exc)
                 rt.shutdown.wait(delay)
                 delay = min(delay * 2, self.max_poll_interval)
                 continue
-            if stopped is not None:
-                with self._lock:
-                    self._count += 1
+            if run is not None:
                 delay = self.poll_interval
-                if self.on_stop is not None:
-                    self.on_stop(stopped.run_id, stopped.reason)
+                with self._slots:
+                    self._in_flight += 1
+                pool.submit(self._advance, run)
                 continue
+            with self._slots:
+                busy = self._in_flight
             if until_idle:
-                return
+                if busy == 0:
+                    break
+                with self._slots:  # a run in flight may leave work behind: look again after it
+                    self._slots.wait(1.0)
+                continue
             self._idle(delay)
             delay = min(delay * 2, self.max_poll_interval)
+        with self._slots:  # drain: every claimed run finishes its step and lets go
+            while self._in_flight:
+                self._slots.wait(1.0)
+
+    def _advance(self, run: Run) -> None:
+        try:
+            stopped = self.runtime.advance_claimed(run)
+            with self._slots:
+                self._count += 1
+            if self.on_stop is not None:
+                self.on_stop(stopped.run_id, stopped.reason)
+        finally:
+            with self._slots:
+                self._in_flight -= 1
+                self._slots.notify_all()
+            self._work.set()  # a slot is free: an idle dispatcher looks for work again
 
     def _idle(self, delay: float) -> None:
         """Wait for work: until notified, the backoff delay, or the next due timer."""
