@@ -32,8 +32,9 @@ Effects (``ctx.effect``)
     :class:`EffectRecord`, :class:`EffectStatus`.
 
 Running and inspecting runs
-    :class:`Runtime`, :class:`Worker`, :class:`Run`, :class:`RunView`, :class:`RunStatus`,
-    :class:`Durability`, :class:`Principal`, :class:`Keyring`, :class:`Limits`; clocks:
+    :class:`Runtime`, :class:`AsyncRuntime`, :class:`Worker`, :class:`Run`, :class:`RunView`,
+    :class:`RunStatus`, :class:`Durability`, :class:`Principal`, :class:`Keyring`,
+    :class:`Limits`; clocks:
     :class:`Clock`, :class:`SystemClock`, :class:`FakeClock`.
 
 Errors (each has a stable ``.code`` and a ``.fix``)
@@ -117,6 +118,7 @@ from perdure.core.workflow import (
     wait_for_approval,
     wait_for_signal,
 )
+from perdure.runtime.asyncrt import AsyncRuntime
 from perdure.runtime.context import Context, tool_call
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.services import RunView
@@ -125,6 +127,7 @@ from perdure.runtime.worker import Worker
 __all__ = [
     "Approval",
     "ApprovalStateError",
+    "AsyncRuntime",
     "Budget",
     "BudgetExhaustedError",
     "Clock",
