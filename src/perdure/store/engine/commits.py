@@ -32,49 +32,41 @@ def commit(
     run's row), so a lost race writes nothing else; the rows of every boundary then go in one
     batch (one round trip on PostgreSQL). A commit refused because the run ended or another
     worker owns it is recorded as a ``late_commit`` event."""
-    try:
-        return _commit(self, tenant_id, run_id, fence, expected_version, boundaries, now)
-    except (RunClosedError, LeaseLostError) as exc:
-        info = {"fence": fence, "steps": [b.step for b in boundaries], "refused": exc.code}
-        self.record_event(tenant_id, run_id, "late_commit", info, now)
-        raise
-
-
-def _commit(
-    self: Engine,
-    tenant_id: str,
-    run_id: str,
-    fence: int,
-    expected_version: int,
-    boundaries: Sequence[Boundary],
-    now: datetime,
-) -> int:
     d = self.driver
     at = d.stamp(now)
     last = boundaries[-1]
     ids = {"tenant_id": tenant_id, "run_id": run_id}
-    with d.write() as tx:
-        params = advance_params(
-            ids, boundaries, fence=fence, expected_version=expected_version, at=at, stamp=d.stamp
-        )
-        row = tx.one("advance_run", params)
-        if row is None:
-            raise guard_failure(tx, ids, fence, expected_version)
-        seq = row["steps_done"] - len(boundaries)
-        thread = row["thread_id"]
-        with tx.batch():
-            for b in boundaries:
-                seq += 1
-                tx.run("insert_step", step_params(ids, seq, b, fence, d.stamp))
-                write_fields(tx, ids, b.state)
-                finished = d.stamp(b.finished_at)
-                write_messages(tx, tenant_id, thread, run_id, b.messages, finished)
-                event(tx, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
-        version = int(row["state_version"])
-        if last.status is not RunStatus.RUNNING:
-            change = {"from": "RUNNING", "to": str(last.status)}
-            event(tx, ids, "status", last.step, fence, change, at)
-            version = _begin_wait(tx, ids, last, fence, at) or version
+    try:
+        with d.write() as tx:
+            params = advance_params(
+                ids,
+                boundaries,
+                fence=fence,
+                expected_version=expected_version,
+                at=at,
+                stamp=d.stamp,
+            )
+            row = tx.one("advance_run", params)
+            if row is None:
+                raise guard_failure(tx, ids, fence, expected_version)
+            seq = row["steps_done"] - len(boundaries)
+            with tx.batch():
+                for b in boundaries:
+                    seq += 1
+                    tx.run("insert_step", step_params(ids, seq, b, fence, d.stamp))
+                    write_fields(tx, ids, b.state)
+                    finished = d.stamp(b.finished_at)
+                    write_messages(tx, tenant_id, row["thread_id"], run_id, b.messages, finished)
+                    event(tx, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
+            version = int(row["state_version"])
+            if last.status is not RunStatus.RUNNING:
+                change = {"from": "RUNNING", "to": str(last.status)}
+                event(tx, ids, "status", last.step, fence, change, at)
+                version = _begin_wait(tx, ids, last, fence, at) or version
+    except (RunClosedError, LeaseLostError) as exc:
+        info = {"fence": fence, "steps": [b.step for b in boundaries], "refused": exc.code}
+        self.record_event(tenant_id, run_id, "late_commit", info, now)
+        raise
     return version
 
 

@@ -374,14 +374,10 @@ UPDATE perdure.runs
 SET status = 'RUNNING',
     next_step = %(next_step)s,
     budget = COALESCE(%(budget)s::json, budget),
-    waiting = NULL,
-    wake_at = NULL,
-    step_attempts = 0,
-    retry_since = NULL,
-    owner = NULL,
-    lease_until = NULL,
-    state_version = state_version + 1,
-    updated_at = %(now)s
+    waiting = NULL, wake_at = NULL,       -- no wait left
+    step_attempts = 0, retry_since = NULL,  -- no retry pending
+    owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
+    state_version = state_version + 1, updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND status = %(expected_status)s AND state_version = %(expected_version)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,

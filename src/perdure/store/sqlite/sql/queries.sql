@@ -308,14 +308,10 @@ UPDATE runs
 SET status = 'RUNNING',
     next_step = :next_step,
     budget = COALESCE(:budget, budget),
-    waiting = NULL,
-    wake_at = NULL,
-    step_attempts = 0,
-    retry_since = NULL,
-    owner = NULL,
-    lease_until = NULL,
-    state_version = state_version + 1,
-    updated_at = :now
+    waiting = NULL, wake_at = NULL,       -- no wait left
+    step_attempts = 0, retry_since = NULL,  -- no retry pending
+    owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
+    state_version = state_version + 1, updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND status = :expected_status AND state_version = :expected_version
 RETURNING *;
