@@ -155,6 +155,10 @@ class Backend(Protocol):
 
     def new_store(self) -> Store: ...
 
+    def unmigrated_store(self) -> Store:
+        """A store on a fresh database that was never migrated."""
+        ...
+
     def dispose(self, store: Store) -> None: ...
 
 
@@ -165,9 +169,12 @@ class SqliteBackend:
         self.folder = folder
 
     def new_store(self) -> Store:
-        store = SqliteStore(self.folder / f"{uuid.uuid4().hex}.db")
+        store = self.unmigrated_store()
         store.migrate(SystemClock().now())
         return store
+
+    def unmigrated_store(self) -> SqliteStore:
+        return SqliteStore(self.folder / f"{uuid.uuid4().hex}.db")
 
     def dispose(self, store: Store) -> None:
         store.close()
@@ -184,6 +191,9 @@ class PostgresBackend:
 
     def new_store(self) -> Store:
         return self.server.store(self.server.migrated())
+
+    def unmigrated_store(self) -> Store:
+        return self.server.store(self.server.empty())
 
     def dispose(self, store: Store) -> None:
         store.close()

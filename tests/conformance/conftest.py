@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from perdure.core.model import Durability, Release
-from perdure.store.base import NewRun, Store
+from perdure import FakeClock
+from perdure.core.model import Durability, Release, Run, RunStatus
+from perdure.store.base import Boundary, NewRun, Store
 from tests.backends import BACKENDS, Backend, PostgresBackend, SqliteBackend
 
 LEASE = timedelta(seconds=30)
@@ -49,3 +50,31 @@ def new_run(
         state={"n": b"0"},
         idempotency_key=key,
     )
+
+
+def claimed(store: Store, clock: FakeClock, run_id: str = "r1", owner: str = "w1") -> Run:
+    """A new run of tenant t1, claimed by ``owner``."""
+    store.create_run(new_run(run_id), clock.now())
+    run = store.claim(
+        owner, clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t1", run_id=run_id
+    )
+    assert run is not None
+    return run
+
+
+def claim(store: Store, clock: FakeClock, owner: str = "w1", **kw: str | None) -> Run | None:
+    """Claim for ``owner`` (workflow ``wf``, a 30-second lease); ``kw`` as :meth:`Store.claim`."""
+    return store.claim(owner, clock.now() + LEASE, clock.now(), ["wf"], **kw)
+
+
+def boundary(
+    clock: FakeClock,
+    step: str = "first",
+    next_step: str | None = "second",
+    status: RunStatus = RunStatus.RUNNING,
+    **kw: object,
+) -> Boundary:
+    """A boundary committed now: ``next`` while RUNNING, else ``done``; ``kw`` as Boundary."""
+    now = clock.now()
+    outcome = "next" if status is RunStatus.RUNNING else "done"
+    return Boundary(step, outcome, next_step, status, now, now, **kw)  # type: ignore[arg-type]

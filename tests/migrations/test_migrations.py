@@ -8,6 +8,7 @@ import pytest
 from perdure import FakeClock
 from perdure.core.errors import MigrationChecksumError, SchemaTooNewError
 from perdure.store import migrate
+from perdure.store.queries import queries
 from perdure.store.sqlite.store import SqliteStore
 from tests.migrations.schema import fresh_sqlite_schema
 
@@ -92,3 +93,19 @@ def test_upgrading_a_database_that_holds_finished_runs_succeeds(
         conn.execute("UPDATE runs SET status = 'RUNNING' WHERE run_id = 'r1'")
     conn.close()
     store.close()
+
+
+DRIVER_QUERIES = {
+    "sqlite": {"configure_connection", "begin_write", "commit_write", "rollback_write"},
+    "postgres": {"configure_session", "lock_thread", "lock_migrations", "listen_work"},
+}
+"""Queries only a driver runs; every other name is run by the engine on both dialects."""
+
+
+def test_both_dialects_name_the_same_queries_but_for_each_drivers_own() -> None:
+    named = {dialect: set(queries(dialect)) for dialect in DRIVER_QUERIES}
+    for dialect, own in DRIVER_QUERIES.items():
+        assert own <= named[dialect], f"{dialect}/sql/queries.sql lacks {own - named[dialect]}"
+    assert (
+        named["sqlite"] - DRIVER_QUERIES["sqlite"] == named["postgres"] - DRIVER_QUERIES["postgres"]
+    )

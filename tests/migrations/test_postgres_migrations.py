@@ -12,7 +12,7 @@ from perdure import FakeClock
 from perdure.core.errors import MigrationChecksumError, RunClosedError, SchemaTooNewError
 from perdure.core.model import RunStatus
 from perdure.store import migrate
-from perdure.store.postgres.conn import RUN_CLOSED_SQLSTATE, translate_error
+from perdure.store.postgres.driver import RUN_CLOSED_SQLSTATE, translate_error
 from perdure.store.postgres.store import PostgresStore
 from tests.backends import PgServer
 from tests.conformance.conftest import LEASE, new_run

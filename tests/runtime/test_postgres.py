@@ -13,7 +13,7 @@ import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.errors import StoreError
-from perdure.store.postgres.conn import translate_error
+from perdure.store.postgres.driver import translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.url import open_store
 from tests.backends import PgServer, database_name, database_url

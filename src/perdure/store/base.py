@@ -1,5 +1,8 @@
 """The store protocol: every persistent operation perdure performs, with its contract.
 
+It is implemented once, by :class:`perdure.store.engine.Engine`, on the driver of each database
+(:mod:`perdure.store.driver`); the conformance suite holds both to these contracts.
+
 Rules shared by every method:
 
 * Every per-run operation is scoped by ``tenant_id``; a run of another tenant behaves exactly as
@@ -9,8 +12,10 @@ Rules shared by every method:
 * Every write to a run row increases ``state_version`` (except lease renewal and release, which
   touch only the lease); every claim increases ``fence``.
 * Every status change appends a ``status`` event ``{"from": a, "to": b}`` in the same transaction.
-* Driver errors are translated into :class:`~perdure.core.errors.PerdureError` subclasses here,
-  at the store boundary; callers never see a driver exception.
+* Driver errors are translated into :class:`~perdure.core.errors.PerdureError` subclasses at
+  the store boundary, in one place per driver; callers never see a driver exception. On a
+  database that was never migrated, every method that reads or writes runs raises
+  :class:`~perdure.core.errors.StoreError` with the fix ``perdure migrate``.
 """
 
 from __future__ import annotations

@@ -52,69 +52,49 @@ ON CONFLICT (run_id, field) DO UPDATE SET value = EXCLUDED.value;
 SELECT field, value FROM perdure.state_fields
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
 
--- name: claim_next
+-- name: pick_next
 -- The worker's scan: the oldest runnable run that no other transaction has locked. Concurrent
 -- claimers skip each other's rows instead of waiting, so they never take the same run.
-WITH picked AS (
-    SELECT run_id, owner, status
-    FROM perdure.runs
-    WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
-           OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-      AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
-      AND (wake_at IS NULL OR wake_at <= %(now)s)
-      AND workflow = ANY (%(workflows)s::text[])
-      AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
-    ORDER BY created_at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE perdure.runs AS r
-SET owner = %(owner)s,
-    lease_until = %(lease_until)s,
-    fence = r.fence + 1,
-    state_version = r.state_version + 1,
-    status = CASE WHEN r.status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING'
-                  ELSE r.status END,
-    wake_at = NULL,
-    updated_at = %(now)s
-FROM picked
-WHERE r.run_id = picked.run_id
-RETURNING r.run_id, r.tenant_id, r.thread_id, r.workflow, r.status, r.next_step,
-          r.state_version, r.fence, r.owner, r.lease_until, r.release, r.idempotency_key,
-          r.result, r.error, r.steps_done, r.created_at, r.updated_at, r.wake_at,
-          r.step_attempts, r.retry_since, r.waiting, r.budget, r.workflow_version,
-          r.state_schema, picked.owner AS previous_owner, picked.status AS previous_status;
+SELECT tenant_id, run_id, owner, status
+FROM perdure.runs
+WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
+  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
+  AND (wake_at IS NULL OR wake_at <= %(now)s)
+  AND workflow = ANY (%(workflows)s::text[])
+  AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+ORDER BY created_at
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: pick_run
+-- One named run: waits for a concurrent writer of that row, then re-checks the conditions.
+SELECT tenant_id, run_id, owner, status
+FROM perdure.runs
+WHERE run_id = %(run_id)s
+  AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+  AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
+  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
+  AND (wake_at IS NULL OR wake_at <= %(now)s)
+  AND workflow = ANY (%(workflows)s::text[])
+FOR UPDATE;
 
 -- name: claim_run
--- One named run: waits for a concurrent writer of that row, then re-checks the conditions.
-WITH picked AS (
-    SELECT run_id, owner, status
-    FROM perdure.runs
-    WHERE run_id = %(run_id)s
-      AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
-      AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
-           OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-      AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
-      AND (wake_at IS NULL OR wake_at <= %(now)s)
-      AND workflow = ANY (%(workflows)s::text[])
-    FOR UPDATE
-)
-UPDATE perdure.runs AS r
+-- The run pick_next or pick_run locked: the new lease, fence and status.
+UPDATE perdure.runs
 SET owner = %(owner)s,
     lease_until = %(lease_until)s,
-    fence = r.fence + 1,
-    state_version = r.state_version + 1,
-    status = CASE WHEN r.status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING'
-                  ELSE r.status END,
+    fence = fence + 1,
+    state_version = state_version + 1,
+    status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING' ELSE status END,
     wake_at = NULL,
     updated_at = %(now)s
-FROM picked
-WHERE r.run_id = picked.run_id
-RETURNING r.run_id, r.tenant_id, r.thread_id, r.workflow, r.status, r.next_step,
-          r.state_version, r.fence, r.owner, r.lease_until, r.release, r.idempotency_key,
-          r.result, r.error, r.steps_done, r.created_at, r.updated_at, r.wake_at,
-          r.step_attempts, r.retry_since, r.waiting, r.budget, r.workflow_version,
-          r.state_schema, picked.owner AS previous_owner, picked.status AS previous_status;
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
+          owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
+          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          state_schema;
 
 -- name: heartbeat
 UPDATE perdure.runs SET lease_until = %(lease_until)s
@@ -394,14 +374,10 @@ UPDATE perdure.runs
 SET status = 'RUNNING',
     next_step = %(next_step)s,
     budget = COALESCE(%(budget)s::json, budget),
-    waiting = NULL,
-    wake_at = NULL,
-    step_attempts = 0,
-    retry_since = NULL,
-    owner = NULL,
-    lease_until = NULL,
-    state_version = state_version + 1,
-    updated_at = %(now)s
+    waiting = NULL, wake_at = NULL,       -- no wait left
+    step_attempts = 0, retry_since = NULL,  -- no retry pending
+    owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
+    state_version = state_version + 1, updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND status = %(expected_status)s AND state_version = %(expected_version)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,

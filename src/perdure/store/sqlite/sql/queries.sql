@@ -1,17 +1,42 @@
 -- Named queries for the SQLite store. Each starts with a "-- name: NAME" line and uses
--- :named parameters. Loaded by perdure.store.queries; never built from strings.
+-- :named parameters. Loaded by perdure.store.queries; never built from strings. The engine
+-- runs the same names on both dialects; the driver's own queries come first.
+
+-- name: configure_connection
+-- Every connection: readers never block the writer (WAL), a commit is on disk when it returns,
+-- foreign keys are enforced. (The busy timeout is set when the connection opens.)
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = FULL;
+PRAGMA foreign_keys = ON;
+
+-- name: begin_write
+-- Take the write lock at once, so two writers queue instead of deadlocking on an upgrade.
+BEGIN IMMEDIATE;
+
+-- name: commit_write
+COMMIT;
+
+-- name: rollback_write
+ROLLBACK;
 
 -- name: insert_run
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
                   idempotency_key, budget, workflow_version, state_schema, created_at,
                   updated_at)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
-        :idempotency_key, :budget, :workflow_version, :state_schema, :now, :now);
+        :idempotency_key, :budget, :workflow_version, :state_schema, :now, :now)
+ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+RETURNING run_id;
 
 -- name: run_by_key
 SELECT * FROM runs WHERE tenant_id = :tenant_id AND idempotency_key = :idempotency_key;
 
 -- name: get_run
+SELECT * FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: lock_run
+-- The run's row for a write that depends on it: the write transaction (BEGIN IMMEDIATE)
+-- already holds the database's write lock, so a plain read suffices.
 SELECT * FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id;
 
 -- name: list_runs
@@ -31,17 +56,27 @@ ON CONFLICT (run_id, field) DO UPDATE SET value = excluded.value;
 -- name: load_state
 SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id;
 
--- name: pick_runnable
-SELECT tenant_id, run_id FROM runs
+-- name: pick_next
+-- The worker's scan: the oldest runnable run (the write lock admits one claimer at a time).
+SELECT tenant_id, run_id, owner, status FROM runs
 WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
   AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
-  AND (:run_id IS NULL OR run_id = :run_id)
 ORDER BY created_at
 LIMIT 1;
+
+-- name: pick_run
+-- One named run, if it is runnable.
+SELECT tenant_id, run_id, owner, status FROM runs
+WHERE run_id = :run_id AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+  AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
+  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (wake_at IS NULL OR wake_at <= :now)
+  AND workflow IN (SELECT value FROM json_each(:workflows));
 
 -- name: claim_run
 UPDATE runs
@@ -152,7 +187,12 @@ INSERT INTO perdure_migrations (version, name, checksum, applied_at)
 VALUES (:version, :name, :checksum, :now);
 
 -- name: migrations_table_exists
-SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'perdure_migrations';
+SELECT EXISTS (SELECT 1 FROM sqlite_master
+               WHERE type = 'table' AND name = 'perdure_migrations') AS present;
+
+-- name: create_schema
+-- Nothing to do: the database file is the namespace.
+SELECT 1;
 
 -- name: defer_run
 UPDATE runs
@@ -268,14 +308,10 @@ UPDATE runs
 SET status = 'RUNNING',
     next_step = :next_step,
     budget = COALESCE(:budget, budget),
-    waiting = NULL,
-    wake_at = NULL,
-    step_attempts = 0,
-    retry_since = NULL,
-    owner = NULL,
-    lease_until = NULL,
-    state_version = state_version + 1,
-    updated_at = :now
+    waiting = NULL, wake_at = NULL,       -- no wait left
+    step_attempts = 0, retry_since = NULL,  -- no retry pending
+    owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
+    state_version = state_version + 1, updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND status = :expected_status AND state_version = :expected_version
 RETURNING *;

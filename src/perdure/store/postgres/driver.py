@@ -1,17 +1,21 @@
-"""PostgreSQL connections, transactions and error translation, shared by the parts of the
-PostgreSQL store.
+"""The PostgreSQL driver: psycopg 3, a connection pool, schema ``perdure``.
 
-One ``psycopg_pool.ConnectionPool`` per store. Pooled connections are in autocommit mode, so
-every transaction is explicit (``conn.transaction()``); each sets ``synchronous_commit = on`` (a
-commit is durable when it returns, whatever the server's default) and ``TimeZone = UTC``, and is
-checked before each use so connections a restarted server dropped are replaced. Driver errors
-are translated once, by :func:`translate_error`, from their SQLSTATE and constraint name.
+Pooled connections are in autocommit mode, so every transaction is explicit
+(``conn.transaction()``); each sets ``synchronous_commit = on`` (a commit is durable when it
+returns, whatever the server's default) and ``TimeZone = UTC``, and is checked before each use,
+so connections a restarted server dropped are replaced. Times travel as ``datetime``, lists as
+``text[]``, JSON as text (read back byte for byte). A thread's messages are numbered under a
+transaction-scoped advisory lock on the thread; migrations run under ``pg_advisory_xact_lock``
+(DDL is transactional in PostgreSQL). Idle workers are woken by LISTEN/NOTIFY on a connection
+of its own. Driver errors are translated once, by :func:`translate_error`, from their SQLSTATE,
+constraint name or class.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +25,6 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from perdure.core.effects import EffectStatus
 from perdure.core.errors import (
     ConfigError,
     InvalidInputError,
@@ -30,13 +33,12 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.core.model import JSON, Message
-from perdure.store import rows
+from perdure.store.driver import NO_PARAMS
 from perdure.store.queries import queries
+from perdure.store.rows import Params, Row
 
 Q = {name: text.encode() for name, text in queries("postgres").items()}
 Conn = psycopg.Connection[DictRow]
-Params = dict[str, Any]
 
 RUN_CLOSED_SQLSTATE = "RT001"
 """Raised by the ``runs_terminal_is_final`` trigger when something updates a finished run."""
@@ -47,37 +49,49 @@ REACH = (
 )
 
 
-def when(value: datetime | None) -> datetime | None:
-    """Stored time to datetime: psycopg already returns aware datetimes (session zone UTC)."""
-    return value
+class PostgresTx:
+    """A :class:`~perdure.store.driver.Tx` on one pooled psycopg connection."""
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+
+    def one(self, query: str, params: Params = NO_PARAMS) -> Row | None:
+        """See :meth:`Tx.one`."""
+        return self.conn.execute(Q[query], params).fetchone()
+
+    def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        """See :meth:`Tx.all`."""
+        return list(self.conn.execute(Q[query], params).fetchall())
+
+    def run(self, query: str, params: Params = NO_PARAMS) -> int:
+        """See :meth:`Tx.run`."""
+        return self.conn.execute(Q[query], params).rowcount
+
+    def batch(self) -> AbstractContextManager[Any]:
+        """See :meth:`Tx.batch`: one round trip for every statement in the block."""
+        return self.conn.pipeline()
+
+    def lock_thread(self, tenant_id: str, thread_id: str) -> None:
+        """See :meth:`Tx.lock_thread`: a transaction-scoped advisory lock on the thread."""
+        self.conn.execute(Q["lock_thread"], {"tenant_id": tenant_id, "thread_id": thread_id})
+
+    def script(self, sql: str) -> None:
+        """See :meth:`Tx.script`: the whole file at once, never split on ``;``."""
+        self.conn.execute(sql.encode())
 
 
-def describe(url: str) -> str:
-    """``host:port/database`` of a URL, for messages (never the password)."""
-    params = conninfo_to_dict(url)
-    host = params.get("host") or "localhost"
-    return f"{host}:{params.get('port') or 5432}/{params.get('dbname') or params.get('user', '')}"
-
-
-def _configure(conn: Conn) -> None:
-    """Session settings of every pooled connection."""
-    conn.execute(Q["configure_session"])
-    # JSON columns come back as the exact text stored; perdure.store.rows decodes it.
-    conn.adapters.register_loader("json", TextLoader)
-
-
-class PostgresConnections:
-    """A pool of connections to one PostgreSQL database, and the transaction helpers.
+class PostgresDriver:
+    """A :class:`~perdure.store.driver.Driver` on a pool of connections to one database.
 
     ``url`` is a libpq URL (``postgresql://user:password@host:5432/database?sslmode=...``).
     ``max_connections`` bounds the pool; ``timeout`` is how long an operation waits for a
     connection (for example while the server restarts) before it fails with a
-    :class:`~perdure.core.errors.StoreError`. The server is contacted once on open, so a wrong URL
-    fails at once with the driver's reason.
+    :class:`~perdure.core.errors.StoreError`. The server is contacted once on open, so a wrong
+    URL fails at once with the driver's reason.
     """
 
-    _when = staticmethod(when)
     dialect = "postgres"
+    notifies = True
 
     def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 30.0) -> None:
         self.url = url
@@ -88,7 +102,10 @@ class PostgresConnections:
                 f"database URL is not a valid PostgreSQL URL: {exc}",
                 fix="write postgresql://user:password@host:5432/database",
             ) from exc
-        self.where = describe(url)
+        host = params.get("host") or "localhost"
+        database = params.get("dbname") or params.get("user", "")
+        self.where = f"{host}:{params.get('port') or 5432}/{database}"
+        """``host:port/database``, for messages (never the password)."""
         kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
         if "connect_timeout" not in params:
             kwargs["connect_timeout"] = 10
@@ -112,27 +129,73 @@ class PostgresConnections:
             name="perdure",
             open=True,
         )
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listen_lock = threading.Lock()
+
+    def when(self, value: datetime | None) -> datetime | None:
+        """See :meth:`Driver.when`: psycopg returns aware datetimes (session zone UTC)."""
+        return value
+
+    def stamp(self, value: datetime | None) -> datetime | None:
+        """See :meth:`Driver.stamp`: times are passed as they are."""
+        return value
+
+    def array(self, values: Sequence[str]) -> list[str]:
+        """See :meth:`Driver.array`: a Python list is a ``text[]``."""
+        return list(values)
 
     @contextmanager
-    def _connection(self) -> Iterator[Conn]:
+    def read(self) -> Iterator[PostgresTx]:
+        """See :meth:`Driver.read`: a pooled connection."""
         try:
             with self._pool.connection() as conn:
-                yield conn
+                yield PostgresTx(conn)
         except psycopg.Error as exc:
             raise translate_error(exc, self.where) from exc
 
     @contextmanager
-    def _write(self) -> Iterator[Conn]:
-        with self._connection() as conn, conn.transaction():
-            yield conn
+    def write(self) -> Iterator[PostgresTx]:
+        """See :meth:`Driver.write`: ``conn.transaction()`` on a pooled connection."""
+        with self.read() as tx, tx.conn.transaction():
+            yield tx
 
-    def _read(self, name: str, params: Params) -> list[DictRow]:
-        with self._connection() as conn:
-            return conn.execute(Q[name], params).fetchall()
+    @contextmanager
+    def migration(self) -> Iterator[PostgresTx]:
+        """See :meth:`Driver.migration`: two processes migrating at once apply each file once."""
+        with self.write() as tx:
+            tx.run("lock_migrations")
+            yield tx
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """See :meth:`Driver.wait_for_work`: LISTEN on ``perdure_work`` with a connection of its
+        own (outside the pool). A lost connection is opened again on the next call."""
+        with self._listen_lock:
+            try:
+                if self._listener is None or self._listener.closed:
+                    self._listener = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+                    self._listener.execute(Q["listen_work"])
+                for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                    return True
+            except psycopg.Error:
+                if self._listener is not None:
+                    self._listener.close()
+                self._listener = None
+        return False
 
     def close(self) -> None:
-        """Close the pool and every connection in it."""
+        """Close the listener, the pool and every connection in it."""
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
         self._pool.close()
+
+
+def _configure(conn: Conn) -> None:
+    """Session settings of every pooled connection."""
+    conn.execute(Q["configure_session"])
+    # JSON columns come back as the exact text stored; perdure.store.rows decodes it.
+    conn.adapters.register_loader("json", TextLoader)
 
 
 def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
@@ -180,85 +243,3 @@ def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
 
 def _text(exc: Exception) -> str:
     return " ".join(str(exc).split())  # the driver's words on one line, for display
-
-
-# -- helpers used inside a transaction ----------------------------------------------------------
-
-
-def maybe(conn: Conn, name: str, params: Params) -> DictRow | None:
-    """The first row of a named query, or None."""
-    return conn.execute(Q[name], params).fetchone()
-
-
-def one(conn: Conn, name: str, params: Params) -> DictRow:
-    """The row a named query must find (it runs inside the transaction that made it)."""
-    row = maybe(conn, name, params)
-    if row is None:
-        raise StoreError(f"query {name} found no row inside its own transaction")
-    return row
-
-
-def event(
-    conn: Conn,
-    ids: Params,
-    type_: str,
-    step: str | None,
-    fence: int | None,
-    data: JSON,
-    at: datetime,
-) -> None:
-    """Append an event to the run ``ids`` names."""
-    params = {"type": type_, "step": step, "fence": fence, "data": rows.to_json(data), "at": at}
-    conn.execute(
-        Q["insert_event"], {"tenant_id": ids["tenant_id"], "run_id": ids["run_id"], **params}
-    )
-
-
-def write_fields(conn: Conn, ids: Params, fields: dict[str, bytes]) -> None:
-    """Insert or rewrite state fields (canonical JSON, stored as text byte for byte)."""
-    for name, value in fields.items():
-        conn.execute(Q["upsert_field"], {**ids, "field": name, "value": value.decode()})
-
-
-def write_messages(
-    conn: Conn,
-    tenant_id: str,
-    thread_id: str,
-    run_id: str,
-    messages: Sequence[Message],
-    at: datetime,
-) -> None:
-    """Append messages to a thread, numbered under the thread's advisory lock."""
-    if not messages:
-        return
-    thread = {"tenant_id": tenant_id, "thread_id": thread_id}
-    conn.execute(Q["lock_thread"], thread)
-    for m in messages:
-        conn.execute(
-            Q["insert_message"],
-            {
-                **thread,
-                "run_id": run_id,
-                "role": m.role,
-                "content": m.content,
-                "tool_calls": rows.tool_calls_json(m),
-                "tool_call_id": m.tool_call_id,
-                "at": at,
-            },
-        )
-
-
-def guard_failure(conn: Conn, ids: Params, fence: int | None, expected_version: int) -> Exception:
-    """Explain why a guarded update matched no row (read inside the same transaction)."""
-    return rows.guard_failure(maybe(conn, "get_run", ids), ids, fence, expected_version)
-
-
-def effect_guard_failure(
-    conn: Conn, tenant_id: str, key: str, fence: int | None, expected: EffectStatus
-) -> Exception:
-    """Explain why a guarded effect update matched no row."""
-    effect = maybe(conn, "get_effect", {"tenant_id": tenant_id, "key": key})
-    run = None
-    if effect is not None:
-        run = maybe(conn, "get_run", {"tenant_id": tenant_id, "run_id": effect["run_id"]})
-    return rows.effect_guard_failure(effect, run, tenant_id, key, fence, expected)

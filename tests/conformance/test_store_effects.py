@@ -1,4 +1,4 @@
-"""Effect records and durable retry waits: the same contract on every backend."""
+"""The effect ledger: intents, guarded moves, a person's resolution, listings."""
 
 from __future__ import annotations
 
@@ -12,21 +12,11 @@ from perdure.core.errors import (
     LeaseLostError,
     RunClosedError,
 )
-from perdure.core.model import Run, RunStatus
-from perdure.core.records import StepOutcome
+from perdure.core.model import RunStatus
 from perdure.store.base import Boundary, Store
-from tests.conformance.conftest import LEASE, new_run
+from tests.conformance.conftest import LEASE, claimed
 
 E = EffectStatus
-
-
-def claimed(store: Store, clock: FakeClock, run_id: str = "r1", owner: str = "w1") -> Run:
-    store.create_run(new_run(run_id), clock.now())
-    run = store.claim(
-        owner, clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t1", run_id=run_id
-    )
-    assert run is not None
-    return run
 
 
 def intent(name: str = "charge", request: object = None) -> NewEffect:
@@ -40,6 +30,61 @@ def intent(name: str = "charge", request: object = None) -> NewEffect:
         request_hash="h-" + name,
         request=request if request is not None else {"amount": 10, "currency": "EUR"},
     )
+
+
+def compensated_intent(key: str = "t1/wf/r1/1.first/pay") -> NewEffect:
+    return NewEffect(key, "first", 1, "pay", "payments", "charge", "h1", {"amount": 5}, "undo")
+
+
+def test_an_effect_intent_is_recorded_once_and_fenced(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    first = store.plan_effect("t1", "r1", run.fence, compensated_intent(), clock.now())
+    again = store.plan_effect("t1", "r1", run.fence, compensated_intent(), clock.now())
+    assert first == again and first.status is E.PLANNED and first.attempts == 0
+    moved = store.update_effect(
+        "t1",
+        first.key,
+        expected_status=E.PLANNED,
+        status=E.EXECUTING,
+        fence=run.fence,
+        now=clock.now(),
+        attempts_delta=1,
+    )
+    assert (moved.status, moved.attempts) == (E.EXECUTING, 1)
+    with pytest.raises(EffectStateError):
+        store.update_effect(
+            "t1",
+            first.key,
+            expected_status=E.PLANNED,
+            status=E.EXECUTING,
+            fence=run.fence,
+            now=clock.now(),
+        )
+    clock.advance(31)
+    store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"])
+    with pytest.raises(LeaseLostError):
+        store.update_effect(
+            "t1",
+            first.key,
+            expected_status=E.EXECUTING,
+            status=E.CONFIRMED,
+            fence=run.fence,
+            now=clock.now(),
+            result={"ok": 1},
+        )
+    done = store.update_effect(
+        "t1",
+        first.key,
+        expected_status=E.EXECUTING,
+        status=E.CONFIRMED,
+        fence=None,
+        now=clock.now(),
+        result={"ok": 1},
+        receipt="rc-1",
+    )
+    assert (done.result, done.receipt) == ({"ok": 1}, "rc-1")
+    assert [e.key for e in store.list_effects("t1", statuses=[E.CONFIRMED])] == [first.key]
+    assert store.get_effect("t2", first.key) is None
 
 
 def test_planning_an_effect_is_idempotent_on_its_key(store: Store, clock: FakeClock) -> None:
@@ -193,77 +238,7 @@ def test_effects_list_in_planning_order_and_filter_by_status(
 def test_no_effect_is_planned_on_a_finished_run(store: Store, clock: FakeClock) -> None:
     run = claimed(store, clock)
     now = clock.now()
-    end = Boundary("first", StepOutcome.DONE, None, RunStatus.SUCCEEDED, now, now)
+    end = Boundary("first", "done", None, RunStatus.SUCCEEDED, now, now)
     store.commit("t1", "r1", run.fence, run.state_version, [end], now)
     with pytest.raises(RunClosedError):
         store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
-
-
-def test_a_deferred_run_sleeps_until_wake_at(store: Store, clock: FakeClock) -> None:
-    run = claimed(store, clock)
-    wake = clock.now() + LEASE
-    slept = store.defer(
-        "t1",
-        "r1",
-        fence=run.fence,
-        expected_version=run.state_version,
-        wake_at=wake,
-        step_attempts=1,
-        now=clock.now(),
-        data={"kind": "rate_limited"},
-    )
-    assert (slept.wake_at, slept.step_attempts, slept.retry_since) == (wake, 1, clock.now())
-    assert (slept.owner, slept.lease_until) == (None, None), "a sleeping run holds no lease"
-    assert slept.state_version == run.state_version + 1
-    event = store.events("t1", "r1")[-1]
-    assert (event.type, event.step, event.data["attempts"]) == ("retry_scheduled", "first", 1)
-    clock.advance(29)
-    assert store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"]) is None
-    clock.advance(1)
-    woken = store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"])
-    assert woken is not None and woken.wake_at is None and woken.step_attempts == 1
-    now = clock.now()
-    b = Boundary("first", StepOutcome.NEXT, "second", RunStatus.RUNNING, now, now)
-    store.commit("t1", "r1", woken.fence, woken.state_version, [b], now)
-    after = store.get_run("t1", "r1")
-    assert (after.step_attempts, after.retry_since) == (0, None), "a boundary clears the count"
-
-
-def test_a_stale_worker_cannot_defer(store: Store, clock: FakeClock) -> None:
-    old = claimed(store, clock)
-    clock.advance(31)
-    assert store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"]) is not None
-    with pytest.raises(LeaseLostError):
-        store.defer(
-            "t1",
-            "r1",
-            fence=old.fence,
-            expected_version=old.state_version,
-            wake_at=clock.now(),
-            step_attempts=1,
-            now=clock.now(),
-        )
-
-
-def test_a_status_change_ends_a_retry_wait(store: Store, clock: FakeClock) -> None:
-    run = claimed(store, clock)
-    slept = store.defer(
-        "t1",
-        "r1",
-        fence=run.fence,
-        expected_version=run.state_version,
-        wake_at=clock.now() + LEASE,
-        step_attempts=1,
-        now=clock.now(),
-    )
-    cancelling = store.set_status(
-        "t1",
-        "r1",
-        expected_status=RunStatus.RUNNING,
-        expected_version=slept.state_version,
-        status=RunStatus.CANCEL_REQUESTED,
-        fence=None,
-        now=clock.now(),
-    )
-    assert cancelling.wake_at is None
-    assert store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"]) is not None

@@ -1,0 +1,101 @@
+"""What a database contributes to the store: a driver and its transactions.
+
+The store logic (guards, batching, events, the effect ledger, waits, versions) is written once,
+in :mod:`perdure.store.engine`; it speaks to the database only through the two protocols here.
+A driver owns its connections, opens transactions, says how times and lists travel as query
+parameters and how stored times come back, takes the locks its database needs, and translates
+every driver exception into a :class:`~perdure.core.errors.PerdureError` inside
+:meth:`Driver.write` and :meth:`Driver.read`, so no driver exception reaches a caller.
+
+Queries are named: a :class:`Tx` runs the query of that name from the dialect's
+``sql/queries.sql``. Both dialects define the same names (a query a dialect does not need is a
+no-op there). Rows are read by column name (:class:`~perdure.store.rows.Row`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+from perdure.store.rows import Params, Row
+
+NO_PARAMS: Params = {}
+"""The parameters of a query that takes none."""
+
+
+class Tx(Protocol):
+    """One open transaction (or, for reads, one connection) of a driver.
+
+    Every method runs a named query of the dialect with named parameters.
+    """
+
+    def one(self, query: str, params: Params = NO_PARAMS) -> Row | None:
+        """The first row the query returns, or None."""
+        ...
+
+    def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        """Every row the query returns."""
+        ...
+
+    def run(self, query: str, params: Params = NO_PARAMS) -> int:
+        """Run a statement; return how many rows it changed (unknown inside :meth:`batch`)."""
+        ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Statements whose results are not read, sent together (PostgreSQL's pipeline; one at
+        a time on SQLite). Rows changed are not counted inside."""
+        ...
+
+    def lock_thread(self, tenant_id: str, thread_id: str) -> None:
+        """Hold the right to number a thread's messages until the transaction ends."""
+        ...
+
+    def script(self, sql: str) -> None:
+        """Run a migration file: several statements, never split on a bare ``;``."""
+        ...
+
+
+class Driver(Protocol):
+    """Connections to one database and the dialect's conventions."""
+
+    url: str
+    """The database URL the store was opened with."""
+    dialect: str
+    """``sqlite`` or ``postgres``: the folder of the dialect's ``.sql`` files."""
+    notifies: bool
+    """True when :meth:`wait_for_work` really waits for notifications."""
+
+    def when(self, value: Any) -> datetime | None:
+        """A stored time as a timezone-aware datetime (None stays None): a
+        :data:`~perdure.store.rows.When`."""
+        ...
+
+    def stamp(self, value: datetime | None) -> Any:
+        """A time as a query parameter (None stays None)."""
+        ...
+
+    def array(self, values: Sequence[str]) -> Any:
+        """A list of strings as a query parameter."""
+        ...
+
+    def write(self) -> AbstractContextManager[Tx]:
+        """One write transaction: committed when the block ends, rolled back on any error."""
+        ...
+
+    def read(self) -> AbstractContextManager[Tx]:
+        """A connection for reads outside any write transaction."""
+        ...
+
+    def migration(self) -> AbstractContextManager[Tx]:
+        """A write transaction that only one migrator at a time may hold."""
+        ...
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """See :meth:`perdure.store.base.Store.wait_for_work`."""
+        ...
+
+    def close(self) -> None:
+        """Close every connection the driver opened."""
+        ...

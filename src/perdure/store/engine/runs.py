@@ -1,0 +1,264 @@
+"""Runs and leases: create, read, claim, heartbeat, release, change status, defer a retry, and
+the history reads (steps, events, messages). Methods of
+:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from perdure.core.errors import LeaseLostError, RunNotFoundError
+from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
+from perdure.store.base import NewRun
+from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
+from perdure.store.rows import (
+    ERROR_STATUSES,
+    LEASED,
+    event_from_row,
+    iso,
+    message_from_row,
+    run_from_row,
+    step_from_row,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from perdure.store.engine import Engine
+
+
+def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
+    """See :meth:`Store.create_run`. The insert skips a run whose idempotency key exists, even
+    one committed by a concurrent creator a moment ago."""
+    d = self.driver
+    at = d.stamp(now)
+    ids = {"tenant_id": new.tenant_id, "run_id": new.run_id}
+    with d.write() as tx:
+        inserted = tx.one(
+            "insert_run",
+            {
+                **ids,
+                "thread_id": new.thread_id,
+                "workflow": new.workflow,
+                "next_step": new.start_step,
+                "release": to_json(new.release.to_json()),
+                "idempotency_key": new.idempotency_key,
+                "budget": to_json(new.budget),
+                "workflow_version": new.release.workflow_version,
+                "state_schema": new.release.state_schema,
+                "now": at,
+            },
+        )
+        if inserted is None:
+            key = {"tenant_id": new.tenant_id, "idempotency_key": new.idempotency_key}
+            return run_from_row(need(tx, "run_by_key", key), d.when), False
+        write_fields(tx, ids, new.state)
+        write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
+        event(tx, ids, "created", None, None, {"workflow": new.workflow}, at)
+        row = need(tx, "get_run", ids)
+    return run_from_row(row, d.when), True
+
+
+def get_run(self: Engine, tenant_id: str, run_id: str) -> Run:
+    """See :meth:`Store.get_run`."""
+    found = fetch(self.driver, "get_run", {"tenant_id": tenant_id, "run_id": run_id})
+    if not found:
+        raise RunNotFoundError(f"no run {run_id} in tenant {tenant_id}")
+    return run_from_row(found[0], self.driver.when)
+
+
+def list_runs(
+    self: Engine,
+    tenant_id: str,
+    *,
+    statuses: Sequence[RunStatus] = (),
+    workflow: str | None = None,
+    thread_id: str | None = None,
+    limit: int = 100,
+) -> list[Run]:
+    """See :meth:`Store.list_runs`."""
+    params = {
+        "tenant_id": tenant_id,
+        "any_status": not statuses,
+        "statuses": self.driver.array([str(s) for s in statuses]),
+        "workflow": workflow,
+        "thread_id": thread_id,
+        "limit": limit,
+    }
+    return [run_from_row(r, self.driver.when) for r in fetch(self.driver, "list_runs", params)]
+
+
+def load_state(self: Engine, tenant_id: str, run_id: str) -> dict[str, bytes]:
+    """See :meth:`Store.load_state`."""
+    found = fetch(self.driver, "load_state", {"tenant_id": tenant_id, "run_id": run_id})
+    return {r["field"]: r["value"].encode() for r in found}
+
+
+def claim(
+    self: Engine,
+    owner: str,
+    lease_until: datetime,
+    now: datetime,
+    workflows: Sequence[str],
+    *,
+    tenant_id: str | None = None,
+    run_id: str | None = None,
+    dead_owner: str | None = None,
+) -> Run | None:
+    """See :meth:`Store.claim`. The pick (``pick_next`` for the worker's scan, ``pick_run`` for
+    one named run) and the update share one transaction: on PostgreSQL the scan skips rows
+    other transactions hold (``FOR UPDATE SKIP LOCKED``) and a named run waits for its row; on
+    SQLite the write lock admits one claimer at a time."""
+    d = self.driver
+    at = d.stamp(now)
+    params = {
+        "owner": owner,
+        "lease_until": d.stamp(lease_until),
+        "now": at,
+        "workflows": d.array(workflows),
+        "tenant_id": tenant_id,
+        "run_id": run_id,
+        "dead_owner": dead_owner,
+    }
+    with d.write() as tx:
+        picked = tx.one("pick_next" if run_id is None else "pick_run", params)
+        if picked is None:
+            return None
+        ids = {"tenant_id": picked["tenant_id"], "run_id": picked["run_id"]}
+        row = need(tx, "claim_run", {**params, **ids})
+        run = run_from_row(row, d.when)
+        claimed = {"owner": owner, "previous_owner": picked["owner"]}
+        event(tx, ids, "claimed", None, run.fence, claimed, at)
+        if picked["status"] != row["status"]:
+            change = {"from": picked["status"], "to": row["status"]}
+            event(tx, ids, "status", None, run.fence, change, at)
+    return run
+
+
+def heartbeat(
+    self: Engine, tenant_id: str, run_id: str, owner: str, fence: int, lease_until: datetime
+) -> None:
+    """See :meth:`Store.heartbeat`."""
+    params = {
+        "tenant_id": tenant_id,
+        "run_id": run_id,
+        "owner": owner,
+        "fence": fence,
+        "lease_until": self.driver.stamp(lease_until),
+    }
+    with self.driver.write() as tx:
+        if tx.run("heartbeat", params) == 0:
+            raise LeaseLostError(f"run {run_id}: lease with fence {fence} is no longer held")
+
+
+def release(
+    self: Engine, tenant_id: str, run_id: str, owner: str, fence: int, now: datetime
+) -> bool:
+    """See :meth:`Store.release`."""
+    params = {"tenant_id": tenant_id, "run_id": run_id, "owner": owner, "fence": fence}
+    with self.driver.write() as tx:
+        released = tx.run("release", params) == 1
+        if released:
+            event(tx, params, "released", None, fence, {"owner": owner}, self.driver.stamp(now))
+    return released
+
+
+def set_status(
+    self: Engine,
+    tenant_id: str,
+    run_id: str,
+    *,
+    expected_status: RunStatus,
+    expected_version: int,
+    status: RunStatus,
+    fence: int | None,
+    now: datetime,
+    data: JSON = None,
+    release_lease: bool = False,
+) -> Run:
+    """See :meth:`Store.set_status`."""
+    d = self.driver
+    at = d.stamp(now)
+    ids = {"tenant_id": tenant_id, "run_id": run_id}
+    keeps_error = status in ERROR_STATUSES
+    with d.write() as tx:
+        row = tx.one(
+            "set_status",
+            {
+                **ids,
+                "status": str(status),
+                "error": to_json(data) if keeps_error and data is not None else None,
+                "keep_lease": not release_lease and status in LEASED,
+                "now": at,
+                "expected_status": str(expected_status),
+                "expected_version": expected_version,
+                "fence": fence,
+            },
+        )
+        if row is None:
+            raise guard_failure(tx, ids, fence, expected_version)
+        change = {"from": str(expected_status), "to": str(status), "data": data}
+        event(tx, ids, "status", None, fence, change, at)
+    return run_from_row(row, d.when)
+
+
+def defer(
+    self: Engine,
+    tenant_id: str,
+    run_id: str,
+    *,
+    fence: int,
+    expected_version: int,
+    wake_at: datetime,
+    step_attempts: int,
+    now: datetime,
+    data: JSON = None,
+) -> Run:
+    """See :meth:`Store.defer`."""
+    d = self.driver
+    at = d.stamp(now)
+    ids = {"tenant_id": tenant_id, "run_id": run_id}
+    with d.write() as tx:
+        row = tx.one(
+            "defer_run",
+            {
+                **ids,
+                "wake_at": d.stamp(wake_at),
+                "step_attempts": step_attempts,
+                "now": at,
+                "fence": fence,
+                "expected_version": expected_version,
+            },
+        )
+        if row is None:
+            raise guard_failure(tx, ids, fence, expected_version)
+        info = {"wake_at": iso(wake_at), "attempts": step_attempts, "error": data}
+        event(tx, ids, "retry_scheduled", row["next_step"], fence, info, at)
+    return run_from_row(row, d.when)
+
+
+def steps(self: Engine, tenant_id: str, run_id: str) -> list[StepRecord]:
+    """See :meth:`Store.steps`."""
+    found = fetch(self.driver, "list_steps", {"tenant_id": tenant_id, "run_id": run_id})
+    return [step_from_row(r, self.driver.when) for r in found]
+
+
+def events(
+    self: Engine,
+    tenant_id: str,
+    run_id: str,
+    *,
+    after: int = 0,
+    limit: int = 1000,
+    latest: bool = False,
+) -> list[Event]:
+    """See :meth:`Store.events`."""
+    params = {"tenant_id": tenant_id, "run_id": run_id, "after": after, "limit": limit}
+    found = fetch(self.driver, "latest_events" if latest else "list_events", params)
+    return [event_from_row(r, self.driver.when) for r in found]
+
+
+def messages(self: Engine, tenant_id: str, thread_id: str) -> list[Message]:
+    """See :meth:`Store.messages`."""
+    found = fetch(self.driver, "list_messages", {"tenant_id": tenant_id, "thread_id": thread_id})
+    return [message_from_row(r, self.driver.when) for r in found]

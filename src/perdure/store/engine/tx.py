@@ -1,0 +1,109 @@
+"""What the engine does inside one transaction: events, state fields, thread messages, why a
+guarded write failed, waking a waiting run. Every function takes the open
+:class:`~perdure.store.driver.Tx` and times already in the driver's form (``at``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from perdure.core.effects import EffectStatus
+from perdure.core.errors import StoreError
+from perdure.core.model import JSON, Message
+from perdure.store import rows
+from perdure.store.driver import Driver, Tx
+from perdure.store.rows import Params, Row
+
+
+def fetch(driver: Driver, query: str, params: Params) -> list[Row]:
+    """Every row of a named read query, outside any write transaction."""
+    with driver.read() as tx:
+        return tx.all(query, params)
+
+
+def need(tx: Tx, query: str, params: Params) -> Row:
+    """The row a named query must find (it runs inside the transaction that made it)."""
+    row = tx.one(query, params)
+    if row is None:
+        raise StoreError(f"query {query} found no row inside its own transaction")
+    return row
+
+
+def event(
+    tx: Tx,
+    ids: Params,
+    type_: str,
+    step: str | None,
+    fence: int | None,
+    data: JSON,
+    at: Any,
+) -> None:
+    """Append an event to the run ``ids`` names."""
+    params = {"type": type_, "step": step, "fence": fence, "data": rows.to_json(data), "at": at}
+    tx.run("insert_event", {"tenant_id": ids["tenant_id"], "run_id": ids["run_id"], **params})
+
+
+def write_fields(tx: Tx, ids: Params, fields: dict[str, bytes]) -> None:
+    """Insert or rewrite state fields (canonical JSON, stored as text byte for byte)."""
+    for name, value in fields.items():
+        tx.run("upsert_field", {**ids, "field": name, "value": value.decode()})
+
+
+def write_messages(
+    tx: Tx,
+    tenant_id: str,
+    thread_id: str,
+    run_id: str,
+    messages: Sequence[Message],
+    at: Any,
+) -> None:
+    """Append messages to a thread, numbered while the transaction holds the thread."""
+    if not messages:
+        return
+    thread = {"tenant_id": tenant_id, "thread_id": thread_id}
+    tx.lock_thread(tenant_id, thread_id)
+    for m in messages:
+        tx.run(
+            "insert_message",
+            {
+                **thread,
+                "run_id": run_id,
+                "role": m.role,
+                "content": m.content,
+                "tool_calls": rows.tool_calls_json(m),
+                "tool_call_id": m.tool_call_id,
+                "at": at,
+            },
+        )
+
+
+def guard_failure(tx: Tx, ids: Params, fence: int | None, expected_version: int) -> Exception:
+    """Explain why a guarded update matched no row (read inside the same transaction)."""
+    return rows.guard_failure(tx.one("get_run", ids), ids, fence, expected_version)
+
+
+def effect_guard_failure(
+    tx: Tx, tenant_id: str, key: str, fence: int | None, expected: EffectStatus
+) -> Exception:
+    """Explain why a guarded effect update matched no row."""
+    effect = tx.one("get_effect", {"tenant_id": tenant_id, "key": key})
+    run = None
+    if effect is not None:
+        run = tx.one("get_run", {"tenant_id": tenant_id, "run_id": effect["run_id"]})
+    return rows.effect_guard_failure(effect, run, tenant_id, key, fence, expected)
+
+
+def wake(
+    tx: Tx, ids: Params, signal: Row, next_step: str, fence: int | None, at: Any
+) -> int | None:
+    """Consume ``signal`` and move a WAITING_EXTERNAL run to RUNNING at ``next_step``; return
+    the new state_version (None when the run was not waiting)."""
+    params = {**ids, "next_step": next_step, "expected_status": "WAITING_EXTERNAL", "now": at}
+    row = tx.one("wake_run", params)
+    if row is None:
+        return None
+    tx.run("consume_signal", {"id": signal["id"], "now": at})
+    info = {"signal_id": signal["signal_id"], "name": signal["name"]}
+    event(tx, ids, "signal_consumed", next_step, fence, info, at)
+    event(tx, ids, "status", next_step, fence, {"from": "WAITING_EXTERNAL", "to": "RUNNING"}, at)
+    return int(row["state_version"])

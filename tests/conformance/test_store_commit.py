@@ -1,0 +1,131 @@
+"""The step-boundary commit and status changes: guarded by fence, version and status; all or
+nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from perdure import FakeClock
+from perdure.core.errors import (
+    LeaseLostError,
+    RunClosedError,
+    StaleStateError,
+)
+from perdure.core.model import Message, RunStatus, ToolCall
+from perdure.store.base import Store
+from tests.conformance.conftest import boundary, claim, new_run
+
+
+def test_a_commit_writes_steps_state_messages_and_events_at_once(
+    store: Store, clock: FakeClock
+) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    call = ToolCall("call-1", "lookup", {"q": 1})
+    b1 = boundary(
+        clock,
+        state={"n": b"1"},
+        messages=(Message("assistant", "", (call,)), Message("tool", "42", tool_call_id="call-1")),
+    )
+    b2 = boundary(clock, "second", None, RunStatus.SUCCEEDED, state={"m": b"2"}, result={"ok": 1})
+    version = store.commit("t1", "r1", run.fence, run.state_version, [b1, b2], clock.now())
+    after = store.get_run("t1", "r1")
+    assert after.state_version == version == run.state_version + 1
+    assert (after.status, after.next_step, after.result, after.steps_done) == (
+        RunStatus.SUCCEEDED,
+        None,
+        {"ok": 1},
+        2,
+    )
+    assert after.owner is None, "ending a run releases its lease"
+    assert [s.name for s in store.steps("t1", "r1")] == ["first", "second"]
+    assert store.load_state("t1", "r1") == {"n": b"1", "m": b"2"}
+    msgs = store.messages("t1", "th1")
+    assert [m.seq for m in msgs] == [1, 2]
+    assert msgs[0].tool_calls == (call,)
+    assert msgs[1].tool_call_id == "call-1"
+    types = [e.type for e in store.events("t1", "r1")]
+    assert types[-3:] == ["step_completed", "step_completed", "status"]
+
+
+def test_a_stale_owner_cannot_commit_and_changes_nothing(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    old = claim(store, clock, "w1")
+    clock.advance(31)
+    new = claim(store, clock, "w2")
+    assert old is not None and new is not None
+    with pytest.raises(LeaseLostError):
+        store.commit(
+            "t1",
+            "r1",
+            old.fence,
+            old.state_version,
+            [boundary(clock, state={"n": b"9"})],
+            clock.now(),
+        )
+    after = store.get_run("t1", "r1")
+    assert after.state_version == new.state_version
+    assert after.next_step == "first"
+    assert store.load_state("t1", "r1") == {"n": b"0"}
+    assert store.steps("t1", "r1") == []
+
+
+def test_a_commit_with_a_stale_version_is_refused(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    with pytest.raises(StaleStateError):
+        store.commit("t1", "r1", run.fence, run.state_version - 1, [boundary(clock)], clock.now())
+
+
+def test_a_finished_run_refuses_every_write(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    done = boundary(clock, status=RunStatus.SUCCEEDED, next_step=None)
+    version = store.commit("t1", "r1", run.fence, run.state_version, [done], clock.now())
+    with pytest.raises(RunClosedError):
+        store.commit("t1", "r1", run.fence, version, [boundary(clock)], clock.now())
+    assert claim(store, clock) is None
+    with pytest.raises(RunClosedError):
+        store.set_status(
+            "t1",
+            "r1",
+            expected_status=RunStatus.SUCCEEDED,
+            expected_version=version,
+            status=RunStatus.FAILED,
+            fence=None,
+            now=clock.now(),
+        )
+
+
+def test_set_status_is_guarded_and_records_the_change(store: Store, clock: FakeClock) -> None:
+    created, _ = store.create_run(new_run("r1"), clock.now())
+    run = store.set_status(
+        "t1",
+        "r1",
+        expected_status=RunStatus.PENDING,
+        expected_version=created.state_version,
+        status=RunStatus.CANCEL_REQUESTED,
+        fence=None,
+        now=clock.now(),
+        data={"reason": "user"},
+    )
+    assert run.status is RunStatus.CANCEL_REQUESTED
+    with pytest.raises(StaleStateError):
+        store.set_status(
+            "t1",
+            "r1",
+            expected_status=RunStatus.PENDING,
+            expected_version=created.state_version,
+            status=RunStatus.CANCEL_REQUESTED,
+            fence=None,
+            now=clock.now(),
+        )
+    last = store.events("t1", "r1")[-1]
+    assert (last.type, last.data["from"], last.data["to"]) == (
+        "status",
+        "PENDING",
+        "CANCEL_REQUESTED",
+    )

@@ -1,0 +1,91 @@
+"""History: events and thread messages, their order and numbering."""
+
+from __future__ import annotations
+
+import threading
+
+from perdure import FakeClock
+from perdure.core.model import Message, RunStatus
+from perdure.store.base import Boundary, Store
+from tests.conformance.conftest import LEASE, boundary, claim, claimed, new_run
+
+
+def test_message_seq_continues_across_runs_of_a_thread(store: Store, clock: FakeClock) -> None:
+    for rid in ("r1", "r2"):
+        store.create_run(new_run(rid), clock.now())
+        run = store.claim("w", clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t1", run_id=rid)
+        assert run is not None
+        b = boundary(clock, messages=(Message("user", rid),))
+        store.commit("t1", rid, run.fence, run.state_version, [b], clock.now())
+    assert [(m.seq, m.content) for m in store.messages("t1", "th1")] == [(1, "r1"), (2, "r2")]
+
+
+def test_runs_of_one_thread_appending_at_once_number_messages_without_gaps(
+    store: Store, clock: FakeClock
+) -> None:
+    runs = []
+    for rid in ("r1", "r2", "r3"):
+        store.create_run(new_run(rid), clock.now())
+        run = store.claim("w", clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t1", run_id=rid)
+        assert run is not None
+        runs.append(run)
+    start = threading.Barrier(len(runs))
+
+    def append(i: int) -> None:
+        run = runs[i]
+        version = run.state_version
+        start.wait()
+        for n in range(5):
+            now = clock.now()
+            m = (Message("assistant", f"{run.run_id}-{n}"),)
+            b = Boundary("first", "next", "first", RunStatus.RUNNING, now, now, messages=m)
+            version = store.commit("t1", run.run_id, run.fence, version, [b], now)
+
+    threads = [threading.Thread(target=append, args=(i,)) for i in range(len(runs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    messages = store.messages("t1", "th1")
+    assert [m.seq for m in messages] == list(range(1, 16))
+    for run in runs:
+        mine = [m.content for m in messages if m.run_id == run.run_id]
+        assert mine == [f"{run.run_id}-{n}" for n in range(5)], "each run's order is kept"
+
+
+def test_a_runs_messages_can_be_deleted(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    now = clock.now()
+    b = Boundary(
+        "first",
+        "next",
+        "second",
+        RunStatus.RUNNING,
+        now,
+        now,
+        messages=(Message("assistant", "hi"),),
+    )
+    store.commit("t1", "r1", run.fence, run.state_version, [b], now)
+    assert store.delete_run_messages("t1", "r1") == 1
+    assert store.messages("t1", "th1") == []
+
+
+def test_events_page_by_sequence_number(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    store.claim("w1", clock.now() + LEASE, clock.now(), ["wf"])
+    every = store.events("t1", "r1")
+    assert [e.seq for e in every] == sorted(e.seq for e in every)
+    first = store.events("t1", "r1", limit=2)
+    rest = store.events("t1", "r1", after=first[-1].seq)
+    assert first + rest == every
+
+
+def test_the_latest_events_come_oldest_first(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    for _ in range(3):
+        clock.advance(31)
+        claim(store, clock, "w")
+    every = store.events("t1", "r1")
+    latest = store.events("t1", "r1", limit=2, latest=True)
+    assert [e.seq for e in latest] == [e.seq for e in every[-2:]]
+    assert [e.seq for e in store.events("t1", "r1", after=every[0].seq, limit=1)] == [every[1].seq]

@@ -1,0 +1,105 @@
+"""Leases: claims, fences, expiry, heartbeats and releases."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from perdure import FakeClock
+from perdure.core.errors import (
+    LeaseLostError,
+)
+from perdure.core.model import RunStatus
+from perdure.store.base import Store
+from tests.conformance.conftest import LEASE, claim, new_run
+
+
+def test_a_claim_increments_the_fence_and_starts_the_run(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    assert (run.status, run.fence, run.owner) == (RunStatus.RUNNING, 1, "w1")
+    assert claim(store, clock, "w2") is None, "a live lease cannot be claimed"
+    events = [e.type for e in store.events("t1", "r1")]
+    assert events == ["created", "claimed", "status"]
+
+
+def test_an_expired_lease_lets_a_second_worker_claim(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    first = claim(store, clock, "w1")
+    clock.advance(31)
+    second = claim(store, clock, "w2")
+    assert first is not None and second is not None
+    assert second.fence == first.fence + 1
+    assert second.owner == "w2"
+
+
+def test_a_dead_owner_can_be_taken_over_before_expiry(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    claim(store, clock, "w1")
+    assert claim(store, clock, "w2", dead_owner="someone-else") is None
+    taken = claim(store, clock, "w2", dead_owner="w1")
+    assert taken is not None and taken.fence == 2
+
+
+def test_claims_only_the_workflows_asked_for(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1", workflow="other"), clock.now())
+    assert claim(store, clock) is None
+    assert store.claim("w1", clock.now() + LEASE, clock.now(), ["other"]) is not None
+
+
+def test_two_claimers_racing_never_both_win(store: Store, clock: FakeClock) -> None:
+    for i in range(20):
+        store.create_run(new_run(f"r{i}"), clock.now())
+    won: list[str] = []
+    lock = threading.Lock()
+
+    def worker(name: str) -> None:
+        while True:
+            run = claim(store, clock, name)
+            if run is None:
+                return
+            with lock:
+                won.append(run.run_id)
+
+    threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(won) == sorted(f"r{i}" for i in range(20))
+
+
+def test_lease_expiry_is_decided_by_the_time_passed_in(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    claim(store, clock)
+    later = clock.now() + timedelta(seconds=29)
+    assert store.claim("w2", later + LEASE, later, ["wf"]) is None
+    later = clock.now() + timedelta(seconds=31)
+    assert store.claim("w2", later + LEASE, later, ["wf"]) is not None
+
+
+def test_heartbeat_extends_the_lease_and_fails_once_lost(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    clock.advance(20)
+    store.heartbeat("t1", "r1", "w1", run.fence, clock.now() + LEASE)
+    clock.advance(20)
+    assert claim(store, clock, "w2") is None, "the renewed lease is still live"
+    clock.advance(31)
+    assert claim(store, clock, "w2") is not None
+    with pytest.raises(LeaseLostError):
+        store.heartbeat("t1", "r1", "w1", run.fence, clock.now() + LEASE)
+
+
+def test_release_makes_the_run_claimable_at_once(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    assert store.release("t1", "r1", "w1", run.fence, clock.now())
+    assert not store.release("t1", "r1", "w1", run.fence, clock.now()), "second release is a no-op"
+    again = claim(store, clock, "w2")
+    assert again is not None and again.status is RunStatus.RUNNING
