@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock, SystemClock
-from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import (
     InvalidInputError,
 )
 from perdure.core.model import (
-    JSON,
-    Approval,
     Durability,
     Message,
-    Principal,
     Run,
     RunStatus,
-    Signal,
     WorkerInfo,
 )
 from perdure.core.seal import Keyring
@@ -34,10 +29,28 @@ from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.services import RunView, Services, Stopped
-from perdure.runtime.versions import CheckRow, Versions
+from perdure.runtime.versions import Versions
 from perdure.runtime.waits import Waits
 from perdure.store.base import Store
 from perdure.store.url import open_store
+
+Part = TypeVar("Part")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _part(
+    method: Callable[Concatenate[Part, P], R], attribute: str
+) -> Callable[Concatenate[Runtime, P], R]:
+    """A Runtime method that calls ``method`` on the part held in ``attribute`` (same
+    arguments, same result, same docstring): one definition of each verb."""
+
+    def call(self: Runtime, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(getattr(self, attribute), *args, **kwargs)
+
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
 
 
 class Runtime:
@@ -305,114 +318,18 @@ class Runtime:
         """
         return cancel_run(self.parts, tenant_of(tenant), run_id, reason, request_id)
 
-    # -- waits, effects and old runs: see the parts for the full contracts ----------------------
+    # -- waits, effects and old runs: the parts' methods, with their contracts ------------------
 
-    def approvals(
-        self, *, tenant: Tenant = DEFAULT_TENANT, run_id: str | None = None, pending: bool = True
-    ) -> list[Approval]:
-        """Approval requests of a tenant (pending ones by default), oldest first."""
-        return self.waits.approvals(tenant=tenant, run_id=run_id, pending=pending)
-
-    def approve(
-        self,
-        run_id: str,
-        principal: Principal,
-        *,
-        comment: str | None = None,
-        request_id: str | None = None,
-    ) -> Approval:
-        """Approve the run's pending request (:meth:`Waits.approve`)."""
-        return self.waits.approve(run_id, principal, comment=comment, request_id=request_id)
-
-    def reject(
-        self,
-        run_id: str,
-        principal: Principal,
-        *,
-        comment: str | None = None,
-        request_id: str | None = None,
-    ) -> Approval:
-        """Reject the run's pending request (:meth:`Waits.reject`)."""
-        return self.waits.reject(run_id, principal, comment=comment, request_id=request_id)
-
-    def signal(
-        self,
-        run_id: str,
-        name: str,
-        payload: JSON = None,
-        *,
-        tenant: Tenant = DEFAULT_TENANT,
-        signal_id: str | None = None,
-    ) -> tuple[Signal, str]:
-        """Deliver a signal to a run (:meth:`Waits.signal`)."""
-        return self.waits.signal(run_id, name, payload, tenant=tenant, signal_id=signal_id)
-
-    def effects(
-        self,
-        *,
-        tenant: Tenant = DEFAULT_TENANT,
-        run_id: str | None = None,
-        status: Sequence[EffectStatus | str] = (),
-        limit: int = 1000,
-    ) -> list[EffectRecord]:
-        """Effects of a tenant or of one run (:meth:`EffectAdmin.effects`)."""
-        return self.effect_admin.effects(tenant=tenant, run_id=run_id, status=status, limit=limit)
-
-    def resolve_effect(
-        self,
-        key: str,
-        *,
-        applied: bool,
-        by: str,
-        reason: str,
-        tenant: Tenant = DEFAULT_TENANT,
-        receipt: str | None = None,
-        result: Any = None,
-        request_id: str | None = None,
-    ) -> EffectRecord:
-        """Record a person's decision on an ambiguous effect
-        (:meth:`EffectAdmin.resolve_effect`)."""
-        return self.effect_admin.resolve_effect(
-            key,
-            applied=applied,
-            by=by,
-            reason=reason,
-            tenant=tenant,
-            receipt=receipt,
-            result=result,
-            request_id=request_id,
-        )
-
-    def check(self, *, tenant: str | None = None, limit: int = 100_000) -> list[CheckRow]:
-        """What the loaded code would do with every live run (:meth:`Versions.check`)."""
-        return self.versions.check(tenant=tenant, limit=limit)
-
-    def recover_readable(self) -> list[tuple[str, str]]:
-        """Requeue runs quarantined as too new that this code reads
-        (:meth:`Versions.recover_readable`)."""
-        return self.versions.recover_readable()
-
-    def fail(
-        self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, reason: str, by: str | None = None
-    ) -> Run:
-        """End a run that needs a person as FAILED (:meth:`Versions.fail`)."""
-        return self.versions.fail(run_id, tenant=tenant, reason=reason, by=by)
-
-    def repair(
-        self,
-        run_id: str,
-        *,
-        tenant: Tenant = DEFAULT_TENANT,
-        at: str | None = None,
-        patch: dict[str, Any] | None = None,
-        add_budget: Budget | None = None,
-        by: str | None = None,
-    ) -> Run:
-        """Bring a run that needs a person back to RUNNING without running it
-        (:meth:`Versions.repair`)."""
-        return self.versions.repair(
-            run_id, tenant=tenant, at=at, patch=patch, add_budget=add_budget, by=by
-        )
+    approvals = _part(Waits.approvals, "waits")
+    approve = _part(Waits.approve, "waits")
+    reject = _part(Waits.reject, "waits")
+    signal = _part(Waits.signal, "waits")
+    effects = _part(EffectAdmin.effects, "effect_admin")
+    resolve_effect = _part(EffectAdmin.resolve_effect, "effect_admin")
+    check = _part(Versions.check, "versions")
+    recover_readable = _part(Versions.recover_readable, "versions")
+    fail = _part(Versions.fail, "versions")
+    repair = _part(Versions.repair, "versions")
 
     # -- the fleet ------------------------------------------------------------------------------
 
