@@ -52,6 +52,9 @@ class ErrorClass(StrEnum):
     UNKNOWN_OUTCOME = "unknown_outcome"
 
 
+NOT_TAKEN_STATUSES = frozenset({408, 425, 429, 503})
+"""HTTP statuses by which a provider says it did not take the request: safe to send again."""
+
 TRANSIENT_KINDS = frozenset({"timeout", "rate_limited", "dependency_unavailable"})
 PERMANENT_KINDS = frozenset({"invalid_request", "permission_denied", "policy_rejected"})
 
@@ -138,26 +141,39 @@ def classify(exc: BaseException) -> ErrorClass:
     """The class of an exception raised by an effect's ``execute``.
 
     :class:`EffectError` subclasses say it themselves. ``ConnectionRefusedError`` means the
-    request was never sent (transient). Anything else, a timeout included, may have reached the
-    provider: unknown outcome, so it is reconciled rather than resent.
+    request was never sent (transient). An exception carrying an HTTP status (see
+    :func:`perdure.core.failures.http_status`) is transient for 408, 425, 429 and 503 (the
+    provider did not take the request), permanent for other 4xx (it refused it) and an unknown
+    outcome for other 5xx. Anything else, a timeout included, may have reached the provider:
+    unknown outcome, so it is reconciled rather than resent.
     """
+    from perdure.core.failures import http_status  # failures builds on this module
+
     if isinstance(exc, EffectError):
         return exc.error_class
     if isinstance(exc, ConnectionRefusedError):
         return ErrorClass.TRANSIENT
+    status = http_status(exc)
+    if status in NOT_TAKEN_STATUSES:
+        return ErrorClass.TRANSIENT
+    if status is not None and 400 <= status <= 499:
+        return ErrorClass.PERMANENT
     return ErrorClass.UNKNOWN_OUTCOME
 
 
 def error_json(exc: BaseException) -> dict[str, JSON]:
     """An exception as recorded in ``last_error``."""
+    from perdure.core.failures import describe
+
     if isinstance(exc, EffectError):
         return exc.to_json()
-    kind = "dependency_unavailable" if isinstance(exc, ConnectionRefusedError) else "exception"
+    failure = describe(exc)
+    kind = "dependency_unavailable" if isinstance(exc, ConnectionRefusedError) else failure.kind
     return {
         "class": str(classify(exc)),
-        "kind": kind,
-        "message": f"{type(exc).__name__}: {exc}",
-        "retry_after": None,
+        "kind": "exception" if kind == "unexpected" else kind,
+        "message": failure.message,
+        "retry_after": failure.retry_after,
     }
 
 

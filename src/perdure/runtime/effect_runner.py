@@ -214,9 +214,10 @@ class EffectRunner:
             record = self._reconcile(record, reconcile, recovering=False, error=error)
             if record.status is S.CONFIRMED:
                 return self._replay(record)
-        else:
-            record = self._move(record, S.PLANNED, error=error)
-        raise self._retry_or_escalate(record, error, retry)
+            raise self._retry_or_escalate(record, error, retry)
+        record = self._move(record, S.PLANNED, error=error)
+        retryable = retry is not None and retry.retries(exc, str(error["kind"]), transient=True)
+        raise self._retry_or_escalate(record, error, retry, retryable)
 
     def _reconcile(
         self,
@@ -246,7 +247,11 @@ class EffectRunner:
         raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
 
     def _retry_or_escalate(
-        self, record: EffectRecord, error: dict[str, JSON], retry: RetryPolicy | None
+        self,
+        record: EffectRecord,
+        error: dict[str, JSON],
+        retry: RetryPolicy | None,
+        retryable: bool | None = None,
     ) -> Escalate | RetryLater:
         if retry is not None:
             after = error.get("retry_after")
@@ -257,10 +262,11 @@ class EffectRunner:
                 now=self.clock.now(),
                 rng=self.rng,
                 retry_after=float(after) if isinstance(after, int | float) else None,
+                retryable=retryable,
             )
             if at is not None:
                 return RetryLater(at, {"effect": record.key, **error})
-        action = retry.on_exhausted if retry is not None else "fail"
+        action = retry.on_exhausted if retry is not None else "needs_attention"
         return Escalate(action, "retries_exhausted", self._evidence(record, error))
 
     def _stopped(
