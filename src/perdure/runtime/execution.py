@@ -10,13 +10,10 @@ moved on, a cancel arrived): then it stops touching the run at once.
 
 from __future__ import annotations
 
-import traceback
-from collections.abc import Coroutine
 from dataclasses import replace
 from typing import Any
 
 from perdure.core import transitions
-from perdure.core.effects import EffectRejectedError
 from perdure.core.errors import (
     LeaseLostError,
     PerdureError,
@@ -24,24 +21,14 @@ from perdure.core.errors import (
     StaleStateError,
     StoreError,
 )
-from perdure.core.failures import describe
 from perdure.core.model import JSON, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
 from perdure.core.seal import seal_fields
 from perdure.core.signals import Cancelled, Escalate, RetryLater
 from perdure.core.versions import Quarantine
 from perdure.core.workflow import (
-    ESCALATIONS,
-    Done,
     Fail,
-    Next,
-    Outcome,
-    Sleep,
-    StepDef,
-    WaitApproval,
-    WaitSignal,
     Workflow,
-    continuations,
 )
 from perdure.runtime.boundaries import next_step_of, to_boundary
 from perdure.runtime.checkpoint import Readable, inspect
@@ -53,6 +40,7 @@ from perdure.runtime.effect_runner import EffectRunner
 from perdure.runtime.host import StepHost
 from perdure.runtime.leases import Lease
 from perdure.runtime.services import SUGGESTIONS, Services, Stopped
+from perdure.runtime.stepcall import StepCaller
 from perdure.store.base import Boundary
 
 
@@ -75,6 +63,7 @@ class Execution:
             store, clock, self.claim, workflow, self.committer, services.loop
         )
         self.host = StepHost(store, clock, self.claim, self.effects, self.bridge)
+        self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
 
@@ -191,7 +180,7 @@ class Execution:
         self.host.begin_step()
         ctx = Context(run, name, self.host)
         started = self.clock.now()
-        outcome = self._call(wf.steps[name], ctx, state)
+        outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
             self.limits.check(encoded)
@@ -217,97 +206,6 @@ class Execution:
             error = replace(boundary.error, unresolved_compensations=tuple(unresolved))
             boundary = replace(boundary, error=error)
         return boundary, state, next_step_of(outcome)
-
-    def _call(self, step: StepDef, ctx: Context, state: Any) -> Outcome:
-        """Call the step function and turn anything unexpected into a typed outcome.
-
-        Raises :class:`RetryLater` (sleep, then run the step again) and :class:`Escalate` with
-        action ``needs_attention``; other escalations become a failure or the failure step.
-        """
-        try:
-            returned = step(ctx, state)
-            # an async def step returns a coroutine: it runs on the event loop
-            if isinstance(returned, Coroutine):
-                self.host.prefetch()  # so that reads in the coroutine never wait on the store
-                outcome = self.bridge.run(returned)
-            else:
-                outcome = returned
-        except Escalate as esc:
-            return self._escalated(esc, step.name)
-        except StoreError:
-            raise  # the database failed, not the step: the run is continued later
-        except EffectRejectedError as exc:
-            # the provider refused the request for good: a business outcome of the run
-            return Fail(exc.code, exc.message, {"fix": exc.fix} if exc.fix else {})
-        except Exception as exc:
-            return self._step_failed(step, exc)
-        if not isinstance(outcome, Next | Done | Fail | WaitApproval | WaitSignal | Sleep):
-            raise _attention(
-                "invalid_outcome",
-                step.name,
-                f"step {step.name!r} returned {type(outcome).__name__}; return goto(...), "
-                "done(...), fail(...), wait_for_approval(...), wait_for_signal(...) or sleep(...)",
-            )
-        stray = [s for s in continuations(outcome) if s not in step.next]
-        if stray:
-            raise _attention(
-                "undeclared_transition",
-                step.name,
-                f"step {step.name!r} continues with {stray}, which is not in its next= list",
-            )
-        return outcome
-
-    def _step_failed(self, step: StepDef, exc: Exception) -> Outcome:
-        """An exception left the step. Retry the step under its policy when the failure may
-        pass (see :mod:`perdure.core.failures`); when it may not, or the policy is used up, the
-        run goes to a person (NEEDS_ATTENTION, resumable after a fix) unless the policy's
-        ``on_exhausted`` says otherwise. The run never fails for good unless the workflow says
-        so."""
-        now = self.clock.now()
-        failure = describe(exc, now)
-        attempt = self.step_attempts + 1
-        evidence: dict[str, JSON] = {
-            "step": step.name,
-            "attempts": attempt,
-            "error": failure.to_json(),
-            "traceback": traceback.format_exception(exc)[-5:],
-        }
-        if isinstance(exc, PerdureError) and exc.fix:
-            evidence["fix"] = exc.fix
-        policy = step.retry
-        retryable = policy is not None and policy.retries(
-            exc, failure.kind, transient=failure.transient
-        )
-        if policy is not None and retryable:
-            at = policy.next_try(
-                attempt=attempt,
-                kind=failure.kind,
-                first_failure=self.run.retry_since or now,
-                now=now,
-                rng=self.effects.rng,
-                retry_after=failure.retry_after,
-                retryable=True,
-            )
-            if at is not None:
-                raise RetryLater(at, {"step": step.name, **failure.to_json()}, attempt)
-            exhausted = Escalate(
-                policy.on_exhausted, "retries_exhausted", evidence, failure.message
-            )
-            return self._escalated(exhausted, step.name)
-        reason = exc.code if isinstance(exc, PerdureError) else "step_raised"
-        raise Escalate("needs_attention", reason, evidence, failure.message)
-
-    def _escalated(self, esc: Escalate, step: str) -> Outcome:
-        """Turn an escalation into an outcome: fail, or go to the declared failure step."""
-        if esc.action == "needs_attention":
-            raise esc
-        message = esc.message or f"{esc.reason} in step {step!r}"
-        if esc.action in ESCALATIONS or esc.action not in self.workflow.steps:
-            details = dict(esc.evidence)
-            if esc.action not in ESCALATIONS:
-                details["invalid_failure_step"] = esc.action
-            return Fail(esc.reason, message, details)
-        return Next(esc.action)
 
     # -- stopping -------------------------------------------------------------------------------
 
@@ -417,8 +315,3 @@ class Execution:
         except (LeaseLostError, RunClosedError, StaleStateError):
             return Stopped(StopReason.LOST, run.run_id)
         return Stopped(why, run.run_id)
-
-
-def _attention(reason: str, step: str, message: str) -> Escalate:
-    """A mistake in the workflow's code: a person fixes it and resumes the run."""
-    return Escalate("needs_attention", reason, {"step": step}, message)
