@@ -1,5 +1,6 @@
 """Shared fixtures: real SQLite files in a temp folder, real PostgreSQL databases (see
-tests/backends.py), a fake clock, CLI subprocesses."""
+tests/backends.py), a fake clock (in this process, or shared with subprocesses through a file),
+CLI subprocesses."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from perdure import FakeClock, Runtime
+from perdure.runtime.clock import TEST_CLOCK_VARIABLE
 from perdure.store.sqlite.store import SqliteStore
+from perdure.testing import FileClock
 from tests.backends import PgServer, pg_server_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture
+def shared_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FileClock:
+    """A fake clock that this process and every process it starts read (``PERDURE_TEST_CLOCK``):
+    runtimes built without a clock, ``run_cli`` and workers all see it; ``advance`` moves it."""
+    clock = FileClock.create(tmp_path / "clock")
+    monkeypatch.setenv(TEST_CLOCK_VARIABLE, str(clock.path))
+    return clock
 
 
 @pytest.fixture
@@ -68,7 +80,13 @@ def pg_empty_url(pg_server: PgServer) -> Iterator[str]:
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PERDURE_", "COUNTING_"))}
+    """The environment of a CLI subprocess: this one without perdure's and the test apps'
+    variables, except the shared test clock (see ``shared_clock``), plus ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k == TEST_CLOCK_VARIABLE or not k.startswith(("PERDURE_", "COUNTING_"))
+    }
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env

@@ -11,7 +11,7 @@ from typing import Any
 
 from perdure.core import transitions
 from perdure.core.budget import Budget
-from perdure.core.clock import Clock, SystemClock
+from perdure.core.clock import Clock
 from perdure.core.effects import EffectRecord
 from perdure.core.errors import (
     InvalidInputError,
@@ -34,6 +34,7 @@ from perdure.core.seal import Keyring, seal_fields
 from perdure.core.serde import Limits
 from perdure.core.workflow import Workflow
 from perdure.runtime.base import DEFAULT_TENANT, Tenant, tenant_of
+from perdure.runtime.clock import default_clock
 from perdure.runtime.effects import RuntimeEffects
 from perdure.runtime.execution import Execution, Services, Stopped
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
@@ -89,7 +90,7 @@ class Runtime(RuntimeEffects, RuntimeWaits, RuntimeVersions):
         limits: Limits | None = None,
     ) -> None:
         self.store: Store = db if db is not None and not isinstance(db, str) else open_store(db)
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or default_clock()
         self.owner = owner or process_owner()
         self.lease_seconds = lease_seconds
         self.workflows: dict[str, Workflow[Any]] = {}

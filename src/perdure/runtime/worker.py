@@ -20,6 +20,8 @@ class Worker:
     ``poll_interval`` to ``max_poll_interval`` seconds, never past the next due timer or retry,
     and wakes early when the store notifies that work is ready (PostgreSQL LISTEN/NOTIFY). A
     database error is reported to ``on_error`` and retried with the same backoff, never fatal.
+    Each wait reads the runtime's clock afresh, so a test clock moved by another process (see
+    :mod:`perdure.runtime.clock`) is honoured within ``max_poll_interval`` seconds.
     On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) every thread stops claiming,
     lets its current step finish and commit, and releases its lease; then :meth:`run` returns.
     The process reports itself in the workers table while it runs (``perdure workers``).
