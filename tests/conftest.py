@@ -20,6 +20,34 @@ from perdure.testing import FileClock
 from tests.backends import PgServer, pg_server_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+
+# Markers are applied here, by what a test uses and where it lives, so nobody has to remember
+# them (registered in pyproject.toml; the fast inner loop is ``pytest -m "not pg and not slow"``).
+PG_FIXTURES = {"pg_server", "pg_url", "pg_empty_url"}
+PG_FOLDERS = {"outage"}  # starts its own PostgreSQL server
+SLOW_FOLDERS = {"cli", "crash", "fleet", "outage"}  # real subprocesses, kills, fleets, outages
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``pg`` every test that uses PostgreSQL (a PG fixture, or a ``postgres`` backend
+    parameter) and ``slow`` every test in a folder of process-level tests."""
+    for item in items:
+        try:
+            folder = item.path.relative_to(TESTS).parts[0]
+        except ValueError:
+            folder = ""
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        uses_pg = (
+            folder in PG_FOLDERS
+            or bool(PG_FIXTURES & set(getattr(item, "fixturenames", ())))
+            or any(isinstance(v, str) and v == "postgres" for v in params)
+        )
+        if uses_pg:
+            item.add_marker(pytest.mark.pg)
+        if folder in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
