@@ -76,6 +76,15 @@ def runtime(db_url: str, clock: FakeClock) -> Iterator[Runtime]:
     rt.close()
 
 
+def fresh_db_url(request: pytest.FixtureRequest, tmp_path: Path, *, migrated: bool) -> str:
+    """For a fixture parametrized with ``BACKENDS``: a fresh SQLite file, or a fresh PostgreSQL
+    database (migrated from the template, or empty so that the first command migrates it)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'perdure.db'}"
+    url: str = request.getfixturevalue("pg_url" if migrated else "pg_empty_url")
+    return url
+
+
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
     store = SqliteStore(tmp_path / "store.db")

@@ -36,7 +36,7 @@ from perdure.core.model import Event, StepRecord
 from perdure.store.url import open_store
 from perdure.testing import FileClock
 from tests.backends import BACKENDS
-from tests.conftest import ROOT, cli_env, entries, perdure_cmd, run_cli
+from tests.conftest import ROOT, cli_env, entries, fresh_db_url, perdure_cmd, run_cli
 
 FLEET_APP = "tests.apps.fleet_app"
 COUNTING_APP = "tests.apps.counting"
@@ -319,10 +319,7 @@ def assert_killed_runs_were_taken_over(url: str) -> None:
 
 @pytest.fixture(params=BACKENDS)
 def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'perdure.db'}"
-    url: str = request.getfixturevalue("pg_empty_url")
-    return url
+    return fresh_db_url(request, tmp_path, migrated=False)
 
 
 def idle_in_database(db_url: str) -> bool:
