@@ -1,5 +1,6 @@
 """Shared fixtures: real SQLite files in a temp folder, real PostgreSQL databases (see
-tests/backends.py), a fake clock, CLI subprocesses."""
+tests/backends.py), a fake clock (in this process, or shared with subprocesses through a file),
+CLI subprocesses."""
 
 from __future__ import annotations
 
@@ -13,15 +14,54 @@ from pathlib import Path
 import pytest
 
 from perdure import FakeClock, Runtime
+from perdure.runtime.clock import TEST_CLOCK_VARIABLE
 from perdure.store.sqlite.store import SqliteStore
+from perdure.testing import FileClock
 from tests.backends import PgServer, pg_server_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+
+# Markers are applied here, by what a test uses and where it lives, so nobody has to remember
+# them (registered in pyproject.toml; the fast inner loop is ``pytest -m "not pg and not slow"``).
+PG_FIXTURES = {"pg_server", "pg_url", "pg_empty_url"}
+PG_FOLDERS = {"outage"}  # starts its own PostgreSQL server
+SLOW_FOLDERS = {"cli", "crash", "fleet", "outage"}  # real subprocesses, kills, fleets, outages
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``pg`` every test that uses PostgreSQL (a PG fixture, or a ``postgres`` backend
+    parameter) and ``slow`` every test in a folder of process-level tests."""
+    for item in items:
+        try:
+            folder = item.path.relative_to(TESTS).parts[0]
+        except ValueError:
+            folder = ""
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        uses_pg = (
+            folder in PG_FOLDERS
+            or bool(PG_FIXTURES & set(getattr(item, "fixturenames", ())))
+            or any(isinstance(v, str) and v == "postgres" for v in params)
+        )
+        if uses_pg:
+            item.add_marker(pytest.mark.pg)
+        if folder in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture
+def shared_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FileClock:
+    """A fake clock that this process and every process it starts read (``PERDURE_TEST_CLOCK``):
+    runtimes built without a clock, ``run_cli`` and workers all see it; ``advance`` moves it."""
+    clock = FileClock.create(tmp_path / "clock")
+    monkeypatch.setenv(TEST_CLOCK_VARIABLE, str(clock.path))
+    return clock
 
 
 @pytest.fixture
@@ -34,6 +74,15 @@ def runtime(db_url: str, clock: FakeClock) -> Iterator[Runtime]:
     rt = Runtime(db_url, clock=clock, owner="test-worker")
     yield rt
     rt.close()
+
+
+def fresh_db_url(request: pytest.FixtureRequest, tmp_path: Path, *, migrated: bool) -> str:
+    """For a fixture parametrized with ``BACKENDS``: a fresh SQLite file, or a fresh PostgreSQL
+    database (migrated from the template, or empty so that the first command migrates it)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'perdure.db'}"
+    url: str = request.getfixturevalue("pg_url" if migrated else "pg_empty_url")
+    return url
 
 
 @pytest.fixture
@@ -68,7 +117,13 @@ def pg_empty_url(pg_server: PgServer) -> Iterator[str]:
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PERDURE_", "COUNTING_"))}
+    """The environment of a CLI subprocess: this one without perdure's and the test apps'
+    variables, except the shared test clock (see ``shared_clock``), plus ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k == TEST_CLOCK_VARIABLE or not k.startswith(("PERDURE_", "COUNTING_"))
+    }
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env

@@ -1,4 +1,9 @@
-"""Helpers for testing workflows: a fake clock, crash points, and the crash-matrix harness.
+"""Helpers for testing workflows: fake clocks, crash points, and the crash-matrix harness.
+
+:class:`FakeClock` is a fake time inside one process. :class:`FileClock` is a fake time shared by
+every process that has ``PERDURE_TEST_CLOCK`` naming its file (the CLI, workers a test starts):
+the test moves it with ``advance`` instead of sleeping until a timer, retry or lease is due
+(see :mod:`perdure.runtime.clock`).
 
 The crash matrix runs a workflow once without interruption (the reference), then once per crash
 point (both sides of every step commit, and the four points around every effect), each time in
@@ -25,11 +30,13 @@ import orjson
 
 from perdure.core.clock import FakeClock
 from perdure.core.model import JSON, RunStatus
+from perdure.runtime.clock import FileClock
 from perdure.runtime.crashpoints import COMMIT_POINTS, EFFECT_POINTS, EXIT_CODE, arm
 from perdure.runtime.runtime import Runtime
 
 __all__ = [
     "FakeClock",
+    "FileClock",
     "MatrixRow",
     "arm",
     "crash_points",

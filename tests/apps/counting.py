@@ -3,7 +3,8 @@
 Each step appends ``ENTER sN RUN_ID`` to the file named by ``COUNTING_LOG`` before doing
 anything, so a test can count how many times each step was entered across processes.
 ``COUNTING_SLEEP_AT=sN`` makes step N sleep ``COUNTING_SLEEP`` seconds after logging
-(a window to SIGKILL or SIGTERM).
+(a window to SIGKILL, SIGSTOP or SIGTERM); with ``COUNTING_GATE=FOLDER`` the step goes on as
+soon as the file ``FOLDER/sN`` exists, so a test holds the step exactly as long as it needs to.
 """
 
 from __future__ import annotations
@@ -31,13 +32,24 @@ def log(line: str) -> None:
             f.write(line + "\n")
 
 
+def hold(seconds: float, gate: str | None) -> None:
+    """Sleep ``seconds``, or less when the file ``gate`` appears."""
+    if gate is None:
+        time.sleep(seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def make_step(i: int) -> StepDef:
     name = f"s{i}"
 
     def run(ctx: Context, state: Tally) -> Outcome:
         log(f"ENTER {name} {ctx.run_id}")
         if os.environ.get("COUNTING_SLEEP_AT") == name:
-            time.sleep(float(os.environ.get("COUNTING_SLEEP", "30")))
+            gate = os.environ.get("COUNTING_GATE")
+            hold(float(os.environ.get("COUNTING_SLEEP", "30")), gate and os.path.join(gate, name))
         state.total += i
         state.seen.append(name)
         if i < STEPS:

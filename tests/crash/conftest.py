@@ -8,16 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.backends import BACKENDS
+from tests.conftest import fresh_db_url
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "db_url" in metafunc.fixturenames:
-        metafunc.parametrize("db_url", BACKENDS, indirect=True)
-
-
-@pytest.fixture
+@pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'perdure.db'}"
-    url: str = request.getfixturevalue("pg_empty_url")
-    return url
+    return fresh_db_url(request, tmp_path, migrated=False)

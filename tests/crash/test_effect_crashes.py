@@ -4,13 +4,12 @@ call they receive (no deduplication)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from perdure.demos.light import SmartLight
-from perdure.testing import run_matrix
+from perdure.testing import FileClock, run_matrix
 from tests.conftest import ROOT, cli_env, run_cli
 
 APP = "tests.apps.effects_app"
@@ -152,20 +151,24 @@ def test_compensation_is_crash_safe(db_url: str, tmp_path: Path, point: str) -> 
 
 
 def test_a_retry_wait_survives_the_process_and_a_worker_finishes_it(
-    db_url: str, tmp_path: Path
+    db_url: str, tmp_path: Path, shared_clock: FileClock
 ) -> None:
     light = tmp_path / "a.db"
     start = run_cli(
         db_url, "start", "flaky", "--app", APP, "--input", json.dumps({"a": str(light)})
     )
     run_id = start.stdout.split()[1]
-    first = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(RETRY_AFTER="1.0"))
+    first = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(RETRY_AFTER="60"))
     assert first.returncode == 0
     waiting = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
     assert (waiting["status"], waiting["owner"]) == ("RUNNING", None)
+    shared_clock.advance(59)
     early = run_cli(db_url, "resume", run_id, "--app", APP)
     assert early.returncode == 1 and "waits to retry" in early.stderr
-    time.sleep(1.1)
+    idle = run_cli(db_url, "worker", "--app", APP, "--until-idle")
+    assert idle.returncode == 0, idle.stderr
+    assert json.loads(run_cli(db_url, "show", run_id, "--json").stdout)["status"] == "RUNNING"
+    shared_clock.advance(1)
     worker = run_cli(db_url, "worker", "--app", APP, "--until-idle")
     assert worker.returncode == 0, worker.stderr
     final = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)

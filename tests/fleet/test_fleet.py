@@ -6,12 +6,13 @@ that does not deduplicate, SIGKILLs workers (every other time one that is inside
 call) and starts replacements. Every run must succeed with its effect applied exactly once, each
 step committed once by one fence, and no message written twice.
 
-The zombie test freezes a worker (SIGSTOP) in the middle of a step, lets a second worker take
-the run over once the lease expired, then thaws the first, either after the successor finished
-the run or while the successor is still in a later step: the stale commit must be refused by
-the fence and change nothing. It runs on SQLite and PostgreSQL.
+The zombie test freezes a worker (SIGSTOP) in the middle of a step, moves the shared test clock
+past its lease, lets a second worker take the run over, then thaws the first, either after the
+successor finished the run or while the successor is still in a later step: the stale commit
+must be refused by the fence and change nothing. It runs on SQLite and PostgreSQL.
 
-Nothing here sleeps for a fixed time where a poll works; every wait is bounded.
+Nothing here sleeps for a fixed time where a poll works; every wait is bounded. The zombie's
+lease expires by the shared test clock (``shared_clock``), not by waiting.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from typing import Any
 import pytest
 
 from perdure import Runtime
+from perdure.core.model import Event, StepRecord
 from perdure.store.url import open_store
+from perdure.testing import FileClock
 from tests.backends import BACKENDS
-from tests.conftest import ROOT, cli_env, entries, perdure_cmd, run_cli
+from tests.conftest import ROOT, cli_env, entries, fresh_db_url, perdure_cmd, run_cli
 
 FLEET_APP = "tests.apps.fleet_app"
 COUNTING_APP = "tests.apps.counting"
@@ -41,6 +44,7 @@ RUNS = 200
 WORKERS = 4
 KILLS = 4
 LEASE = 2.0
+ZOMBIE_LEASE = 30.0
 STEPS = ["prepare", "apply", "record", "finish"]
 ALL_COUNTING = [f"s{i}" for i in range(1, 11)]
 TENANT = "default"
@@ -315,10 +319,7 @@ def assert_killed_runs_were_taken_over(url: str) -> None:
 
 @pytest.fixture(params=BACKENDS)
 def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'perdure.db'}"
-    url: str = request.getfixturevalue("pg_empty_url")
-    return url
+    return fresh_db_url(request, tmp_path, migrated=False)
 
 
 def idle_in_database(db_url: str) -> bool:
@@ -362,37 +363,47 @@ def show(db_url: str, run_id: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("wakes", ["after_the_run_ended", "while_the_successor_runs"])
 def test_a_frozen_worker_that_wakes_after_a_takeover_commits_nothing(
-    any_db_url: str, fleet_folder: Path, wakes: str
+    any_db_url: str, fleet_folder: Path, wakes: str, shared_clock: FileClock
 ) -> None:
-    """The zombie freezes in s5 (lease 1 s); a successor takes the run over and either finishes
-    it or is itself in the middle of s8 when the zombie wakes and tries to commit s5."""
+    """The zombie is held in s5 and frozen; the shared test clock moves past its lease; a
+    successor takes the run over and either finishes it or is held in s8 when the zombie is let
+    go and tries to commit s5. Steps are held by gates the test opens, leases expire by the test
+    clock: no wait depends on the wall clock."""
     db_url = any_db_url
     log = fleet_folder / "entries.log"
+    gate = fleet_folder / "gate"
+    gate.mkdir()
     out = run_cli(db_url, "start", "counting", "--app", COUNTING_APP)
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.split()[1]
     during = wakes == "while_the_successor_runs"
 
-    fleet = Fleet(db_url, COUNTING_APP, fleet_folder, lease=1.0, env={"COUNTING_LOG": str(log)})
+    env = {"COUNTING_LOG": str(log), "COUNTING_GATE": str(gate)}
+    fleet = Fleet(db_url, COUNTING_APP, fleet_folder, lease=ZOMBIE_LEASE, env=env)
     store = open_store(db_url)
     try:
-        zombie = fleet.spawn(COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="1")
+        zombie = fleet.spawn(COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="120")
         wait_for(lambda: entries(log, run_id)["s5"] == 1, 30, fleet.logs)
         freeze(zombie, db_url)
-        hold = {"COUNTING_SLEEP_AT": "s8", "COUNTING_SLEEP": "3"} if during else {}
+        shared_clock.advance(ZOMBIE_LEASE + 1)
+        hold = {"COUNTING_SLEEP_AT": "s8", "COUNTING_SLEEP": "120"} if during else {}
         successor = fleet.spawn(**hold)
         if during:
             wait_for(lambda: entries(log, run_id)["s8"] == 1, 30, fleet.logs)
         else:
             wait_for(lambda: store.get_run(TENANT, run_id).status == "SUCCEEDED", 30, fleet.logs)
+        (gate / "s5").touch()
         zombie.proc.send_signal(signal.SIGCONT)
         wait_for(lambda: f"run {run_id} lost" in zombie.stdout(), 30, fleet.logs)
         if during:
             assert entries(log, run_id)["s9"] == 0, "the successor left s8 before the zombie woke"
+            (gate / "s8").touch()
             wait_for(lambda: store.get_run(TENANT, run_id).status == "SUCCEEDED", 30, fleet.logs)
         steps = store.steps(TENANT, run_id)
         events = store.events(TENANT, run_id)
     finally:
+        for step in ("s5", "s8"):
+            (gate / step).touch()
         store.close()
         codes = fleet.stop()
 
@@ -406,6 +417,12 @@ def test_a_frozen_worker_that_wakes_after_a_takeover_commits_nothing(
     assert final["completed_steps"] == ALL_COUNTING
     assert entries(log, run_id) == Counter(ALL_COUNTING) + Counter(["s5"])
 
+    assert_the_stale_commit_changed_nothing(steps, events)
+
+
+def assert_the_stale_commit_changed_nothing(steps: list[StepRecord], events: list[Event]) -> None:
+    """Two claims; the first four steps by the zombie's fence, the rest by the successor's; the
+    zombie's late commit of s5 is refused and recorded."""
     claims = [e.fence for e in events if e.type == "claimed"]
     assert len(claims) == 2 and claims[0] is not None and claims[1] is not None
     first, second = claims

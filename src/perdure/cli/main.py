@@ -27,6 +27,7 @@ from perdure.core.model import Durability, RunStatus
 from perdure.demos.cli import demo
 from perdure.demos.refund_cli import refund_demo
 from perdure.runtime.base import DEFAULT_TENANT
+from perdure.runtime.clock import default_clock
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.worker import Worker
 from perdure.store.url import default_url, open_store, safe_url
@@ -53,9 +54,7 @@ def main(ctx: click.Context, db: str, tenant: str) -> None:
 def migrate(settings: Settings) -> None:
     """Create or upgrade the database schema."""
     store = open_store(settings.db)
-    from perdure.core.clock import SystemClock
-
-    applied = store.migrate(SystemClock().now())
+    applied = store.migrate(default_clock().now())
     version = store.schema_version()
     store.close()
     click.echo(f"applied {', '.join(applied)}" if applied else "schema is up to date")

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from perdure.core.budget import Budget
-from perdure.core.clock import Clock, SystemClock
+from perdure.core.clock import Clock
 from perdure.core.errors import (
     InvalidInputError,
 )
@@ -24,6 +24,7 @@ from perdure.core.serde import Limits
 from perdure.core.workflow import Workflow
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.clock import default_clock
 from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
@@ -78,7 +79,7 @@ class Runtime:
         store = db if db is not None and not isinstance(db, str) else open_store(db)
         self.parts = parts = RuntimeParts(
             store,
-            clock or SystemClock(),
+            clock or default_clock(),
             owner or process_owner(),
             keyring if keyring is not None else Keyring.from_env(),
             limits or Limits(),

@@ -31,6 +31,8 @@ class Worker:
     On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) the dispatcher stops claiming;
     every run in flight lets its current step finish and commit, and releases its lease; then
     :meth:`run` returns.
+    Each wait reads the runtime's clock afresh, so a test clock moved by another process (see
+    :mod:`perdure.runtime.clock`) is honoured within ``max_poll_interval`` seconds.
     The process reports itself in the workers table while it runs (``perdure workers``).
     """
 
