@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -131,7 +133,11 @@ def test_sigterm_finishes_the_current_step_and_releases_the_lease(
 ) -> None:
     log = tmp_path / "entries.log"
     run_id = start_run(db_url)
-    env = cli_env(COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s3", COUNTING_SLEEP="1.0")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = cli_env(
+        COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s3", COUNTING_SLEEP="120", COUNTING_GATE=str(gate)
+    )
     proc = subprocess.Popen(
         perdure_cmd(db_url, "worker", "--app", APP, "--poll", "0.05"),
         env=env,
@@ -139,10 +145,19 @@ def test_sigterm_finishes_the_current_step_and_releases_the_lease(
         stdout=subprocess.PIPE,
         text=True,
     )
-    wait_for(lambda: entries(log)["s3"] == 1)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()], daemon=True)
+    reader.start()
+    wait_for(lambda: entries(log)["s3"] == 1)  # s3 is running and held at its gate
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=20) == 0
-    assert "released" in (proc.stdout.read() if proc.stdout else "")
+    seen = []
+    while not any(line.startswith("draining") for line in seen):
+        seen.append(lines.get(timeout=30))
+    (gate / "s3").touch()  # the drain was requested while s3 ran: now let it finish
+    assert proc.wait(timeout=60) == 0
+    reader.join(timeout=10)
+    seen += list(lines.queue)
+    assert any("released" in line for line in seen), seen
     stopped = show(db_url, run_id)
     assert stopped["completed_steps"] == ALL[:3], "the running step finished and committed"
     assert (stopped["status"], stopped["next_step"], stopped["owner"]) == ("RUNNING", "s4", None)

@@ -266,6 +266,7 @@ def worker(
         poll_interval=poll_interval,
         on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
         on_error=lambda exc: click.echo(exc.one_line(), err=True),
+        on_drain=lambda: click.echo("draining: the steps in flight finish, then their leases go"),
     )
     w.install_signal_handlers()
     serving = ", ".join(sorted(rt.workflows))

@@ -45,6 +45,7 @@ class Worker:
         max_poll_interval: float = 2.0,
         on_stop: Callable[[str, str], None] | None = None,
         on_error: Callable[[StoreError], None] | None = None,
+        on_drain: Callable[[], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -54,6 +55,7 @@ class Worker:
         self.max_poll_interval = max_poll_interval
         self.on_stop = on_stop
         self.on_error = on_error
+        self.on_drain = on_drain
         self._work = threading.Event()
         self._count = 0
         self._in_flight = 0
@@ -69,9 +71,13 @@ class Worker:
         signal.signal(signal.SIGINT, handler)
 
     def stop(self) -> None:
-        """Ask every loop to drain: finish the current step, release the lease, return."""
+        """Ask the worker to drain: claim nothing more; every run in flight finishes its current
+        step, commits it and releases its lease; then :meth:`run` returns. ``on_drain`` is told
+        once the request is registered."""
         self.runtime.shutdown.set()
         self._work.set()
+        if self.on_drain is not None:
+            self.on_drain()
 
     def run(self, *, until_idle: bool = False) -> int:
         """Run until stopped (or, with ``until_idle``, until nothing is claimable and nothing is
