@@ -1,5 +1,5 @@
 """``python -m perdure`` runs the command line."""
 
-from perdure.cli.main import main
+from perdure.cli.main import run
 
-main()
+run()

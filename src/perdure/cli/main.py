@@ -5,12 +5,15 @@ Every error is one line naming the cause and the fix, with a non-zero exit code.
 
 from __future__ import annotations
 
+import sys
+
 import click
 import orjson
 
 from perdure.cli import render
 from perdure.cli.effects import chaos, effects
 from perdure.cli.support import (
+    EXIT_ERROR,
     Settings,
     app_option,
     exit_for,
@@ -90,6 +93,11 @@ def start(
     With --wait the run is advanced in this process until it ends or waits; the exit code is
     then 1 when it ends FAILED, 3 when it needs a person and 4 when it is quarantined.
     """
+    bad = [r for r in releases if not r.partition("=")[0] or not r.partition("=")[2]]
+    if bad:
+        raise InvalidInputError(
+            f"--release {bad[0]!r} is not NAME=VALUE", fix="write e.g. --release code=abc123"
+        )
     release = dict(r.partition("=")[::2] for r in releases)
     with settings.runtime(app, with_workflows=True) as rt:
         run = rt.start(
@@ -118,7 +126,7 @@ def start(
 @click.option("--threshold", default=300.0, show_default=True, help="Seconds, for --stuck.")
 @click.option("--workflow", help="Filter by workflow name.")
 @click.option("--thread", help="Filter by thread id.")
-@click.option("--limit", default=50, show_default=True)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_settings
 @run_command
@@ -257,8 +265,6 @@ def worker(
     poll_interval: float,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
-    if concurrency < 1:
-        raise InvalidInputError("--concurrency must be at least 1")
     rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
     w = Worker(
         rt,
@@ -299,3 +305,20 @@ main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)
+
+
+def run() -> None:
+    """The ``perdure`` console script: :func:`main`, with click's own usage errors (an unknown
+    option, a value of the wrong type) printed as one line and exit code 1, like every other
+    error."""
+    try:
+        code = main.main(standalone_mode=False)
+    except click.ClickException as exc:
+        where = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else "perdure"
+        error = InvalidInputError(exc.format_message(), fix=f"see `{where} --help`")
+        click.echo(error.one_line(), err=True)
+        sys.exit(EXIT_ERROR)
+    except click.Abort:
+        click.echo("error[aborted]: stopped at the user's request", err=True)
+        sys.exit(EXIT_ERROR)
+    sys.exit(code if isinstance(code, int) else 0)

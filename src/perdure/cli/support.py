@@ -47,6 +47,11 @@ def load_app(app: str | None) -> list[Workflow[Any]]:
             f"cannot import app module {app!r}: {exc}",
             fix="give an importable module path (run from its project folder or install it)",
         ) from exc
+    except Exception as exc:  # the user's module failed while loading: say so in one line
+        raise ConfigError(
+            f"app module {app!r} raised {type(exc).__name__} while loading: {exc}",
+            fix=f"run `python -c 'import {app}'` to see the traceback, and fix the module",
+        ) from exc
     found = [v for v in vars(module).values() if isinstance(v, Workflow)]
     if not found:
         raise ConfigError(

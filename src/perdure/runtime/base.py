@@ -10,7 +10,8 @@ from perdure.core import transitions
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock
 from perdure.core.effects import EffectStatus
-from perdure.core.errors import InvalidInputError, PerdureError, WorkflowNotFoundError
+from perdure.core.errors import ConfigError, InvalidInputError, PerdureError, WorkflowNotFoundError
+from perdure.core.ids import checked_id
 from perdure.core.model import Principal, Run, RunStatus
 from perdure.core.seal import Keyring, open_fields, seal_fields
 from perdure.core.serde import Limits, dumps
@@ -23,9 +24,20 @@ Tenant = str | Principal
 """Who a call acts for: a tenant id, or a :class:`~perdure.core.model.Principal` (its tenant)."""
 
 
+def setting(name: str, value: float, low: float, high: float, unit: str = "seconds") -> float:
+    """``value`` when it is a finite number from ``low`` to ``high``; else :class:`ConfigError`
+    naming the setting and the allowed range (a negative lease or poll must never start)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(
+            f"{name} {value!r} is out of range",
+            fix=f"give {name} a number of {unit} from {low:g} to {high:g}",
+        )
+    return float(value)
+
+
 def tenant_of(who: Tenant) -> str:
     """The tenant id a call is scoped to."""
-    return who.tenant_id if isinstance(who, Principal) else who
+    return checked_id(who.tenant_id if isinstance(who, Principal) else who, "tenant")
 
 
 class RuntimeParts:

@@ -9,7 +9,7 @@ from typing import Any
 from perdure.core import transitions
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, RunBusyError, RunClosedError, StaleStateError
-from perdure.core.ids import new_id
+from perdure.core.ids import checked_id, new_id
 from perdure.core.model import Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.seal import seal_fields
@@ -46,6 +46,10 @@ def new_run(
         raise InvalidInputError(
             f"durability {options.durability!r} is unknown", fix="use sync, async or exit"
         ) from None
+    if options.thread is not None:
+        checked_id(options.thread, "thread")
+    if options.idempotency_key is not None:
+        checked_id(options.idempotency_key, "idempotency key")
     extra = dict(options.release or {})
     unknown = sorted(set(extra) - {"code", "prompt", "model", "tools"})
     if unknown:

@@ -23,7 +23,7 @@ from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.core.workflow import Workflow
 from perdure.runtime.aio import EventLoop
-from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, setting, tenant_of
 from perdure.runtime.clock import default_clock
 from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.effects import EffectAdmin
@@ -76,6 +76,7 @@ class Runtime:
         keyring: Keyring | None = None,
         limits: Limits | None = None,
     ) -> None:
+        lease_seconds = setting("lease_seconds", lease_seconds, 1, 86_400)
         store = db if db is not None and not isinstance(db, str) else open_store(db)
         self.parts = parts = RuntimeParts(
             store,

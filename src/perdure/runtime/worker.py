@@ -9,9 +9,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 
-from perdure.core.errors import StoreError
+from perdure.core.errors import ConfigError, StoreError
 from perdure.core.model import Run
+from perdure.runtime.base import setting
 from perdure.runtime.runtime import Runtime
+
+MAX_CONCURRENCY = 10_000
+"""The most runs one worker process holds at once."""
 
 
 class Worker:
@@ -47,12 +51,14 @@ class Worker:
         on_error: Callable[[StoreError], None] | None = None,
         on_drain: Callable[[], None] | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
         self.runtime = runtime
-        self.concurrency = concurrency
-        self.poll_interval = poll_interval
-        self.max_poll_interval = max_poll_interval
+        self.concurrency = int(setting("concurrency", concurrency, 1, MAX_CONCURRENCY, "runs"))
+        if self.concurrency != concurrency:
+            raise ConfigError(f"concurrency {concurrency!r} is not a whole number of runs")
+        self.poll_interval = setting("poll_interval", poll_interval, 0.01, 60)
+        self.max_poll_interval = setting(
+            "max_poll_interval", max_poll_interval, self.poll_interval, 3600
+        )
         self.on_stop = on_stop
         self.on_error = on_error
         self.on_drain = on_drain

@@ -19,10 +19,21 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from perdure.core.errors import InvalidInputError
 from perdure.store.rows import Params, Row
 
 NO_PARAMS: Params = {}
 """The parameters of a query that takes none."""
+
+
+def not_text(exc: UnicodeEncodeError) -> InvalidInputError:
+    """What a driver raises when a parameter is not valid UTF-8 text (a lone surrogate, as
+    from undecodable bytes on a command line): bad input, never a traceback."""
+    bad = exc.object[exc.start : exc.end].encode("utf-8", "backslashreplace").decode()
+    return InvalidInputError(
+        f"a value given to the store is not valid UTF-8 text (it holds {bad!r})",
+        fix="pass ids and text as UTF-8",
+    )
 
 
 class Tx(Protocol):

@@ -33,7 +33,7 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NO_PARAMS
+from perdure.store.driver import NO_PARAMS, not_text
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
 
@@ -152,6 +152,8 @@ class PostgresDriver:
                 yield PostgresTx(conn)
         except psycopg.Error as exc:
             raise translate_error(exc, self.where) from exc
+        except UnicodeEncodeError as exc:
+            raise not_text(exc) from exc
 
     @contextmanager
     def write(self) -> Iterator[PostgresTx]:
@@ -198,6 +200,17 @@ def _configure(conn: Conn) -> None:
     conn.adapters.register_loader("json", TextLoader)
 
 
+DATA_HINTS = {
+    "22021": "remove NUL characters and bytes that are not UTF-8 from text",
+    "22P05": "remove NUL characters from text",
+    "22003": "keep numbers within 64 bits",
+    "2201W": "give a limit of 0 or more",
+    "2201X": "give an offset of 0 or more",
+    "22P02": "give a value of the right type",
+}
+"""One hint per SQLSTATE of class 22 (data exception)."""
+
+
 def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
     """The :class:`~perdure.core.errors.PerdureError` for a driver error, decided by its SQLSTATE,
     constraint name or class (the driver's message is only shown, never parsed)."""
@@ -236,7 +249,7 @@ def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
     if state[:2] == "22" or isinstance(exc, psycopg.DataError):  # data_exception
         return InvalidInputError(
             f"PostgreSQL cannot store a value: {detail}",
-            fix="remove NUL characters from text and keep numbers within 64 bits",
+            fix=DATA_HINTS.get(state, "check the values given (text, numbers, limits)"),
         )
     return StoreError(f"PostgreSQL failed at {where} (SQLSTATE {state or 'none'}): {detail}")
 

@@ -28,7 +28,7 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NO_PARAMS
+from perdure.store.driver import NO_PARAMS, not_text
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row, to_json
 
@@ -150,6 +150,8 @@ class SqliteDriver:
             yield
         except sqlite3.Error as exc:
             raise translate_error(exc, self.path) from exc
+        except UnicodeEncodeError as exc:
+            raise not_text(exc) from exc
         except OverflowError as exc:  # sqlite3 refuses to bind an integer beyond 64 bits
             raise InvalidInputError(
                 f"SQLite cannot store a value: {exc}", fix="keep numbers within 64 bits"
