@@ -14,7 +14,7 @@ from perdure.core.errors import (
 )
 from perdure.core.model import RunStatus
 from perdure.store.base import Boundary, Store
-from tests.conformance.conftest import LEASE, claimed
+from tests.conformance.conftest import LEASE, claim, claimed
 
 E = EffectStatus
 
@@ -242,3 +242,33 @@ def test_no_effect_is_planned_on_a_finished_run(store: Store, clock: FakeClock) 
     store.commit("t1", "r1", run.fence, run.state_version, [end], now)
     with pytest.raises(RunClosedError):
         store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+
+
+def test_a_worker_that_lost_its_run_learns_so_before_the_effect_status(
+    store: Store, clock: FakeClock
+) -> None:
+    stale = claimed(store, clock)
+    planned = store.plan_effect("t1", "r1", stale.fence, intent(), clock.now())
+    clock.advance(31)  # the lease expires; another worker takes the run and confirms the effect
+    fresh = claim(store, clock, owner="w2", tenant_id="t1", run_id="r1")
+    assert fresh is not None and fresh.fence == stale.fence + 1
+    for status in (E.EXECUTING, E.CONFIRMED):
+        store.update_effect(
+            "t1",
+            planned.key,
+            expected_status=E.PLANNED if status is E.EXECUTING else E.EXECUTING,
+            status=status,
+            fence=fresh.fence,
+            now=clock.now(),
+            attempts_delta=1 if status is E.EXECUTING else 0,
+        )
+    with pytest.raises(LeaseLostError):
+        store.update_effect(
+            "t1",
+            planned.key,
+            expected_status=E.PLANNED,
+            status=E.EXECUTING,
+            fence=stale.fence,
+            now=clock.now(),
+            attempts_delta=1,
+        )

@@ -9,7 +9,7 @@ from typing import Any
 
 from perdure.core.clock import Clock
 from perdure.core.effects import EffectRejectedError
-from perdure.core.errors import PerdureError, StoreError
+from perdure.core.errors import LeaseLostError, PerdureError, RunClosedError, StoreError
 from perdure.core.failures import describe
 from perdure.core.model import JSON
 from perdure.core.signals import Escalate, RetryLater
@@ -60,8 +60,10 @@ class StepCaller:
                 outcome = returned
         except Escalate as esc:
             return self._escalated(esc, step.name)
-        except StoreError:
-            raise  # the database failed, not the step: the run is continued later
+        except (StoreError, LeaseLostError, RunClosedError):
+            # the database failed, or the run is no longer ours: not the step's fault; the
+            # execution lets go at once (a later claim continues from the last boundary)
+            raise
         except EffectRejectedError as exc:
             # the provider refused the request for good: a business outcome of the run
             return Fail(exc.code, exc.message, {"fix": exc.fix} if exc.fix else {})

@@ -344,6 +344,10 @@ def effect_guard_failure(
     re-read in the same transaction."""
     if effect is None:
         return EffectNotFoundError(f"no effect {key} in tenant {tenant_id}")
+    ids = {"tenant_id": tenant_id, "run_id": effect["run_id"]}
+    if fence is not None and (run is None or run["fence"] != fence):
+        # the fence first: a worker that lost its run learns that, not the effect's new status
+        return guard_failure(run, ids, fence, -1)
     if effect["status"] != str(expected):
         return EffectStateError(f"effect {key} is {effect['status']}, not {expected}")
-    return guard_failure(run, {"tenant_id": tenant_id, "run_id": effect["run_id"]}, fence, -1)
+    return guard_failure(run, ids, fence, -1)
