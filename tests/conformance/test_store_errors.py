@@ -25,6 +25,7 @@ def every_method(store: Store, clock: FakeClock) -> dict[str, Callable[[], objec
         "claim": lambda: store.claim("w1", now + LEASE, now, ["wf"]),
         "claim_one_run": lambda: store.claim("w1", now + LEASE, now, ["wf"], run_id="r1"),
         "heartbeat": lambda: store.heartbeat("t1", "r1", "w1", 1, now + LEASE),
+        "renew_leases": lambda: store.renew_leases("w1", [("t1", "r1", 1)], now + LEASE),
         "release": lambda: store.release("t1", "r1", "w1", 1, now),
         "commit": lambda: store.commit("t1", "r1", 1, 1, [boundary(clock)], now),
         "set_status": lambda: store.set_status(

@@ -95,6 +95,24 @@ def test_heartbeat_extends_the_lease_and_fails_once_lost(store: Store, clock: Fa
         store.heartbeat("t1", "r1", "w1", run.fence, clock.now() + LEASE)
 
 
+def test_many_leases_are_renewed_in_one_call_and_lost_ones_reported(
+    store: Store, clock: FakeClock
+) -> None:
+    held = []
+    for run_id in ("r1", "r2", "r3"):
+        store.create_run(new_run(run_id), clock.now())
+        run = claim(store, clock, tenant_id="t1", run_id=run_id)
+        assert run is not None
+        held.append(("t1", run_id, run.fence))
+    clock.advance(31)  # every lease expired; another worker takes r2
+    assert claim(store, clock, "w2", tenant_id="t1", run_id="r2") is not None
+    lost = store.renew_leases("w1", held, clock.now() + LEASE)
+    assert lost == [("t1", "r2", 1)]
+    clock.advance(20)
+    assert claim(store, clock, "w3") is None, "r1 and r3 were renewed"
+    assert store.renew_leases("w1", [], clock.now() + LEASE) == []
+
+
 def test_release_makes_the_run_claimable_at_once(store: Store, clock: FakeClock) -> None:
     store.create_run(new_run("r1"), clock.now())
     run = claim(store, clock)

@@ -298,8 +298,10 @@ class Execution:
         return self._close(run, RunStatus.QUARANTINED, error, StopReason.QUARANTINED)
 
     def _close(self, run: Run, status: RunStatus, error: RunError, why: StopReason) -> Stopped:
-        """Move ``run`` (as last read) to ``status`` under our fence and give the lease up."""
-        transitions.check(run.status, status)
+        """Move ``run`` (as last read) to ``status`` under our fence and give the lease up.
+        When the run is no longer ours (another fence, or it moved on), let go instead."""
+        if run.fence != self.run.fence or not transitions.allowed(run.status, status):
+            return Stopped(StopReason.LOST, run.run_id)
         try:
             self.store.set_status(
                 run.tenant_id,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from perdure.core.clock import Clock
-from perdure.core.errors import LeaseLostError, PerdureError
+from perdure.core.errors import PerdureError
 from perdure.store.base import Store
 
 
@@ -25,7 +25,8 @@ class Lease:
 
 
 class Heartbeat:
-    """Renews held leases every ``lease_seconds / 3`` on a daemon thread (started on demand).
+    """Renews held leases every ``lease_seconds / 3`` on a daemon thread (started on demand), all
+    of them in one store transaction.
 
     A renewal that fails with :class:`LeaseLostError` marks the lease lost; the execution sees it
     at its next boundary, and its commit would be refused by the fence anyway.
@@ -100,20 +101,17 @@ class Heartbeat:
                     runs_held=len(held),
                     now=self.clock.now(),
                 )
+        if not held:
+            return
+        refs = [(lease.tenant_id, lease.run_id, lease.fence) for lease in held]
+        try:
+            lost = set(self.store.renew_leases(self.owner, refs, self.clock.now() + self.lease))
+        except PerdureError:
+            return  # the database is unreachable: try again at the next beat
         for lease in held:
-            try:
-                self.store.heartbeat(
-                    lease.tenant_id,
-                    lease.run_id,
-                    self.owner,
-                    lease.fence,
-                    self.clock.now() + self.lease,
-                )
-            except LeaseLostError:
+            if (lease.tenant_id, lease.run_id, lease.fence) in lost:
                 lease.lost.set()
                 self.drop(lease)
-            except PerdureError:
-                continue  # the database is unreachable: try again at the next beat
 
     def stop(self) -> None:
         """Stop the thread (held leases simply expire or are released by their owners)."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 
-from perdure.core.errors import ConfigError, StoreError
+from perdure.core.errors import ConfigError, PerdureError, StoreError
 from perdure.core.model import Run
 from perdure.runtime.base import setting
 from perdure.runtime.runtime import Runtime
@@ -31,7 +31,9 @@ class Worker:
     read again are put back first. When idle, the dispatcher waits with backoff from
     ``poll_interval`` to ``max_poll_interval`` seconds, never past the next due timer or retry,
     and wakes early when the store notifies that work is ready (PostgreSQL LISTEN/NOTIFY). A
-    database error is reported to ``on_error`` and retried with the same backoff, never fatal.
+    database error is reported to ``on_error`` and retried with the same backoff, never fatal;
+    so is anything unexpected that escapes one run's execution (the run's lease then expires and
+    any worker continues it from its last committed step).
     On SIGTERM or SIGINT (see :meth:`install_signal_handlers`) the dispatcher stops claiming;
     every run in flight lets its current step finish and commit, and releases its lease; then
     :meth:`run` returns.
@@ -48,7 +50,7 @@ class Worker:
         poll_interval: float = 0.2,
         max_poll_interval: float = 2.0,
         on_stop: Callable[[str, str], None] | None = None,
-        on_error: Callable[[StoreError], None] | None = None,
+        on_error: Callable[[PerdureError], None] | None = None,
         on_drain: Callable[[], None] | None = None,
     ) -> None:
         self.runtime = runtime
@@ -153,6 +155,16 @@ class Worker:
                 self._count += 1
             if self.on_stop is not None:
                 self.on_stop(stopped.run_id, stopped.reason)
+        except Exception as exc:  # a pool thread must report, never vanish silently
+            if self.on_error is not None:
+                error = (
+                    exc
+                    if isinstance(exc, PerdureError)
+                    else PerdureError(
+                        f"run {run.run_id} stopped on an unexpected {type(exc).__name__}: {exc}"
+                    )
+                )
+                self.on_error(error)
         finally:
             with self._slots:
                 self._in_flight -= 1

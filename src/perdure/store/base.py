@@ -170,6 +170,15 @@ class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
         longer holds it (fence moved on, owner changed, or the run ended)."""
         ...
 
+    def renew_leases(
+        self, owner: str, leases: Sequence[tuple[str, str, int]], lease_until: datetime
+    ) -> list[tuple[str, str, int]]:
+        """Extend many leases of ``owner`` at once, each given as ``(tenant_id, run_id, fence)``,
+        in one transaction (one commit however many runs a process holds); return those no
+        longer held (fence moved on, owner changed, or the run ended), which are left as they
+        are."""
+        ...
+
     def release(self, tenant_id: str, run_id: str, owner: str, fence: int, now: datetime) -> bool:
         """Give the lease up so any worker can claim the run at once. Returns False (and changes
         nothing) when the caller no longer held it."""

@@ -50,6 +50,7 @@ class Engine:
     load_state = runs.load_state
     claim = runs.claim
     heartbeat = runs.heartbeat
+    renew_leases = runs.renew_leases
     release = runs.release
     set_status = runs.set_status
     defer = runs.defer

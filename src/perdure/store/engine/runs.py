@@ -151,6 +151,28 @@ def heartbeat(
             raise LeaseLostError(f"run {run_id}: lease with fence {fence} is no longer held")
 
 
+def renew_leases(
+    self: Engine, owner: str, leases: Sequence[tuple[str, str, int]], lease_until: datetime
+) -> list[tuple[str, str, int]]:
+    """See :meth:`Store.renew_leases`."""
+    lost: list[tuple[str, str, int]] = []
+    if not leases:
+        return lost
+    until = self.driver.stamp(lease_until)
+    with self.driver.write() as tx:
+        for tenant_id, run_id, fence in leases:
+            params = {
+                "tenant_id": tenant_id,
+                "run_id": run_id,
+                "owner": owner,
+                "fence": fence,
+                "lease_until": until,
+            }
+            if tx.run("heartbeat", params) == 0:
+                lost.append((tenant_id, run_id, fence))
+    return lost
+
+
 def release(
     self: Engine, tenant_id: str, run_id: str, owner: str, fence: int, now: datetime
 ) -> bool:
