@@ -15,6 +15,7 @@ import itertools
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,11 +99,21 @@ def perdure_seconds(job: Job, *, effect: bool) -> float:
         worker = Worker(rt, concurrency=job.runs, on_stop=on_stop)
         began = time.perf_counter()
         worker.run(until_idle=True)
-        for run_id in ids:
-            status = rt.get(run_id).status
-            if status is not RunStatus.SUCCEEDED:
-                raise RuntimeError(f"run {run_id} ended {status}, not SUCCEEDED")
+        check_succeeded(rt, ids)
     return last[0] - began
+
+
+def check_succeeded(rt: Runtime, ids: list[str]) -> None:
+    """Raise, naming how many runs are in which status and the first error, unless every run
+    SUCCEEDED by the time the worker went idle."""
+    runs = [rt.get(run_id) for run_id in ids]
+    bad = [run for run in runs if run.status is not RunStatus.SUCCEEDED]
+    if not bad:
+        return
+    counts = Counter(run.status.value for run in bad)
+    why = next((run.error for run in bad if run.error is not None), None)
+    detail = f"; first error: {why.reason}: {why.message[:100]}" if why is not None else ""
+    raise RuntimeError(f"{len(bad)} of {len(runs)} runs not SUCCEEDED {dict(counts)}{detail}")
 
 
 # -- LangGraph ------------------------------------------------------------------------------------
