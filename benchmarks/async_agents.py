@@ -8,7 +8,9 @@ so the best any system can do is ``steps x latency`` (0.5 s) whatever N is.
 * perdure: N runs started, then one ``Worker(rt, concurrency=N).run(until_idle=True)``; the
   wall time ends at the last run's stop. ``perdure+effect`` wraps each sleep in
   ``await ctx.aeffect(...)`` (a recorded model call: intent and outcome are written too).
-* LangGraph: a linear ``StateGraph`` of N async nodes, ``durability="sync"`` (a checkpoint is
+  perdure runs with its defaults (30 s leases renewed every 10 s by one heartbeat thread); a
+  run left unfinished is reported with its status and the store errors the worker retried.
+* LangGraph: a linear ``StateGraph`` of 10 async nodes, ``durability="sync"`` (a checkpoint is
   written before the next node starts, as perdure and DBOS do), N ``graph.ainvoke`` gathered,
   one thread_id each; ``AsyncSqliteSaver`` (one aiosqlite connection) or ``AsyncPostgresSaver``
   on a psycopg pool.
@@ -65,15 +67,16 @@ class Cell:
     system: str
     value: float | None  # seconds (commits/s for the floor)
     problem: str = ""
+    notes: tuple[str, ...] = ()
 
 
 def child(argv: list[str]) -> None:
     """Run one measurement (in a subprocess) and print its figure as JSON."""
-    from async_systems import SYSTEMS, Job
+    from async_systems import NOTES, SYSTEMS, Job
 
     system, backend, db, runs, steps, latency, pool = argv
     job = Job(backend, db, int(runs), int(steps), float(latency), int(pool))
-    print(json.dumps({"value": SYSTEMS[system](job)}), flush=True)
+    print(json.dumps({"value": SYSTEMS[system](job), "notes": NOTES}), flush=True)
 
 
 def admin(dsn: str, statement: str, name: str) -> None:
@@ -109,27 +112,30 @@ def measure_once(args: argparse.Namespace, system: str, backend: str, runs: int)
                 admin(args.pg, "DROP DATABASE IF EXISTS {} WITH (FORCE)", name)
     if done.returncode != 0:
         lines = [x for x in done.stderr.strip().splitlines() if x.strip()]
-        return Cell(backend, runs, system, None, lines[-1][:160] if lines else "failed")
-    value = json.loads(done.stdout.strip().splitlines()[-1])["value"]
-    return Cell(backend, runs, system, float(value))
+        return Cell(backend, runs, system, None, lines[-1][:600] if lines else "failed")
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    return Cell(backend, runs, system, float(answer["value"]), notes=tuple(answer["notes"]))
 
 
 def measure(args: argparse.Namespace, system: str, backend: str, runs: int) -> Cell:
     """The median of ``--repeat`` measurements (the first problem, if any, ends the series)."""
     values: list[float] = []
+    notes: list[str] = []
     for _ in range(args.repeat):
         cell = measure_once(args, system, backend, runs)
         if cell.value is None:
             return cell
         values.append(cell.value)
-    return Cell(backend, runs, system, statistics.median(values))
+        notes += cell.notes
+    return Cell(backend, runs, system, statistics.median(values), notes=tuple(notes))
 
 
 def row(cell: Cell, args: argparse.Namespace, floor: float | None, ours: Cell | None) -> str:
     """One markdown table row: wall s, steps/s, x floor, wall / ideal, perdure / this."""
     head = f"| {cell.backend} | {cell.runs} | {cell.system} |"
     if cell.value is None:
-        return f"{head} {cell.problem} | | | | |"
+        short = cell.problem if len(cell.problem) <= 90 else cell.problem[:90] + "... (note)"
+        return f"{head} {short} | | | | |"
     steps = cell.runs * args.steps
     rate = steps / cell.value
     ideal = args.steps * args.latency
@@ -184,6 +190,7 @@ def main() -> None:
         "/ perdure wall |\n|---|---|---|---|---|---|---|---|"
     )
     began = time.monotonic()
+    notes: list[str] = []
     for backend in backends:
         floor_cell: Cell | None = None
         for runs in sizes:
@@ -203,6 +210,10 @@ def main() -> None:
                 if system == "perdure":
                     ours = cell
                 print(row(cell, args, floor, ours), flush=True)
+                said = [cell.problem] if len(cell.problem) > 90 else []
+                notes += [f"{backend} N={runs} {system}: {x}" for x in [*said, *cell.notes]]
+    for note in notes:
+        print(f"note: {note}")
     print(
         f"\nload {os.getloadavg()[0]:.2f} at end; {time.monotonic() - began:.0f} s in all. "
         "x ideal wall: wall / (steps x latency). peer wall / perdure wall > 1: perdure finished "

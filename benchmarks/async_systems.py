@@ -24,7 +24,11 @@ from typing import Any, TypedDict
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from perdure import Context, RunStatus, Runtime, Worker, Workflow, done, goto
+from perdure.core.errors import StoreError
 from perdure.core.workflow import Outcome, StepDef
+
+NOTES: list[str] = []
+"""What a measurement saw besides its figure (printed under the table)."""
 
 
 @dataclass(frozen=True)
@@ -90,15 +94,22 @@ def perdure_seconds(job: Job, *, effect: bool) -> float:
         Worker(rt).run(until_idle=True)  # warm-up: event loop, statements, caches
         ids = [rt.start(wf).run_id for _ in range(job.runs)]
         last = [0.0]
+        errors: list[StoreError] = []
         lock = threading.Lock()
 
         def on_stop(run_id: str, reason: str) -> None:
             with lock:
                 last[0] = time.perf_counter()
 
-        worker = Worker(rt, concurrency=job.runs, on_stop=on_stop)
+        def on_error(exc: StoreError) -> None:
+            with lock:
+                errors.append(exc)
+
+        worker = Worker(rt, concurrency=job.runs, on_stop=on_stop, on_error=on_error)
         began = time.perf_counter()
         worker.run(until_idle=True)
+        if errors:
+            NOTES.append(f"{len(errors)} store errors retried by the worker, first: {errors[0]}")
         check_succeeded(rt, ids)
     return last[0] - began
 
@@ -113,7 +124,10 @@ def check_succeeded(rt: Runtime, ids: list[str]) -> None:
     counts = Counter(run.status.value for run in bad)
     why = next((run.error for run in bad if run.error is not None), None)
     detail = f"; first error: {why.reason}: {why.message[:100]}" if why is not None else ""
-    raise RuntimeError(f"{len(bad)} of {len(runs)} runs not SUCCEEDED {dict(counts)}{detail}")
+    raise RuntimeError(
+        f"{len(bad)} of {len(runs)} runs not SUCCEEDED {dict(counts)}{detail}"
+        + "".join(f"; {note}" for note in NOTES)
+    )
 
 
 # -- LangGraph ------------------------------------------------------------------------------------
@@ -221,7 +235,6 @@ def dbos_seconds(job: Job) -> float:
         "system_database_url": url,
         "sys_db_pool_size": job.pool,
         "log_level": "WARNING",
-        "run_admin_server": False,
     }
 
     async def one(i: int) -> None:
