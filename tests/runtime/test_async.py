@@ -9,7 +9,19 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from perdure import Context, RunStatus, Runtime, Worker, Workflow, done, goto, step
+from perdure import (
+    Context,
+    FakeClock,
+    RetryPolicy,
+    RunStatus,
+    Runtime,
+    TransientError,
+    Worker,
+    Workflow,
+    done,
+    goto,
+    step,
+)
 from perdure.core.errors import DefinitionError
 
 
@@ -137,3 +149,50 @@ def test_a_lambda_cannot_be_a_compensator() -> None:
 
     with pytest.raises(DefinitionError, match="lambda"):
         Workflow("w", state=Chat, steps=[only], compensators=[lambda r, k, x: None])
+
+
+def test_an_effect_retry_and_an_escalation_leave_an_async_step_like_a_plain_one(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    calls = {"n": 0}
+
+    async def flaky(request: dict[str, int], key: str) -> dict[str, int]:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise TransientError("rate_limited", retry_after=5)
+        return {"ok": request["a"]}
+
+    @step
+    async def pay(ctx: Context, s: Chat):  # type: ignore[no-untyped-def]
+        result = await ctx.aeffect(
+            "pay",
+            target="p",
+            operation="pay",
+            request={"a": 1},
+            execute=flaky,
+            retry=RetryPolicy(max_attempts=3, jitter=False),
+        )
+        return done(result)
+
+    run = runtime.start(Workflow("retrying", state=Chat, steps=[pay]))
+    runtime.run_until_idle()
+    waiting = runtime.get(run.run_id)
+    assert waiting.status is RunStatus.RUNNING and waiting.wake_at is not None, "a durable wait"
+    clock.advance(5)
+    runtime.run_until_idle()
+    assert runtime.get(run.run_id).result == {"ok": 1}
+    assert calls["n"] == 2
+
+    async def unknown(request: object, key: str) -> None:
+        raise TimeoutError("no reply")
+
+    @step
+    async def send(ctx: Context, s: Chat):  # type: ignore[no-untyped-def]
+        await ctx.aeffect("send", target="t", operation="o", request={}, execute=unknown)
+        return done()
+
+    other = runtime.start(Workflow("ambiguous", state=Chat, steps=[send]))
+    runtime.run_until_idle()
+    paused = runtime.get(other.run_id)
+    assert paused.status is RunStatus.NEEDS_ATTENTION
+    assert paused.error is not None and paused.error.reason == "ambiguous_effect"
