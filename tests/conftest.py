@@ -4,12 +4,14 @@ CLI subprocesses."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -158,3 +160,33 @@ def entries(log: Path, run_id: str | None = None) -> Counter[str]:
         if run_id is None or rid == run_id:
             found[name] += 1
     return found
+
+
+class Gates:
+    """Gates that hold steps of ``tests.apps.counting`` in their processes: each is a lock file
+    this test process holds exclusively from the start; a step at the gate waits for a shared
+    lock, so it goes on exactly when :meth:`open` releases it (and a killed process simply lets
+    go of its wait)."""
+
+    def __init__(self, folder: Path, *names: str) -> None:
+        folder.mkdir(exist_ok=True)
+        self.folder = folder
+        self._held: dict[str, IO[str]] = {}
+        for name in names:
+            held = open(folder / name, "a")  # noqa: SIM115 - held until the gate opens
+            fcntl.flock(held, fcntl.LOCK_EX)
+            self._held[name] = held
+
+    def env(self, hold_at: str) -> dict[str, str]:
+        """The environment that makes a process wait at gate ``hold_at``."""
+        return {"COUNTING_GATE": str(self.folder), "COUNTING_HOLD_AT": hold_at}
+
+    def open(self, name: str) -> None:
+        """Let every step waiting at gate ``name`` go on (and every later one pass)."""
+        held = self._held.pop(name, None)
+        if held is not None:
+            held.close()
+
+    def open_all(self) -> None:
+        for name in list(self._held):
+            self.open(name)

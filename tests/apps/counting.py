@@ -2,15 +2,15 @@
 
 Each step appends ``ENTER sN RUN_ID`` to the file named by ``COUNTING_LOG`` before doing
 anything, so a test can count how many times each step was entered across processes.
-``COUNTING_SLEEP_AT=sN`` makes step N sleep ``COUNTING_SLEEP`` seconds after logging
-(a window to SIGKILL, SIGSTOP or SIGTERM); with ``COUNTING_GATE=FOLDER`` the step goes on as
-soon as the file ``FOLDER/sN`` exists, so a test holds the step exactly as long as it needs to.
+``COUNTING_HOLD_AT=sN`` makes step N wait, after logging, at the gate ``COUNTING_GATE/sN``: a
+lock file the test holds exclusively (see ``tests.conftest.Gates``) until it lets the step go, or
+forever when it SIGKILLs, SIGSTOPs or SIGTERMs the process meanwhile. No wait depends on time.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
-import time
 from dataclasses import dataclass, field
 
 from perdure import Context, Workflow, done, goto
@@ -32,14 +32,10 @@ def log(line: str) -> None:
             f.write(line + "\n")
 
 
-def hold(seconds: float, gate: str | None) -> None:
-    """Sleep ``seconds``, or less when the file ``gate`` appears."""
-    if gate is None:
-        time.sleep(seconds)
-        return
-    deadline = time.monotonic() + seconds
-    while not os.path.exists(gate) and time.monotonic() < deadline:
-        time.sleep(0.01)
+def hold(name: str) -> None:
+    """Wait until the test opens the gate of step ``name`` (a shared lock on its lock file)."""
+    with open(os.path.join(os.environ["COUNTING_GATE"], name), "a") as gate:
+        fcntl.flock(gate, fcntl.LOCK_SH)
 
 
 def make_step(i: int) -> StepDef:
@@ -47,9 +43,8 @@ def make_step(i: int) -> StepDef:
 
     def run(ctx: Context, state: Tally) -> Outcome:
         log(f"ENTER {name} {ctx.run_id}")
-        if os.environ.get("COUNTING_SLEEP_AT") == name:
-            gate = os.environ.get("COUNTING_GATE")
-            hold(float(os.environ.get("COUNTING_SLEEP", "30")), gate and os.path.join(gate, name))
+        if os.environ.get("COUNTING_HOLD_AT") == name:
+            hold(name)
         state.total += i
         state.seen.append(name)
         if i < STEPS:

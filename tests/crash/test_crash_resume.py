@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cli_env, entries, perdure_cmd, run_cli
+from tests.conftest import ROOT, Gates, cli_env, entries, perdure_cmd, run_cli
 
 APP = "tests.apps.counting"
 ALL = [f"s{i}" for i in range(1, 11)]
@@ -50,7 +50,8 @@ def test_sigkill_mid_step_resumes_at_that_step_and_never_reruns_committed_ones(
 ) -> None:
     log = tmp_path / "entries.log"
     run_id = start_run(db_url)
-    env = cli_env(COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="60")
+    gates = Gates(tmp_path / "gates", "s5")  # never opened: s5 waits until the kill
+    env = cli_env(COUNTING_LOG=str(log), **gates.env("s5"))
     proc = subprocess.Popen(perdure_cmd(db_url, "resume", run_id, "--app", APP), env=env, cwd=ROOT)
     wait_for(lambda: entries(log)["s5"] == 1)
     proc.send_signal(signal.SIGKILL)
@@ -133,11 +134,8 @@ def test_sigterm_finishes_the_current_step_and_releases_the_lease(
 ) -> None:
     log = tmp_path / "entries.log"
     run_id = start_run(db_url)
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    env = cli_env(
-        COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s3", COUNTING_SLEEP="120", COUNTING_GATE=str(gate)
-    )
+    gates = Gates(tmp_path / "gates", "s3")
+    env = cli_env(COUNTING_LOG=str(log), **gates.env("s3"))
     proc = subprocess.Popen(
         perdure_cmd(db_url, "worker", "--app", APP, "--poll", "0.05"),
         env=env,
@@ -153,7 +151,7 @@ def test_sigterm_finishes_the_current_step_and_releases_the_lease(
     seen = []
     while not any(line.startswith("draining") for line in seen):
         seen.append(lines.get(timeout=30))
-    (gate / "s3").touch()  # the drain was requested while s3 ran: now let it finish
+    gates.open("s3")  # the drain was requested while s3 ran: now let it finish
     assert proc.wait(timeout=60) == 0
     reader.join(timeout=10)
     seen += list(lines.queue)

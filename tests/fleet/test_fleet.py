@@ -36,7 +36,7 @@ from perdure.core.model import Event, StepRecord
 from perdure.store.url import open_store
 from perdure.testing import FileClock
 from tests.backends import BACKENDS
-from tests.conftest import ROOT, cli_env, entries, fresh_db_url, perdure_cmd, run_cli
+from tests.conftest import ROOT, Gates, cli_env, entries, fresh_db_url, perdure_cmd, run_cli
 
 FLEET_APP = "tests.apps.fleet_app"
 COUNTING_APP = "tests.apps.counting"
@@ -371,39 +371,36 @@ def test_a_frozen_worker_that_wakes_after_a_takeover_commits_nothing(
     clock: no wait depends on the wall clock."""
     db_url = any_db_url
     log = fleet_folder / "entries.log"
-    gate = fleet_folder / "gate"
-    gate.mkdir()
+    gates = Gates(fleet_folder / "gates", "s5", "s8")
     out = run_cli(db_url, "start", "counting", "--app", COUNTING_APP)
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.split()[1]
     during = wakes == "while_the_successor_runs"
 
-    env = {"COUNTING_LOG": str(log), "COUNTING_GATE": str(gate)}
+    env = {"COUNTING_LOG": str(log)}
     fleet = Fleet(db_url, COUNTING_APP, fleet_folder, lease=ZOMBIE_LEASE, env=env)
     store = open_store(db_url)
     try:
-        zombie = fleet.spawn(COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="120")
+        zombie = fleet.spawn(**gates.env("s5"))
         wait_for(lambda: entries(log, run_id)["s5"] == 1, 30, fleet.logs)
         freeze(zombie, db_url)
         shared_clock.advance(ZOMBIE_LEASE + 1)
-        hold = {"COUNTING_SLEEP_AT": "s8", "COUNTING_SLEEP": "120"} if during else {}
-        successor = fleet.spawn(**hold)
+        successor = fleet.spawn(**(gates.env("s8") if during else {}))
         if during:
             wait_for(lambda: entries(log, run_id)["s8"] == 1, 30, fleet.logs)
         else:
             wait_for(lambda: store.get_run(TENANT, run_id).status == "SUCCEEDED", 30, fleet.logs)
-        (gate / "s5").touch()
+        gates.open("s5")
         zombie.proc.send_signal(signal.SIGCONT)
         wait_for(lambda: f"run {run_id} lost" in zombie.stdout(), 30, fleet.logs)
         if during:
             assert entries(log, run_id)["s9"] == 0, "the successor left s8 before the zombie woke"
-            (gate / "s8").touch()
+            gates.open("s8")
             wait_for(lambda: store.get_run(TENANT, run_id).status == "SUCCEEDED", 30, fleet.logs)
         steps = store.steps(TENANT, run_id)
         events = store.events(TENANT, run_id)
     finally:
-        for step in ("s5", "s8"):
-            (gate / step).touch()
+        gates.open_all()
         store.close()
         codes = fleet.stop()
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cli_env, entries, perdure_cmd, run_cli
+from tests.conftest import ROOT, Gates, cli_env, entries, perdure_cmd, run_cli
 
 BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
 APP = "tests.apps.counting"
@@ -62,7 +62,8 @@ def test_a_database_restart_mid_run_loses_nothing_and_repeats_nothing(
     url, data, port = cluster
     log = tmp_path / "entries.log"
     runs = [run_cli(url, "start", "counting", "--app", APP).stdout.split()[1] for _ in range(12)]
-    env = cli_env(COUNTING_LOG=str(log), COUNTING_SLEEP_AT="s5", COUNTING_SLEEP="0.3")
+    gates = Gates(tmp_path / "gates", "s5")
+    env = cli_env(COUNTING_LOG=str(log), **gates.env("s5"))
     worker = subprocess.Popen(
         perdure_cmd(url, "worker", "--app", APP, "--concurrency", "3", "--poll", "0.05"),
         env=env,
@@ -73,11 +74,12 @@ def test_a_database_restart_mid_run_loses_nothing_and_repeats_nothing(
     )
     try:
         deadline = time.monotonic() + 60
-        while sum(entries(log).values()) < 20 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while entries(log)["s5"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)  # observing the worker, bounded: every run in flight is at s5
         ctl = [str(BIN / "pg_ctl"), "-D", str(data), "-w", "-m", "fast"]
         log_file = str(data.parent / "log")
         before_restart = sum(entries(log).values())
+        gates.open("s5")  # three commits of s5 now race the restart below
         _as_postgres(*ctl, "-o", f"-p {port} -k {data.parent}", "-l", log_file, "restart")
         assert before_restart < len(runs) * len(ALL), "the restart came in the middle of the work"
         deadline = time.monotonic() + 120
@@ -88,6 +90,7 @@ def test_a_database_restart_mid_run_loses_nothing_and_repeats_nothing(
                 break
             time.sleep(0.2)
     finally:
+        gates.open_all()
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
 
