@@ -171,7 +171,7 @@ class EffectRunner:
                 self.clock.now(),
             )
         crashpoint("after_intent", new.name)
-        record = self._move(record, S.EXECUTING, attempts_delta=1)
+        record = self.move(record, S.EXECUTING, attempts_delta=1)
         try:
             out = self._awaited(execute(new.request, new.key))
         except Exception as exc:
@@ -182,7 +182,7 @@ class EffectRunner:
             (out.result, out.receipt) if isinstance(out, EffectResult) else (out, None)
         )
         storable = _storable(result)
-        self._move(record, S.CONFIRMED, result=storable, receipt=receipt)
+        self.move(record, S.CONFIRMED, result=storable, receipt=receipt)
         crashpoint("after_outcome", new.name)
         if storable is not result:
             raise InvalidInputError(
@@ -201,21 +201,21 @@ class EffectRunner:
         error = error_json(exc)
         kind = classify(exc)
         if kind is ErrorClass.PERMANENT:
-            self._move(record, S.REJECTED, error=error)
+            self.move(record, S.REJECTED, error=error)
             raise EffectRejectedError(record.key, error)
         if kind is ErrorClass.BUDGET_EXHAUSTED:
-            self._move(record, S.PLANNED, error=error)
+            self.move(record, S.PLANNED, error=error)
             action = retry.on_exhausted if retry is not None else "needs_attention"
             raise Escalate(action, "budget_exhausted", self._evidence(record, error))
         if kind is ErrorClass.UNKNOWN_OUTCOME:
             if reconcile is None:
-                self._move(record, S.AMBIGUOUS, error=error)
+                self.move(record, S.AMBIGUOUS, error=error)
                 raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
             record = self._reconcile(record, reconcile, recovering=False, error=error)
             if record.status is S.CONFIRMED:
                 return self._replay(record)
             raise self._retry_or_escalate(record, error, retry)
-        record = self._move(record, S.PLANNED, error=error)
+        record = self.move(record, S.PLANNED, error=error)
         retryable = retry is not None and retry.retries(exc, str(error["kind"]), transient=True)
         raise self._retry_or_escalate(record, error, retry, retryable)
 
@@ -234,16 +234,16 @@ class EffectRunner:
         except Exception as exc:
             found, error = Reconciled.unknown(), error_json(exc)
         if found.status == "confirmed":
-            return self._move(
+            return self.move(
                 record, S.CONFIRMED, result=_storable(found.result), receipt=found.receipt
             )
         if found.status == "not_found":
             note = {"class": "reconciled", "kind": "not_found", "message": "provider has no record"}
-            return self._move(
+            return self.move(
                 record, S.PLANNED, error=error or note, attempts_delta=-int(recovering)
             )
         if record.status is not S.AMBIGUOUS:
-            record = self._move(record, S.AMBIGUOUS, error=error)
+            record = self.move(record, S.AMBIGUOUS, error=error)
         raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
 
     def _retry_or_escalate(
@@ -274,7 +274,7 @@ class EffectRunner:
     ) -> Escalate:
         """The gate said stop: an unknown outcome nobody can reconcile, or attempts used up."""
         if record is not None and record.status is S.EXECUTING:
-            record = self._move(
+            record = self.move(
                 record,
                 S.AMBIGUOUS,
                 error={
@@ -294,47 +294,9 @@ class EffectRunner:
             raise EffectRejectedError(record.key, record.last_error)
         return record.result
 
-    # -- compensation --------------------------------------------------------------------------
-
-    def compensate_all(self) -> list[dict[str, JSON]]:
-        """Compensate the run's confirmed effects that declared a compensator, newest first.
-
-        Each compensation is itself an effect (key ``<effect key>/compensate``), so it is
-        crash-safe; the original then becomes ``compensated``. Returns what could not be
-        compensated (rejected or unknown outcome), as evidence for the run's error.
-        """
-        unresolved: list[dict[str, JSON]] = []
-        done = self.store.list_effects(self.claim.run.tenant_id, run_id=self.claim.run.run_id)
-        for original in reversed(done):
-            if original.status is not S.CONFIRMED or not original.compensator:
-                continue
-            fn = self.workflow.compensators.get(original.compensator)
-            if fn is None:
-                unresolved.append({"effect": original.key, "reason": "compensator_not_loaded"})
-                continue
-            try:
-                self._compensate(original, fn)
-            except (Escalate, PerdureError) as exc:
-                unresolved.append({"effect": original.key, "reason": str(exc)})
-        return unresolved
-
-    def _compensate(self, original: EffectRecord, fn: Compensate) -> None:
-        new = NewEffect(
-            key=f"{original.key}/compensate",
-            step=original.step,
-            step_seq=original.step_seq,
-            name=f"{original.name}.compensate",
-            target=original.target,
-            operation=f"compensate:{original.operation}",
-            request_hash=original.request_hash,
-            request=original.request,
-        )
-        self.drive(new, lambda request, key: fn(request, key, original.result), None, None)
-        self._move(original, S.COMPENSATED)
-
     # -- helpers -------------------------------------------------------------------------------
 
-    def _move(
+    def move(
         self,
         record: EffectRecord,
         status: EffectStatus,

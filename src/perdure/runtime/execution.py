@@ -34,6 +34,7 @@ from perdure.runtime.boundaries import next_step_of, to_boundary
 from perdure.runtime.checkpoint import Readable, inspect
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
+from perdure.runtime.compensation import Compensation
 from perdure.runtime.context import Context
 from perdure.runtime.crashpoints import crashpoint
 from perdure.runtime.effect_runner import EffectRunner
@@ -62,6 +63,7 @@ class Execution:
         self.effects = EffectRunner(
             store, clock, self.claim, workflow, self.committer, services.loop
         )
+        self.compensation = Compensation(self.effects)
         self.host = StepHost(store, clock, self.claim, self.effects, self.bridge)
         self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
@@ -188,7 +190,7 @@ class Execution:
             outcome, encoded = Fail("state_not_storable", exc.message), fields
         if outcome.state is not None:
             state = outcome.state
-        unresolved = self.effects.compensate_all() if isinstance(outcome, Fail) else []
+        unresolved = self.compensation.all() if isinstance(outcome, Fail) else []
         changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
         self.host.step_done(ctx.new_messages)
         common: dict[str, Any] = {
@@ -239,7 +241,7 @@ class Execution:
         if esc.action == "needs_attention":
             return self._needs_attention(esc, step)
         self.committer.flush()
-        unresolved = self.effects.compensate_all()
+        unresolved = self.compensation.all()
         error = RunError(
             esc.reason,
             f"{esc.reason} in step {step!r}",
@@ -275,7 +277,7 @@ class Execution:
 
     def _finish_cancel(self) -> Stopped:
         """Compensate confirmed effects (newest first), then end the run CANCELLED."""
-        unresolved = self.effects.compensate_all()
+        unresolved = self.compensation.all()
         run = self._current()
         deleted = None
         if self.workflow.delete_messages_on_cancel:
