@@ -58,7 +58,6 @@ class Execution:
         self.claim = Claim(run)
         self.workflow = workflow
         self.committer = Committer(store, self.claim, clock.now)
-        self.loop = services.loop
         self.bridge = services.loop.bridge()
         self.effects = EffectRunner(
             store, clock, self.claim, workflow, self.committer, services.loop

@@ -1,6 +1,10 @@
 """What a step's context reads from the execution that runs it: the clock, the thread, the
 run's approvals and signals, its budget (with what the running step charged), its release and
-whether a cancel arrived. One :class:`StepHost` serves every step of one execution."""
+whether a cancel arrived. One :class:`StepHost` serves every step of one execution.
+
+The thread, approvals and signals are read once per execution, when a step first asks. In an
+``async def`` step that first read (and ``cancel_requested``, read each time) runs on the event
+loop: one short indexed query, taken only by the steps that ask."""
 
 from __future__ import annotations
 
@@ -80,12 +84,6 @@ class StepHost:
         return run.status is RunStatus.CANCEL_REQUESTED
 
     # -- kept by the execution --------------------------------------------------------------------
-
-    def prefetch(self) -> None:
-        """Read the thread, approvals and signals now (before an async step runs on the loop)."""
-        self.thread_messages()
-        self.approvals()
-        self.signals()
 
     def begin_step(self) -> None:
         """A step starts: nothing charged yet."""

@@ -53,11 +53,7 @@ class StepCaller:
         try:
             returned = step(ctx, state)
             # an async def step returns a coroutine: it runs on the event loop
-            if isinstance(returned, Coroutine):
-                self.host.prefetch()  # so that reads in the coroutine never wait on the store
-                outcome = self.bridge.run(returned)
-            else:
-                outcome = returned
+            outcome = self.bridge.run(returned) if isinstance(returned, Coroutine) else returned
         except Escalate as esc:
             return self._escalated(esc, step.name)
         except (StoreError, LeaseLostError, RunClosedError):
