@@ -14,7 +14,6 @@ runs on the loop the same way.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -144,10 +143,3 @@ class Bridge:
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
     return await awaitable
-
-
-def is_async(fn: Callable[..., Any]) -> bool:
-    """True for an ``async def`` function (or a callable object whose ``__call__`` is one)."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - the attribute of instances, not callable()
-    )
