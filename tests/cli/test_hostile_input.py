@@ -9,7 +9,7 @@ import json
 import pytest
 
 from perdure import InvalidInputError, Runtime, Workflow, step
-from perdure.core.errors import ConfigError
+from perdure.core.errors import ConfigError, DefinitionError
 from tests.apps.counting import counting
 from tests.conftest import run_cli
 
@@ -83,5 +83,5 @@ def test_the_python_api_refuses_bad_ids_and_settings(tmp_path: object) -> None:
 
 
 def test_a_step_definition_cannot_smuggle_a_bad_name() -> None:
-    with pytest.raises(Exception, match="name"):
+    with pytest.raises(DefinitionError, match="workflow name"):
         Workflow("bad\x00name", state=dict, steps=[step(lambda ctx, s: None)])
