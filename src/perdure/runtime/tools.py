@@ -43,7 +43,6 @@ class _Planned:
 
 def _plan(calls: tuple[ToolCall, ...], tools: ToolRegistry) -> list[_Planned]:
     plans: list[_Planned] = []
-    cached: set[str] = set()
     for index, call in enumerate(calls):
         tool = tools.get(call.name)
         if tool is None:
@@ -59,9 +58,6 @@ def _plan(calls: tuple[ToolCall, ...], tools: ToolRegistry) -> list[_Planned]:
             effect = f"tool.{call.id or index}"
         elif tool.cache:
             effect = f"tool.{tool.name}.{request_hash(arguments)[:16]}"
-            if effect in cached:
-                effect = f"{effect}.{index}"
-            cached.add(effect)
         plans.append(_Planned(call, tool, arguments, None, effect))
     return plans
 
@@ -83,6 +79,7 @@ def run_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Messa
     """Run the tool calls of ``message`` in order and append their tool messages to the thread
     (at the step's boundary); return the tool messages."""
     out: list[Message] = []
+    recorded: dict[str, Any] = {}  # effect name -> result, for repeated cached calls
     for plan in _plan(message.tool_calls, tools):
         if plan.error is not None or plan.tool is None or plan.arguments is None:
             out.append(_message(plan.call, plan.error))
@@ -95,6 +92,9 @@ def run_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Messa
                 result = _failed(exc)
             out.append(_message(plan.call, result))
             continue
+        if plan.effect in recorded:
+            out.append(_message(plan.call, recorded[plan.effect]))
+            continue
         try:
             result = ctx.effect(
                 plan.effect,
@@ -106,6 +106,7 @@ def run_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Messa
             )
         except EffectRejectedError as exc:
             result = _failed(exc)
+        recorded[plan.effect] = result
         out.append(_message(plan.call, result))
     for m in out:
         ctx.add_message("tool", m.content, tool_call_id=m.tool_call_id)
@@ -115,6 +116,8 @@ def run_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Messa
 async def arun_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Message]:
     """:func:`run_tools` for ``async def`` steps: ``await arun_tools(ctx, reply.message,
     tools)``. Tools may be ``async def``; read-only ones run concurrently."""
+
+    effects: dict[str, asyncio.Future[Any]] = {}
 
     async def one(plan: _Planned) -> Message:
         if plan.error is not None or plan.tool is None or plan.arguments is None:
@@ -127,15 +130,19 @@ async def arun_tools(ctx: Context, message: Message, tools: ToolRegistry) -> lis
             except Exception as exc:  # a read-only tool's failure is news for the model
                 result = _failed(exc)
             return _message(plan.call, result)
-        try:
-            result = await ctx.aeffect(
-                plan.effect,
-                target="tool",
-                operation=tool.name,
-                request={"arguments": arguments},
-                execute=partial(_execute, tool, arguments),
-                reconcile=tool.reconcile,
+        if plan.effect not in effects:
+            effects[plan.effect] = asyncio.ensure_future(
+                ctx.aeffect(
+                    plan.effect,
+                    target="tool",
+                    operation=tool.name,
+                    request={"arguments": arguments},
+                    execute=partial(_execute, tool, arguments),
+                    reconcile=tool.reconcile,
+                )
             )
+        try:
+            result = await asyncio.shield(effects[plan.effect])
         except EffectRejectedError as exc:
             result = _failed(exc)
         return _message(plan.call, result)
