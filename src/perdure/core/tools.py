@@ -22,12 +22,13 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin, overload
 
 from perdure.core.chat import ToolSpec
 from perdure.core.errors import DefinitionError, PerdureError
 from perdure.core.values import JSON
 
+F = TypeVar("F", bound=Callable[..., Any])
 _TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
@@ -203,10 +204,21 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        side_effect: bool = False,
+        cache: bool = False,
+        reconcile: Callable[..., Any] | None = None,
+    ) -> Callable[[F], F]: ...
     def tool(
         self,
         fn: Callable[..., Any] | None = None,
-        /,
         *,
         name: str | None = None,
         description: str | None = None,
