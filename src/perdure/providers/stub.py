@@ -54,6 +54,7 @@ class StubServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
@@ -72,7 +73,7 @@ class StubServer:
                     reply = StubReply(500, {"error": {"message": "no scripted reply"}})
                 stub._send(self, reply)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -135,6 +136,15 @@ class StubServer:
             handler.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up is no news; anything else is printed as usual."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 # -- OpenAI chat completions ---------------------------------------------------------------------
