@@ -283,9 +283,10 @@ class Context:
                 f"step {self.step!r} is async def: ctx.model_call would block every run",
                 fix="write `await ctx.amodel_call(...)` in async steps",
             )
-        from perdure.runtime.model_calls import ModelStream, call_steps, drain
+        from perdure.runtime.model_calls import ModelStream, call_spec, call_steps, drain
 
-        spec = self._model_spec(model, messages, stream, tools, name, params, retry, pricing)
+        label = self._label(name)
+        spec = call_spec(self, model, messages, stream, tools, label, params, retry, pricing)
         steps = call_steps(self._host, spec, self._stream_sink)
         return ModelStream(steps) if stream else drain(steps)
 
@@ -335,9 +336,10 @@ class Context:
                 f"ctx.amodel_call is for async def steps; step {self.step!r} is a plain function",
                 fix="write `ctx.model_call(...)` in plain steps",
             )
-        from perdure.runtime.model_calls import AsyncModelStream, call_steps, drain
+        from perdure.runtime.model_calls import AsyncModelStream, call_spec, call_steps, drain
 
-        spec = self._model_spec(model, messages, stream, tools, name, params, retry, pricing)
+        label = self._label(name)
+        spec = call_spec(self, model, messages, stream, tools, label, params, retry, pricing)
         bridge, host, sink = self._host.bridge, self._host, self._stream_sink
         if stream:
             return AsyncModelStream(bridge, lambda: call_steps(host, spec, sink))
@@ -381,22 +383,10 @@ class Context:
             lambda: rebuild_context(self, recent, max_tokens, summarize, counter)
         )
 
-    def _model_spec(
-        self,
-        model: ChatModel,
-        messages: Sequence[Message] | None,
-        stream: bool,
-        tools: ToolRegistry | Iterable[ToolSpec],
-        name: str | None,
-        params: dict[str, JSON] | None,
-        retry: RetryPolicy | None,
-        pricing: Pricing | None,
-    ) -> Any:
-        from perdure.runtime.model_calls import call_spec
-
+    def _label(self, name: str | None) -> str:
+        """The effect name of the next model call of this step."""
         self._model_calls += 1
-        label = name or f"model.{self._model_calls}"
-        return call_spec(self, model, messages, stream, tools, label, params, retry, pricing)
+        return name or f"model.{self._model_calls}"
 
     def _stream_sink(self, message_id: str) -> StreamSink:
         """Where a streamed model call writes its deltas (the seam to durable streams): on
