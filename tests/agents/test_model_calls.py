@@ -211,3 +211,23 @@ def test_a_workflow_model_goes_into_the_release_manifest(runtime: Runtime) -> No
     runtime.run_until_idle()
     assert runtime.get(run.run_id).result == "scripted-1"
     assert runtime.store.get_run("default", run.run_id).release.model == "scripted-1"
+
+
+def test_a_step_that_leaves_the_stream_early_still_gets_the_whole_reply_recorded(
+    runtime: Runtime,
+) -> None:
+    llm = model("one two three four")
+
+    @step
+    def ask(ctx: Context, s: S):  # type: ignore[no-untyped-def]
+        stream = ctx.model_call(llm, [Message("user", "hi")], stream=True)
+        for delta in stream:
+            if delta.text:
+                break
+        return done(stream.reply.text)
+
+    run = runtime.start(Workflow("ask", state=S, steps=[ask]))
+    runtime.run_until_idle()
+    assert runtime.get(run.run_id).result == "one two three four"
+    (record,) = runtime.effects(run_id=run.run_id)
+    assert record.status is EffectStatus.CONFIRMED

@@ -287,16 +287,27 @@ def drain(steps: Generator[Delta, None, T], push: Callable[[Delta], None] | None
 
 class ModelStream:
     """A streamed model call in a plain step: iterate for the deltas as they arrive; once the
-    iteration is over, :attr:`reply` holds the whole reply. Leaving the loop early abandons the
-    attempt (a later execution makes the call again)."""
+    iteration is over, :attr:`reply` holds the whole reply. Leaving the loop early still lets
+    the call finish (its deltas are no longer handed to the step) and records the reply."""
 
     def __init__(self, steps: Generator[Delta, None, ModelReply]) -> None:
         self._steps = steps
         self._reply: ModelReply | None = None
 
     def __iter__(self) -> Iterator[Delta]:
-        self._reply = yield from self._steps
-        return None
+        # not `yield from`: closing this iterator must not close the call it delegates to
+        steps = self._steps
+        try:
+            while True:
+                try:
+                    delta = next(steps)
+                except StopIteration as end:
+                    self._reply = cast(ModelReply, end.value)
+                    return
+                yield delta
+        finally:
+            if self._reply is None:  # the step left the loop (or the call raised: a no-op)
+                self._reply = drain(steps)
 
     @property
     def reply(self) -> ModelReply:
@@ -333,6 +344,12 @@ class AsyncModelStream:
                 push(_END)
 
         task = asyncio.ensure_future(self._bridge.call(job))
+
+        def keep(done: asyncio.Future[ModelReply]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self._reply = done.result()
+
+        task.add_done_callback(keep)  # a step that leaves the loop early still gets the reply
         while (item := await queue.get()) is not _END:
             yield cast(Delta, item)
         self._reply = await task
