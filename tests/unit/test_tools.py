@@ -85,3 +85,11 @@ def test_a_registry_refuses_a_name_twice_and_a_cached_side_effect() -> None:
     with pytest.raises(DefinitionError):
         tools.tool(side_effect=True, cache=True)(lambda x: x)
     assert [s.name for s in tools.specs()] == ["search"]
+
+
+def test_huge_or_hostile_arguments_give_a_short_error_not_a_traceback() -> None:
+    tool = make_tool(search)
+    for text in ("\x00" * 1_000_000, "\udcff{", "{" * 100_000):
+        with pytest.raises(ToolArgumentError) as caught:
+            tool.bind(text)
+        assert len(caught.value.message) < 400

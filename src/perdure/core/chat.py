@@ -14,7 +14,7 @@ from collections.abc import AsyncIterable, Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from perdure.core.errors import InvalidInputError
+from perdure.core.errors import DefinitionError, InvalidInputError
 from perdure.core.model import Message, ToolCall
 from perdure.core.values import JSON
 
@@ -25,6 +25,13 @@ class TokenUsage:
 
     input_tokens: int = 0
     output_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        # figures come from a provider: what is not a count of tokens counts as none
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(self, name)
+            ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+            object.__setattr__(self, name, value if ok else 0)
 
     @property
     def total(self) -> int:
@@ -39,7 +46,7 @@ class TokenUsage:
     def from_json(cls, data: Any) -> TokenUsage:
         """Read what :meth:`to_json` wrote (missing figures are 0)."""
         data = data if isinstance(data, dict) else {}
-        return cls(int(data.get("input_tokens") or 0), int(data.get("output_tokens") or 0))
+        return cls(data.get("input_tokens") or 0, data.get("output_tokens") or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,14 @@ class Pricing:
 
     input_per_million: float = 0.0
     output_per_million: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("input_per_million", "output_per_million"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise DefinitionError(f"pricing {name}={value!r} is not a number")
+            if not 0 <= value < float("inf"):
+                raise DefinitionError(f"pricing {name}={value!r} must be a finite number >= 0")
 
     def cost(self, usage: TokenUsage) -> float:
         """The cost of ``usage``."""

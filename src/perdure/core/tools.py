@@ -48,16 +48,16 @@ def lenient_json(text: str) -> JSON:
         return {}
     try:
         return typing.cast(JSON, json.loads(body))
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     body = re.sub(r"^```(?:json)?\s*|\s*```$", "", body)
     body = re.sub(r",\s*([}\]])", r"\1", body)
     for tail in ("", "}", "]}", '"}', "}}"):
         try:
             return typing.cast(JSON, json.JSONDecoder().raw_decode(body + tail)[0])
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-    raise ToolArgumentError(f"the arguments are not JSON: {text[:200]!r}")
+    raise ToolArgumentError(f"the arguments are not JSON: {text[:120]!r}"[:300])
 
 
 def schema_of(tp: Any) -> dict[str, JSON]:
