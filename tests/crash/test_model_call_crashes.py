@@ -87,20 +87,26 @@ def test_sigkill_after_the_call_before_the_boundary_replays_the_recorded_reply(
     assert stub.count == 1, "the resumed step did not call the model again"
 
 
-def test_a_crash_during_the_call_calls_again_and_records_the_lost_attempt(
+def test_crashes_during_the_call_call_again_and_record_the_lost_attempts(
     db_url: str, stub: StubServer
 ) -> None:
-    stub.script(openai_reply("first, lost"), openai_reply("durable execution", usage=(9, 2)))
+    stub.script(
+        openai_reply("first, lost"),
+        openai_reply("second, lost"),
+        openai_reply("durable execution", usage=(9, 2)),
+    )
     run_id = start(db_url, False)
     env = cli_env(AGENT_STUB_URL=stub.url, PERDURE_CRASH_AT="after_call:model.1")
-    crashed = run_cli(db_url, "resume", run_id, "--app", APP, env=env)
-    assert crashed.returncode == 75, crashed.stderr
-    assert stub.count == 1
+    for n in (1, 2):
+        crashed = run_cli(db_url, "resume", run_id, "--app", APP, env=env)
+        assert crashed.returncode == 75, crashed.stderr
+        assert stub.count == n
     resumed = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(AGENT_STUB_URL=stub.url))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = show(db_url, run_id)
     assert final["status"] == "SUCCEEDED"
     result = final["result"]
     assert (result["text"], result["replayed"]) == ("durable execution", False)
-    assert result["lost_tokens"] > 0, "the lost attempt's input tokens are estimated"
-    assert stub.count == 2, "a model call whose outcome is unknown is safe to make again"
+    one = 4 + len("what is perdure?") // 4  # the estimate of one lost attempt's input
+    assert result["lost_tokens"] == 2 * one, "both lost attempts' input tokens are estimated"
+    assert stub.count == 3, "a model call whose outcome is unknown is safe to make again"

@@ -268,7 +268,13 @@ class EffectRunner:
                 record, S.CONFIRMED, result=_storable(found.result), receipt=found.receipt
             )
         if found.status == "not_found":
-            note = {"class": "reconciled", "kind": "not_found", "message": "provider has no record"}
+            note: dict[str, JSON] = {
+                "class": "reconciled",
+                "kind": "not_found",
+                "message": "provider has no record",
+            }
+            if found.result is not None:  # what the reconciler found worth keeping
+                note["found"] = found.result
             return self.move(
                 record, S.PLANNED, error=error or note, attempts_delta=-int(recovering)
             )

@@ -171,10 +171,18 @@ def call_steps(
     lost: list[int] = []
     called = [False]
 
-    def repeat(_request: Any, _key: str) -> Reconciled:
-        # a model call changes nothing: an attempt whose outcome is unknown is made again
-        lost.append(spec.counter.count_messages(request.messages))
-        return Reconciled.not_found()
+    def repeat(_request: Any, key: str) -> Reconciled:
+        # a model call changes nothing: an attempt whose outcome is unknown is made again; its
+        # estimated input tokens are kept on the record (with those of earlier lost attempts)
+        record = host.effects.store.get_effect(host.effects.claim.run.tenant_id, key)
+        earlier = record.last_error if record is not None else None
+        found = earlier.get("found") if isinstance(earlier, dict) else None
+        before = found.get("lost_tokens") if isinstance(found, dict) else None
+        total = (before if isinstance(before, int) else 0) + spec.counter.count_messages(
+            request.messages
+        )
+        lost[:] = [total]
+        return Reconciled("not_found", {"lost_tokens": total})
 
     def execute(_request: Any, _key: str) -> Any:
         called[0] = True
