@@ -77,3 +77,19 @@ def test_older_messages_are_summarized_once_and_the_summary_is_used_next_time(
     stored = [m for m in thread if summary_range(m) is not None]
     assert [summary_range(m) for m in stored] == [(2, 3), (2, 4)]
     assert stored[0].content == summary
+
+
+def test_an_async_step_rebuilds_its_context_with_a_recorded_summary(runtime: Runtime) -> None:
+    summarizer = ScriptedModel("summarizer", [Scripted("short")])
+
+    @step
+    async def first(ctx: Context, s: S):  # type: ignore[no-untyped-def]
+        window = await ctx.acontext(recent=1, summarize=summarizer)
+        return done([m.content for m in window])
+
+    history = [Message("user", "a"), Message("assistant", "b"), Message("user", "c")]
+    run = runtime.start(Workflow("actx", state=S, steps=[first]), messages=history)
+    runtime.run_until_idle()
+    assert runtime.get(run.run_id).result == ["Summary of messages 1 to 2: short", "c"]
+    (record,) = runtime.effects(run_id=run.run_id)
+    assert (record.target, record.name) == ("model", "context.summary.1-2")
