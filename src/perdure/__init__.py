@@ -31,6 +31,13 @@ Effects (``ctx.effect``)
     catch: :class:`EffectRejectedError`, :class:`EffectConflictError`. Records:
     :class:`EffectRecord`, :class:`EffectStatus`.
 
+Agents (``ctx.model_call``, ``ctx.context``; see docs/agents.md)
+    :class:`ChatModel` (the protocol a model client implements), :class:`ModelRequest`,
+    :class:`ModelResponse`, :class:`Delta`, :class:`TokenUsage`, :class:`Pricing`,
+    :class:`ModelReply` (what ``ctx.model_call`` returns); tools: :class:`ToolRegistry`,
+    :class:`ToolSpec`, :func:`run_tools`, :func:`arun_tools`, :class:`ToolArgumentError`. The
+    provider adapters live in :mod:`perdure.providers` (optional extras).
+
 Running and inspecting runs
     :class:`Runtime`, :class:`AsyncRuntime`, :class:`Worker`, :class:`Run`, :class:`RunView`,
     :class:`RunStatus`, :class:`Durability`, :class:`Principal`, :class:`Keyring`,
@@ -50,6 +57,15 @@ Errors (each has a stable ``.code`` and a ``.fix``)
 from __future__ import annotations
 
 from perdure.core.budget import Budget
+from perdure.core.chat import (
+    ChatModel,
+    Delta,
+    ModelRequest,
+    ModelResponse,
+    Pricing,
+    TokenUsage,
+    ToolSpec,
+)
 from perdure.core.clock import Clock, FakeClock, SystemClock
 from perdure.core.effects import (
     BudgetExhaustedError,
@@ -100,6 +116,7 @@ from perdure.core.model import (
 from perdure.core.retry import RetryPolicy
 from perdure.core.seal import IntegrityError, Keyring
 from perdure.core.serde import Limits, OversizeError
+from perdure.core.tools import ToolArgumentError, ToolRegistry
 from perdure.core.workflow import (
     Done,
     Fail,
@@ -120,8 +137,10 @@ from perdure.core.workflow import (
 )
 from perdure.runtime.asyncrt import AsyncRuntime
 from perdure.runtime.context import Context, tool_call
+from perdure.runtime.model_calls import ModelReply
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.services import RunView
+from perdure.runtime.tools import arun_tools, run_tools
 from perdure.runtime.worker import Worker
 
 __all__ = [
@@ -130,11 +149,13 @@ __all__ = [
     "AsyncRuntime",
     "Budget",
     "BudgetExhaustedError",
+    "ChatModel",
     "Clock",
     "ConfigError",
     "Context",
     "DecodeError",
     "DefinitionError",
+    "Delta",
     "Done",
     "Durability",
     "EffectConflictError",
@@ -155,12 +176,16 @@ __all__ = [
     "Limits",
     "Message",
     "MigrationChecksumError",
+    "ModelReply",
+    "ModelRequest",
+    "ModelResponse",
     "Next",
     "NotAuthorizedError",
     "Outcome",
     "OversizeError",
     "PerdureError",
     "PermanentError",
+    "Pricing",
     "Principal",
     "Reconciled",
     "Release",
@@ -179,7 +204,11 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "SystemClock",
+    "TokenUsage",
+    "ToolArgumentError",
     "ToolCall",
+    "ToolRegistry",
+    "ToolSpec",
     "TransientError",
     "UnknownOutcomeError",
     "WaitApproval",
@@ -187,9 +216,11 @@ __all__ = [
     "Worker",
     "Workflow",
     "WorkflowNotFoundError",
+    "arun_tools",
     "done",
     "fail",
     "goto",
+    "run_tools",
     "sleep",
     "sleep_until",
     "step",

@@ -22,10 +22,11 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"core"},
     "runtime": {"core", "store"},
     "cli": {"core", "store", "runtime", "demos", "testing"},
-    "demos": {"core", "store", "runtime", "cli"},
+    "demos": {"core", "store", "runtime", "cli", "providers"},
     "testing": {"core", "store", "runtime"},
     "__init__": {"core", "runtime"},
     "__main__": {"cli"},
+    "providers": {"core"},
 }
 PURE_CORE_FORBIDDEN = {"sqlite3", "psycopg", "psycopg_pool", "socket", "subprocess", "urllib"}
 

@@ -27,6 +27,7 @@ from perdure.cli.waits import approvals, approve, reject, signal
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import Durability, RunStatus
+from perdure.demos.agent_cli import agent_demo
 from perdure.demos.cli import demo
 from perdure.demos.refund_cli import refund_demo
 from perdure.runtime.base import DEFAULT_TENANT
@@ -301,6 +302,7 @@ def workers(settings: Settings, as_json: bool) -> None:
 
 main.add_command(demo)
 del refund_demo  # registered on the demo group when imported
+del agent_demo  # registered on the demo group when imported
 main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)

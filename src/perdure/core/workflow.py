@@ -245,6 +245,7 @@ class Workflow(Generic[S]):
     ``removed={"old": "successor"}`` map steps a stored run may still point at.
     ``retired={"model": {"old-model": "new-model"}, "tools": {"v1": None}}`` replaces a retired
     model or tool set named in a run's release manifest, or (None) quarantines such runs.
+    ``model`` is the model id recorded in the release manifest of runs started without one.
     Raises :class:`DefinitionError` for an empty step list, duplicate or malformed names, an
     unknown start step, a ``next`` naming an unknown step, or a retry policy whose
     ``on_exhausted`` names an unknown step.
@@ -266,6 +267,7 @@ class Workflow(Generic[S]):
         renamed: dict[str, str] | None = None,
         removed: dict[str, str] | None = None,
         retired: dict[str, dict[str, str | None]] | None = None,
+        model: str | None = None,
     ) -> None:
         if not _NAME.match(name):
             raise DefinitionError(
@@ -333,6 +335,7 @@ class Workflow(Generic[S]):
                 fix="use 'model' and 'tools' (the release ids they replace)",
             )
         self.migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+        self.model = model
         self.name = name
         self.version = version
         self.state_schema = state_schema

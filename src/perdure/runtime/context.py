@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 from perdure.core.errors import DefinitionError, InvalidInputError
 from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from perdure.core.signals import Cancelled
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from perdure.core.chat import ChatModel, Pricing, ToolSpec
     from perdure.core.retry import RetryPolicy
+    from perdure.core.streams import StreamSink
+    from perdure.core.tokens import TokenCounter
+    from perdure.core.tools import ToolRegistry
     from perdure.runtime.aio import Bridge
     from perdure.runtime.effect_runner import Compensate, EffectRunner, Execute, Reconcile
+    from perdure.runtime.model_calls import AsyncModelStream, ModelReply, ModelStream
 
 
 class StepHost(Protocol):
@@ -27,6 +34,8 @@ class StepHost(Protocol):
     def approvals(self) -> list[Approval]: ...
     def signals(self) -> list[Signal]: ...
     def charge(self, cost: float, tokens: int) -> None: ...
+    def check_spend(self) -> None: ...
+    def model_id(self, name: str) -> str: ...
     def budget_left(self) -> dict[str, float | int | None] | None: ...
     def cancel_requested(self) -> bool: ...
     def release(self) -> Release: ...
@@ -52,6 +61,7 @@ class Context:
         self.fence = run.fence
         self._host = host
         self.new_messages: list[Message] = []
+        self._model_calls = 0
 
     def now(self) -> datetime:
         """The runtime clock's current time (use this, not ``datetime.now()``)."""
@@ -212,6 +222,178 @@ class Context:
                 retry=retry,
             )
         )
+
+    # -- the agent layer (docs/agents.md) -----------------------------------------------------
+
+    @overload
+    def model_call(
+        self,
+        model: ChatModel,
+        messages: Sequence[Message] | None = None,
+        *,
+        stream: Literal[False] = False,
+        tools: ToolRegistry | Iterable[ToolSpec] = (),
+        name: str | None = None,
+        params: dict[str, JSON] | None = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+    ) -> ModelReply: ...
+    @overload
+    def model_call(
+        self,
+        model: ChatModel,
+        messages: Sequence[Message] | None = None,
+        *,
+        stream: Literal[True],
+        tools: ToolRegistry | Iterable[ToolSpec] = (),
+        name: str | None = None,
+        params: dict[str, JSON] | None = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+    ) -> ModelStream: ...
+    def model_call(
+        self,
+        model: ChatModel,
+        messages: Sequence[Message] | None = None,
+        *,
+        stream: bool = False,
+        tools: ToolRegistry | Iterable[ToolSpec] = (),
+        name: str | None = None,
+        params: dict[str, JSON] | None = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+    ) -> ModelReply | ModelStream:
+        """Call a model as a recorded effect and return its :class:`ModelReply`.
+
+        ``messages`` defaults to :attr:`messages` (pass :meth:`context` to send less). The
+        request (model id, messages, tool specs, ``params``) is hashed and recorded under the
+        effect key of ``name`` (default ``model.1``, ``model.2``… in call order), the reply
+        with its token usage and cost (``pricing``, or the model's own) after the call. A
+        re-executed step gets the recorded reply without calling the model; a call cut short by
+        a crash is made again and the lost attempt's estimated cost is added. The cost and
+        tokens are charged to the run's budget; an exhausted budget stops the step *before* the
+        call. Rate limits, timeouts and 5xx are retried with durable waits under ``retry``
+        (default :data:`perdure.runtime.model_calls.MODEL_RETRY`), honouring ``Retry-After``.
+
+        ``stream=True`` returns a :class:`~perdure.runtime.model_calls.ModelStream`: iterate it
+        for the deltas, then read ``.reply``. The reply's message id is fixed before the call.
+        """
+        if self._host.bridge.on_loop():
+            raise DefinitionError(
+                f"step {self.step!r} is async def: ctx.model_call would block every run",
+                fix="write `await ctx.amodel_call(...)` in async steps",
+            )
+        from perdure.runtime.model_calls import ModelStream, call_spec, call_steps, drain
+
+        label = self._label(name)
+        spec = call_spec(self, model, messages, stream, tools, label, params, retry, pricing)
+        steps = call_steps(self._host, spec, self._stream_sink)
+        return ModelStream(steps) if stream else drain(steps)
+
+    @overload
+    def amodel_call(
+        self,
+        model: ChatModel,
+        messages: Sequence[Message] | None = None,
+        *,
+        stream: Literal[False] = False,
+        tools: ToolRegistry | Iterable[ToolSpec] = (),
+        name: str | None = None,
+        params: dict[str, JSON] | None = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+    ) -> Coroutine[Any, Any, ModelReply]: ...
+    @overload
+    def amodel_call(
+        self,
+        model: ChatModel,
+        messages: Sequence[Message] | None = None,
+        *,
+        stream: Literal[True],
+        tools: ToolRegistry | Iterable[ToolSpec] = (),
+        name: str | None = None,
+        params: dict[str, JSON] | None = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+    ) -> AsyncModelStream: ...
+    def amodel_call(
+        self,
+        model: ChatModel,
+        messages: Sequence[Message] | None = None,
+        *,
+        stream: bool = False,
+        tools: ToolRegistry | Iterable[ToolSpec] = (),
+        name: str | None = None,
+        params: dict[str, JSON] | None = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+    ) -> Coroutine[Any, Any, ModelReply] | AsyncModelStream:
+        """:meth:`model_call` for ``async def`` steps: ``reply = await ctx.amodel_call(...)``,
+        or ``async for delta in ctx.amodel_call(..., stream=True)``. Same records; the
+        bookkeeping runs in the run's execution thread, an async client on the event loop."""
+        if not self._host.bridge.active:
+            raise DefinitionError(
+                f"ctx.amodel_call is for async def steps; step {self.step!r} is a plain function",
+                fix="write `ctx.model_call(...)` in plain steps",
+            )
+        from perdure.runtime.model_calls import AsyncModelStream, call_spec, call_steps, drain
+
+        label = self._label(name)
+        spec = call_spec(self, model, messages, stream, tools, label, params, retry, pricing)
+        bridge, host, sink = self._host.bridge, self._host, self._stream_sink
+        if stream:
+            return AsyncModelStream(bridge, lambda: call_steps(host, spec, sink))
+        return bridge.call(lambda: drain(call_steps(host, spec, sink)))
+
+    def context(
+        self,
+        *,
+        recent: int = 20,
+        max_tokens: int | None = None,
+        summarize: ChatModel | None = None,
+        counter: TokenCounter | None = None,
+    ) -> list[Message]:
+        """The messages to send to a model: the thread's prompt (leading system messages), the
+        latest summary, the ``recent`` messages (whole tool rounds; this round's tool results
+        always), within ``max_tokens`` by ``counter`` (default: ``tiktoken`` if installed, else
+        an estimate). With ``summarize``, messages that fall out of the window are summarized
+        by that model (a recorded model call, so a crash never summarizes twice) and the
+        summary is appended to the thread, marked with the range it covers."""
+        if self._host.bridge.on_loop():
+            raise DefinitionError(
+                "ctx.context would block the event loop in an async def step",
+                fix="write `await ctx.acontext(...)` in async steps",
+            )
+        from perdure.runtime.rebuild import rebuild_context
+
+        return rebuild_context(self, recent, max_tokens, summarize, counter)
+
+    async def acontext(
+        self,
+        *,
+        recent: int = 20,
+        max_tokens: int | None = None,
+        summarize: ChatModel | None = None,
+        counter: TokenCounter | None = None,
+    ) -> list[Message]:
+        """:meth:`context` for ``async def`` steps."""
+        from perdure.runtime.rebuild import rebuild_context
+
+        return await self._host.bridge.call(
+            lambda: rebuild_context(self, recent, max_tokens, summarize, counter)
+        )
+
+    def _label(self, name: str | None) -> str:
+        """The effect name of the next model call of this step."""
+        self._model_calls += 1
+        return name or f"model.{self._model_calls}"
+
+    def _stream_sink(self, message_id: str) -> StreamSink:
+        """Where a streamed model call writes its deltas (the seam to durable streams): on
+        this branch a sink that keeps nothing."""
+        from perdure.runtime.model_calls import NullSink
+
+        return NullSink()
 
 
 def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:

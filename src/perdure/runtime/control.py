@@ -60,6 +60,8 @@ def new_run(
     state_fields = wf.codec.to_fields(state)
     now = parts.clock.now()
     run_id = new_id(now)
+    if wf.model is not None:
+        extra.setdefault("model", wf.model)
     manifest = Release(wf.version, wf.state_schema, mode, **extra)
     new = NewRun(
         run_id=run_id,

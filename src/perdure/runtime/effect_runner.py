@@ -4,7 +4,7 @@ re-execution, reconcile on unknown outcomes, retries by policy, and compensation
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from perdure.core.clock import Clock
@@ -72,7 +72,7 @@ class EffectRunner:
         self.step_seq = 0
         self._names: set[str] = set()
 
-    def _awaited(self, value: T | Awaitable[T]) -> T:
+    def awaited(self, value: T | Awaitable[T]) -> T:
         """The value an ``execute``/``reconcile``/``compensate`` call produced: an async
         callable's coroutine is run on the event loop and its result returned."""
         if isinstance(value, Awaitable):
@@ -98,11 +98,19 @@ class EffectRunner:
         retry: RetryPolicy | None = None,
     ) -> JSON:
         """See :meth:`perdure.runtime.context.Context.effect`."""
+        new = self.new_effect(name, target, operation, request, self._compensator_name(compensate))
+        return self.drive(new, execute, reconcile, retry)
+
+    def new_effect(
+        self, name: str, target: str, operation: str, request: JSON, compensator: str | None
+    ) -> NewEffect:
+        """The intent of effect ``name`` of the running step occurrence (its key is stable
+        across re-executions); a name used twice in one occurrence is refused."""
         if name in self._names:
             raise DefinitionError(f"effect {name!r} is used twice in one step occurrence")
         self._names.add(name)
         run = self.claim.run
-        new = NewEffect(
+        return NewEffect(
             key=effect_key(run.tenant_id, run.workflow, run.run_id, self.step_seq, self.step, name),
             step=self.step,
             step_seq=self.step_seq,
@@ -111,9 +119,8 @@ class EffectRunner:
             operation=operation,
             request_hash=request_hash(request),
             request=request,
-            compensator=self._compensator_name(compensate),
+            compensator=compensator,
         )
-        return self.drive(new, execute, reconcile, retry)
 
     def drive(
         self,
@@ -121,8 +128,28 @@ class EffectRunner:
         execute: Execute,
         reconcile: Reconcile | None,
         retry: RetryPolicy | None,
+        before_call: Callable[[], None] | None = None,
     ) -> JSON:
         """Take an effect from whatever its record says to a recorded outcome."""
+        steps = self.drive_steps(new, execute, reconcile, retry, before_call)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as end:
+                return cast(JSON, end.value)
+
+    def drive_steps(
+        self,
+        new: NewEffect,
+        execute: Execute,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+        before_call: Callable[[], None] | None = None,
+    ) -> Generator[Any, None, JSON]:
+        """:meth:`drive` as a generator: when ``execute`` returns a generator (a streamed model
+        call), its items are passed on to the caller as they come, and its return value is the
+        effect's outcome. ``before_call`` runs just before a call is made (not on a replay): it
+        may raise a signal (an exhausted budget) that leaves the record as it was."""
         self.committer.flush()  # every earlier boundary is durable before any call
         record = self.store.get_effect(self.claim.run.tenant_id, new.key)
         if record is not None and record.request_hash != new.request_hash:
@@ -148,7 +175,9 @@ class EffectRunner:
                 reconciled = True
                 continue
             if action is Action.EXECUTE:
-                return self._execute(new, record, execute, reconcile, retry)
+                if before_call is not None:
+                    before_call()
+                return (yield from self._execute(new, record, execute, reconcile, retry))
             raise self._stopped(new.key, record, retry)
 
     # -- steps of the protocol -----------------------------------------------------------------
@@ -160,7 +189,7 @@ class EffectRunner:
         execute: Execute,
         reconcile: Reconcile | None,
         retry: RetryPolicy | None,
-    ) -> JSON:
+    ) -> Generator[Any, None, JSON]:
         crashpoint("before_intent", new.name)
         if record is None:
             record = self.store.plan_effect(
@@ -173,7 +202,8 @@ class EffectRunner:
         crashpoint("after_intent", new.name)
         record = self.move(record, S.EXECUTING, attempts_delta=1)
         try:
-            out = self._awaited(execute(new.request, new.key))
+            out = execute(new.request, new.key)
+            out = (yield from out) if isinstance(out, Generator) else self.awaited(out)
         except Exception as exc:
             crashpoint("after_call", new.name)
             return self._failed(record, exc, reconcile, retry)
@@ -230,7 +260,7 @@ class EffectRunner:
         """Ask the provider what happened; confirmed -> confirmed, not found -> planned (the
         interrupted attempt is not counted when recovering), unknown -> ambiguous + escalate."""
         try:
-            found = self._awaited(reconcile(record.request, record.key))
+            found = self.awaited(reconcile(record.request, record.key))
         except Exception as exc:
             found, error = Reconciled.unknown(), error_json(exc)
         if found.status == "confirmed":
@@ -238,7 +268,13 @@ class EffectRunner:
                 record, S.CONFIRMED, result=_storable(found.result), receipt=found.receipt
             )
         if found.status == "not_found":
-            note = {"class": "reconciled", "kind": "not_found", "message": "provider has no record"}
+            note: dict[str, JSON] = {
+                "class": "reconciled",
+                "kind": "not_found",
+                "message": "provider has no record",
+            }
+            if found.result is not None:  # what the reconciler found worth keeping
+                note["found"] = found.result
             return self.move(
                 record, S.PLANNED, error=error or note, attempts_delta=-int(recovering)
             )

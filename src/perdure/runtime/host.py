@@ -79,6 +79,30 @@ class StepHost:
         tools = self.replacements.get("tools", run.release.tools)
         return replace(run.release, model=model, tools=tools)
 
+    def model_id(self, name: str) -> str:
+        """The model id to call for a client called ``name``: its replacement when the run's
+        release manifest names it and the workflow retired it."""
+        if self.claim.run.release.model == name:
+            return self.replacements.get("model", name)
+        return name
+
+    def check_spend(self) -> None:
+        """Before a model call: raise :class:`Escalate` when a limit is reached, counting what
+        the running step charged so far."""
+        if self.budget is None:
+            return
+        cost, tokens = self._charge
+        spent = self.budget.charged(cost=cost, tokens=tokens)
+        limit = spent.exhausted()
+        if limit is not None:
+            found: dict[str, JSON] = {
+                "limit": limit,
+                "limits": spent.limits.to_json(),
+                "used": spent.used.to_json(),
+                "before": "model call",
+            }
+            raise Escalate(spent.on_exhausted, "budget_exhausted", found)
+
     def cancel_requested(self) -> bool:
         run = self.store.get_run(self.claim.tenant_id, self.claim.run_id)
         return run.status is RunStatus.CANCEL_REQUESTED
