@@ -36,7 +36,15 @@ from perdure.core.model import (
     StepRecord,
 )
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
-from perdure.store.capabilities import EffectLedger, FleetStore, UpgradesStore, WaitsStore
+from perdure.core.threads import ThreadPolicy
+from perdure.store.capabilities import (
+    EffectLedger,
+    FleetStore,
+    StreamsStore,
+    ThreadsStore,
+    UpgradesStore,
+    WaitsStore,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,8 @@ class NewRun:
     idempotency_key: str | None = None
     messages: tuple[Message, ...] = ()
     budget: BudgetState | None = None
+    policy: ThreadPolicy | None = None
+    """What to do when the thread is busy (None: the thread's own policy, else enqueue)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +95,9 @@ class Boundary:
     state_schema: int | None = None
 
 
-class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
+class Store(
+    EffectLedger, WaitsStore, UpgradesStore, FleetStore, ThreadsStore, StreamsStore, Protocol
+):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,
     the other capabilities in :mod:`perdure.store.capabilities`."""
 
