@@ -13,6 +13,7 @@ from perdure.core.ids import checked_id, new_id
 from perdure.core.model import Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.seal import seal_fields
+from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
 from perdure.runtime.base import RuntimeParts
 from perdure.store.base import NewRun
@@ -34,6 +35,7 @@ class StartOptions:
     release: dict[str, str] | None
     messages: tuple[Message, ...]
     budget: Budget | None
+    policy: ThreadPolicy | str | None = None
 
 
 def new_run(
@@ -72,6 +74,7 @@ def new_run(
         idempotency_key=options.idempotency_key,
         messages=options.messages,
         budget=limits.start() if (limits := options.budget or wf.budget) is not None else None,
+        policy=None if options.policy is None else ThreadPolicy.parse(options.policy),
     )
     return new
 

@@ -182,6 +182,7 @@ class Execution:
         ctx = Context(run, name, self.host)
         started = self.clock.now()
         outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
+        self.host.flush_streams()  # what the step streamed is stored before its boundary
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
             self.limits.check(encoded)

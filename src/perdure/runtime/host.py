@@ -19,6 +19,7 @@ from perdure.core.signals import Escalate
 from perdure.runtime.aio import Bridge
 from perdure.runtime.claim import Claim
 from perdure.runtime.effect_runner import EffectRunner
+from perdure.runtime.stream_sink import DurableStream
 from perdure.store.base import Store
 
 
@@ -40,6 +41,7 @@ class StepHost:
         self._thread_messages: list[Message] | None = None
         self._approvals: list[Approval] | None = None
         self._signals: list[Signal] | None = None
+        self.streams: list[DurableStream] = []
 
     # -- read by the context ----------------------------------------------------------------------
 
@@ -83,11 +85,24 @@ class StepHost:
         run = self.store.get_run(self.claim.tenant_id, self.claim.run_id)
         return run.status is RunStatus.CANCEL_REQUESTED
 
+    def open_stream(self, message_id: str, batch: int) -> DurableStream:
+        sink = DurableStream(self.store, self.clock, self.claim, self.bridge, message_id, batch)
+        self.streams.append(sink)
+        return sink
+
+    def flush_streams(self) -> None:
+        """Write every open stream's buffer (before an effect, at the boundary); raise the
+        first failed write (a lost lease stops the step)."""
+        for sink in self.streams:
+            sink.flush()
+            sink.raise_failure()
+
     # -- kept by the execution --------------------------------------------------------------------
 
     def begin_step(self) -> None:
-        """A step starts: nothing charged yet."""
+        """A step starts: nothing charged yet, no stream open."""
         self._charge = (0.0, 0)
+        self.streams = []
 
     def step_done(self, messages: list[Message]) -> None:
         """A step ended: the thread as this execution sees it gains the step's messages."""
