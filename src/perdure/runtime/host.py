@@ -2,7 +2,9 @@
 run's approvals and signals, its budget (with what the running step charged), its release and
 whether a cancel arrived. One :class:`StepHost` serves every step of one execution.
 
-The thread, approvals and signals are read once per execution, when a step first asks. In an
+The approvals and signals are read once per execution, when a step first asks; the thread
+too, and again after each durable (``sync``) boundary, which may have let in messages that
+waited in the thread's inbox. In an
 ``async def`` step that first read (and ``cancel_requested``, read each time) runs on the event
 loop: one short indexed query, taken only by the steps that ask."""
 
@@ -108,6 +110,11 @@ class StepHost:
         """A step ended: the thread as this execution sees it gains the step's messages."""
         if self._thread_messages is not None:
             self._thread_messages.extend(messages)
+
+    def reread_thread(self) -> None:
+        """A boundary is durable: the next step that asks reads the thread again (messages
+        from outside the run may have joined it at that boundary)."""
+        self._thread_messages = None
 
     def check_budget(self) -> None:
         """Before a step: raise :class:`Escalate` when a limit was reached or the run makes no
