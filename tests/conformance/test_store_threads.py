@@ -177,7 +177,12 @@ def test_two_starts_racing_on_one_thread_follow_its_policy(
         start = threading.Barrier(2)
         outcomes: dict[str, str] = {}
 
-        def create(rid: str, thread: str = thread, start: threading.Barrier = start) -> None:
+        def create(
+            rid: str,
+            thread: str = thread,
+            start: threading.Barrier = start,
+            outcomes: dict[str, str] = outcomes,
+        ) -> None:
             start.wait()
             try:
                 store.create_run(replace(new_run(rid, thread=thread), policy=policy), clock.now())
