@@ -124,6 +124,11 @@ class Store(
 
         Idempotent on ``(tenant_id, idempotency_key)``: when a run with that key exists, nothing
         is written and ``(existing_run, False)`` is returned. Otherwise ``(run, True)``.
+
+        The run takes the next place in its thread's queue and follows the thread's policy when
+        the thread has unfinished runs (see :class:`~perdure.store.capabilities.ThreadsStore`):
+        behind them its messages wait in the thread's inbox until it is claimed; ``reject``
+        raises :class:`~perdure.core.errors.ThreadBusyError` and writes nothing.
         """
         ...
 
@@ -172,6 +177,10 @@ class Store(
         longer exists): its live-looking lease counts as expired. Returns None when nothing is
         claimable; two concurrent claimers never
         both get the same run.
+
+        One writer per thread: a run is claimable only while no unfinished run of its thread is
+        ahead of it in the thread's queue. The claim also lets in the messages the run was
+        started with (and any from outside) that waited in the thread's inbox.
         """
         ...
 
