@@ -206,3 +206,32 @@ def test_a_finished_sink_takes_no_more_text_and_bad_readers_are_refused(
     with pytest.raises(InvalidInputError):
         runtime.stream("x\x00y")
     assert list(runtime.stream("done", tenant="other")) == []
+
+
+def test_a_worker_that_lost_the_run_mid_stream_writes_nothing_more(
+    runtime: Runtime, clock: FakeClock, db_url: str
+) -> None:
+    taken: list[str] = []
+
+    @step
+    def answer(ctx: Context, s: Reply):  # type: ignore[no-untyped-def]
+        sink = ctx.open_stream("m", batch=2)
+        sink.write("a")
+        sink.write("b")  # stored
+        if not taken:
+            clock.advance(runtime.lease_seconds + 1)  # this worker stalls past its lease
+            with Runtime(db_url, clock=clock, owner="other", workflows=[wf]) as other:
+                claimed = other.claim_next()
+                assert claimed is not None
+                taken.append(claimed.owner or "")
+        sink.write("c")
+        sink.write("d")  # refused: the fence moved on
+        sink.finish()
+        return done({})
+
+    wf = Workflow("lost_stream", state=Reply, steps=[answer])
+    run = runtime.start(wf)
+    runtime.run_until_idle()
+    assert taken == ["other"]
+    assert [e.text for e in runtime.stream("m")] == ["a", "b"]
+    assert runtime.get(run.run_id).status is RunStatus.RUNNING, "the new owner continues it"

@@ -79,8 +79,15 @@ def new_run(
     return new
 
 
-def not_claimable(current: Run, now: datetime) -> RunBusyError:
-    """Why a run that is not finished could not be claimed, with what to do."""
+def not_claimable(current: Run, now: datetime, holder: str | None = None) -> RunBusyError:
+    """Why a run that is not finished could not be claimed, with what to do (``holder`` is the
+    run that holds its thread)."""
+    if holder is not None and holder != current.run_id:
+        return RunBusyError(
+            f"run {current.run_id} waits for run {holder}, which holds thread "
+            f"{current.thread_id} (one run of a thread runs at a time)",
+            fix="it runs when that run ends; cancel that run, or start with --policy interrupt",
+        )
     if current.wake_at is not None and current.wake_at > now:
         return RunBusyError(
             f"run {current.run_id} waits to retry {current.next_step} until "

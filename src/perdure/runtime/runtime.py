@@ -262,7 +262,8 @@ class Runtime:
             current = self.store.get_run(tenant, run_id)
             if current.status.terminal:
                 return current
-            raise not_claimable(current, self.clock.now())
+            holder = self.store.thread(tenant, current.thread_id).active
+            raise not_claimable(current, self.clock.now(), holder)
         self._execute(claimed)
         return self.store.get_run(tenant, run_id)
 

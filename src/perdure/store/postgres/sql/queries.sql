@@ -574,8 +574,11 @@ WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at I
   AND (run_id IS NULL OR run_id = %(run_id)s::text);
 
 -- name: count_inbox
+-- Messages from outside any run that wait (those of a queued run wait for its start; a queued
+-- run cancelled before it starts never adds them).
 SELECT COUNT(*) AS waiting FROM perdure.thread_inbox
-WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL;
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL
+  AND run_id IS NULL;
 
 -- name: get_stream
 SELECT s.tenant_id, s.message_id, s.run_id, s.attempt, s.last_seq, s.finished,
