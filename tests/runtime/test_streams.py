@@ -3,12 +3,14 @@ through ``ctx.open_stream``; readers read, follow and reconnect."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass, field
 
 import pytest
 
 from perdure import (
+    AsyncRuntime,
     Context,
     FakeClock,
     RetryPolicy,
@@ -235,3 +237,16 @@ def test_a_worker_that_lost_the_run_mid_stream_writes_nothing_more(
     assert taken == ["other"]
     assert [e.text for e in runtime.stream("m")] == ["a", "b"]
     assert runtime.get(run.run_id).status is RunStatus.RUNNING, "the new owner continues it"
+
+
+def test_an_async_application_reads_a_stream_with_async_for(runtime: Runtime) -> None:
+    run = runtime.start(streaming(batch=50))
+    runtime.run_until_idle()
+    art = AsyncRuntime(runtime)
+
+    async def read(after: int) -> list[StreamEntry]:
+        return [e async for e in art.stream(f"msg-{run.run_id}", after=after, follow=True)]
+
+    entries = asyncio.run(read(90))
+    assert [e.seq for e in entries] == list(range(91, 102))
+    assert entries[-1].kind is K.FINISHED
