@@ -250,3 +250,21 @@ def test_an_async_application_reads_a_stream_with_async_for(runtime: Runtime) ->
     entries = asyncio.run(read(90))
     assert [e.seq for e in entries] == list(range(91, 102))
     assert entries[-1].kind is K.FINISHED
+
+
+def test_a_superseded_sink_that_still_holds_text_hands_the_run_to_a_person(
+    runtime: Runtime,
+) -> None:
+    @step
+    def answer(ctx: Context, s: Reply):  # type: ignore[no-untyped-def]
+        old = ctx.open_stream("twice", batch=100)
+        old.write("stale")
+        ctx.open_stream("twice").finish()
+        return done({})  # the boundary writes old's buffer, which its stream refuses
+
+    run = runtime.start(Workflow("twice_stream", state=Reply, steps=[answer]))
+    runtime.run_until_idle()
+    stopped = runtime.get(run.run_id)
+    assert stopped.status is RunStatus.NEEDS_ATTENTION
+    assert stopped.error is not None and stopped.error.reason == "stream_closed"
+    assert [str(e.kind) for e in runtime.stream("twice")] == ["superseded", "finished"]

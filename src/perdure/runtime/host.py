@@ -16,6 +16,7 @@ from datetime import datetime
 
 from perdure.core.budget import BudgetState
 from perdure.core.clock import Clock
+from perdure.core.errors import StreamClosedError
 from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
 from perdure.core.signals import Escalate
 from perdure.runtime.aio import Bridge
@@ -94,10 +95,15 @@ class StepHost:
 
     def flush_streams(self) -> None:
         """Write every open stream's buffer (before an effect, at the boundary); raise the
-        first failed write (a lost lease stops the step)."""
-        for sink in self.streams:
-            sink.flush()
-            sink.raise_failure()
+        first failed write: a lost lease stops the execution, a write the stream refuses
+        (``StreamClosedError``, a superseded or finished sink) hands the run to a person."""
+        try:
+            for sink in self.streams:
+                sink.flush()
+                sink.raise_failure()
+        except StreamClosedError as exc:
+            evidence: dict[str, JSON] = {"message_id": sink.message_id, "error": exc.message}
+            raise Escalate("needs_attention", exc.code, evidence, exc.message) from exc
 
     # -- kept by the execution --------------------------------------------------------------------
 
