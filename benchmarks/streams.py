@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from perdure import Context, Runtime, Workflow, done, step
 
@@ -78,14 +79,13 @@ def database(backend: str, pg: str | None) -> Iterator[str]:
             yield f"sqlite:///{folder}/bench.db"
         return
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    assert pg is not None
+    assert pg is not None and pg.startswith(("postgresql://", "postgres://")), "--pg takes a URL"
     name = f"bench_streams_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield make_conninfo(**{**conninfo_to_dict(pg), "dbname": name})
+        yield urlunsplit(urlsplit(pg)._replace(path=f"/{name}"))
     finally:
         with psycopg.connect(pg, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
