@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
 from perdure import FakeClock
-from perdure.core.errors import ThreadBusyError
+from perdure.core.errors import StaleStateError, ThreadBusyError
 from perdure.core.model import Message, RunStatus
 from perdure.core.threads import Delivery, ThreadPolicy
 from perdure.store.base import Store
@@ -232,3 +233,55 @@ def test_claimers_racing_over_one_thread_never_hold_two_of_its_runs(
     for t in claimers:
         t.join()
     assert won == ["r0"], "only the thread's oldest unfinished run was ever claimed"
+
+
+def test_starts_messages_and_commits_on_one_thread_at_once_never_deadlock(
+    store: Store, clock: FakeClock
+) -> None:
+    store.create_run(new_run("r0"), clock.now())
+    run = claim(store, clock, tenant_id="t1", run_id="r0")
+    assert run is not None
+    start = threading.Barrier(3)
+    failures: list[BaseException] = []
+
+    def commit_steps() -> None:
+        version = run.state_version
+        start.wait()
+        for n in range(10):
+            now = clock.now()
+            b = boundary(clock, next_step="first", messages=(Message("assistant", f"s{n}"),))
+            try:
+                version = store.commit("t1", "r0", run.fence, version, [b], now)
+            except StaleStateError:
+                return  # the interrupt arrived: the run is CANCEL_REQUESTED now
+
+    def post() -> None:
+        start.wait()
+        for n in range(10):
+            store.post_message("t1", "th1", Message("user", f"p{n}"), None, clock.now())
+
+    def starts() -> None:
+        start.wait()
+        for n in range(5):
+            policy = ThreadPolicy.INTERRUPT if n == 4 else ThreadPolicy.ENQUEUE
+            new = replace(new_run(f"q{n}"), policy=policy, messages=(Message("user", f"q{n}"),))
+            store.create_run(new, clock.now())
+
+    def guarded(fn: Callable[[], None]) -> Callable[[], None]:
+        def run_it() -> None:
+            try:
+                fn()
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        return run_it
+
+    writers = [threading.Thread(target=guarded(f)) for f in (commit_steps, post, starts)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    assert failures == []
+    assert store.get_run("t1", "r0").status is RunStatus.CANCEL_REQUESTED
+    seqs = [m.seq for m in store.messages("t1", "th1")]
+    assert seqs == list(range(1, len(seqs) + 1))
