@@ -44,6 +44,12 @@ Running and inspecting runs
     :class:`Limits`; clocks:
     :class:`Clock`, :class:`SystemClock`, :class:`FakeClock`.
 
+Threads and streams
+    :class:`ThreadPolicy` (what a new run or message does on a busy thread), :class:`ThreadInfo`
+    (``rt.thread(...)``), :class:`Delivery` (``rt.add_message(...)``); ``ctx.open_stream(...)``
+    returns a :class:`StreamSink`; ``rt.stream(...)`` yields :class:`StreamEntry` records of a
+    :class:`StreamEventKind`; errors :class:`ThreadBusyError`, :class:`StreamClosedError`.
+
 Errors (each has a stable ``.code`` and a ``.fix``)
     :class:`PerdureError` (the root), :class:`DefinitionError`, :class:`ConfigError`,
     :class:`InvalidInputError`, :class:`RunNotFoundError`, :class:`WorkflowNotFoundError`,
@@ -100,6 +106,8 @@ from perdure.core.errors import (
     StaleStateError,
     StoreError,
     StoreUnavailableError,
+    StreamClosedError,
+    ThreadBusyError,
     WorkflowNotFoundError,
 )
 from perdure.core.model import (
@@ -116,6 +124,8 @@ from perdure.core.model import (
 from perdure.core.retry import RetryPolicy
 from perdure.core.seal import IntegrityError, Keyring
 from perdure.core.serde import Limits, OversizeError
+from perdure.core.streams import StreamEntry, StreamEventKind, StreamSink
+from perdure.core.threads import Delivery, ThreadInfo, ThreadPolicy
 from perdure.core.tools import ToolArgumentError, ToolRegistry
 from perdure.core.workflow import (
     Done,
@@ -155,6 +165,7 @@ __all__ = [
     "Context",
     "DecodeError",
     "DefinitionError",
+    "Delivery",
     "Delta",
     "Done",
     "Durability",
@@ -203,7 +214,14 @@ __all__ = [
     "StaleStateError",
     "StoreError",
     "StoreUnavailableError",
+    "StreamClosedError",
+    "StreamEntry",
+    "StreamEventKind",
+    "StreamSink",
     "SystemClock",
+    "ThreadBusyError",
+    "ThreadInfo",
+    "ThreadPolicy",
     "TokenUsage",
     "ToolArgumentError",
     "ToolCall",

@@ -15,42 +15,46 @@ def test_message_seq_continues_across_runs_of_a_thread(store: Store, clock: Fake
         store.create_run(new_run(rid), clock.now())
         run = store.claim("w", clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t1", run_id=rid)
         assert run is not None
-        b = boundary(clock, messages=(Message("user", rid),))
+        b = boundary(
+            clock, next_step=None, status=RunStatus.SUCCEEDED, messages=(Message("user", rid),)
+        )
         store.commit("t1", rid, run.fence, run.state_version, [b], clock.now())
     assert [(m.seq, m.content) for m in store.messages("t1", "th1")] == [(1, "r1"), (2, "r2")]
 
 
-def test_runs_of_one_thread_appending_at_once_number_messages_without_gaps(
+def test_a_run_and_outside_messages_appending_at_once_number_messages_without_gaps(
     store: Store, clock: FakeClock
 ) -> None:
-    runs = []
-    for rid in ("r1", "r2", "r3"):
-        store.create_run(new_run(rid), clock.now())
-        run = store.claim("w", clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t1", run_id=rid)
-        assert run is not None
-        runs.append(run)
-    start = threading.Barrier(len(runs))
+    run = claimed(store, clock)
+    start = threading.Barrier(2)
 
-    def append(i: int) -> None:
-        run = runs[i]
+    def commit_steps() -> None:
         version = run.state_version
         start.wait()
         for n in range(5):
             now = clock.now()
-            m = (Message("assistant", f"{run.run_id}-{n}"),)
+            m = (Message("assistant", f"step-{n}"),)
             b = Boundary("first", "next", "first", RunStatus.RUNNING, now, now, messages=m)
             version = store.commit("t1", run.run_id, run.fence, version, [b], now)
 
-    threads = [threading.Thread(target=append, args=(i,)) for i in range(len(runs))]
-    for t in threads:
+    def post() -> None:
+        start.wait()
+        for n in range(5):
+            store.post_message("t1", "th1", Message("user", f"outside-{n}"), None, clock.now())
+
+    writers = [threading.Thread(target=commit_steps), threading.Thread(target=post)]
+    for t in writers:
         t.start()
-    for t in threads:
+    for t in writers:
         t.join()
+    now = clock.now()
+    end = Boundary("first", "done", None, RunStatus.SUCCEEDED, now, now)
+    store.commit("t1", run.run_id, run.fence, store.get_run("t1", "r1").state_version, [end], now)
     messages = store.messages("t1", "th1")
-    assert [m.seq for m in messages] == list(range(1, 16))
-    for run in runs:
-        mine = [m.content for m in messages if m.run_id == run.run_id]
-        assert mine == [f"{run.run_id}-{n}" for n in range(5)], "each run's order is kept"
+    assert [m.seq for m in messages] == list(range(1, 11))
+    contents = [m.content for m in messages]
+    assert [c for c in contents if c.startswith("step")] == [f"step-{n}" for n in range(5)]
+    assert [c for c in contents if c.startswith("out")] == [f"outside-{n}" for n in range(5)]
 
 
 def test_a_runs_messages_can_be_deleted(store: Store, clock: FakeClock) -> None:

@@ -52,7 +52,7 @@ def test_claims_only_the_workflows_asked_for(store: Store, clock: FakeClock) -> 
 
 def test_two_claimers_racing_never_both_win(store: Store, clock: FakeClock) -> None:
     for i in range(20):
-        store.create_run(new_run(f"r{i}"), clock.now())
+        store.create_run(new_run(f"r{i}", thread=f"th{i}"), clock.now())
     won: list[str] = []
     lock = threading.Lock()
 
@@ -100,7 +100,7 @@ def test_many_leases_are_renewed_in_one_call_and_lost_ones_reported(
 ) -> None:
     held = []
     for run_id in ("r1", "r2", "r3"):
-        store.create_run(new_run(run_id), clock.now())
+        store.create_run(new_run(run_id, thread=run_id), clock.now())
         run = claim(store, clock, tenant_id="t1", run_id=run_id)
         assert run is not None
         held.append(("t1", run_id, run.fence))

@@ -126,6 +126,7 @@ CREATE TABLE perdure.runs (
     budget json,
     workflow_version integer,
     state_schema integer,
+    thread_seq bigint,
     CONSTRAINT runs_fence_check CHECK ((fence >= 0)),
     CONSTRAINT runs_pkey PRIMARY KEY (run_id),
     CONSTRAINT runs_state_version_check CHECK ((state_version >= 0)),
@@ -173,6 +174,62 @@ CREATE TABLE perdure.steps (
     CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
 );
 
+-- table stream_entries
+CREATE TABLE perdure.stream_entries (
+    tenant_id text NOT NULL,
+    message_id text NOT NULL,
+    seq bigint NOT NULL,
+    attempt integer NOT NULL,
+    kind text NOT NULL,
+    text text NOT NULL,
+    CONSTRAINT stream_entries_kind_check CHECK ((kind = ANY (ARRAY['delta'::text, 'superseded'::text, 'finished'::text]))),
+    CONSTRAINT stream_entries_pkey PRIMARY KEY (tenant_id, message_id, seq),
+    CONSTRAINT stream_entries_seq_check CHECK ((seq >= 1))
+);
+
+-- table streams
+CREATE TABLE perdure.streams (
+    tenant_id text NOT NULL,
+    message_id text NOT NULL,
+    run_id text NOT NULL,
+    attempt integer NOT NULL,
+    last_seq bigint NOT NULL,
+    finished boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT streams_attempt_check CHECK ((attempt >= 1)),
+    CONSTRAINT streams_last_seq_check CHECK ((last_seq >= 0)),
+    CONSTRAINT streams_pkey PRIMARY KEY (tenant_id, message_id),
+    CONSTRAINT streams_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
+);
+
+-- table thread_inbox
+CREATE TABLE perdure.thread_inbox (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_id text NOT NULL,
+    thread_id text NOT NULL,
+    run_id text,
+    role text NOT NULL,
+    content text NOT NULL,
+    tool_calls json,
+    tool_call_id text,
+    received_at timestamp with time zone NOT NULL,
+    delivered_at timestamp with time zone,
+    CONSTRAINT thread_inbox_pkey PRIMARY KEY (id),
+    CONSTRAINT thread_inbox_role_check CHECK ((role = ANY (ARRAY['system'::text, 'user'::text, 'assistant'::text, 'tool'::text]))),
+    CONSTRAINT thread_inbox_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
+);
+
+-- table threads
+CREATE TABLE perdure.threads (
+    tenant_id text NOT NULL,
+    thread_id text NOT NULL,
+    policy text NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT threads_pkey PRIMARY KEY (tenant_id, thread_id),
+    CONSTRAINT threads_policy_check CHECK ((policy = ANY (ARRAY['enqueue'::text, 'interrupt'::text, 'reject'::text])))
+);
+
 -- table workers
 CREATE TABLE perdure.workers (
     owner text NOT NULL,
@@ -216,8 +273,25 @@ CREATE INDEX runs_quarantined ON perdure.runs USING btree (status, workflow);
 -- index runs_runnable
 CREATE INDEX runs_runnable ON perdure.runs USING btree (status, lease_until);
 
+-- index runs_thread_queue
+CREATE UNIQUE INDEX runs_thread_queue ON perdure.runs USING btree (tenant_id, thread_id, thread_seq);
+
 -- index signals_inbox
 CREATE INDEX signals_inbox ON perdure.signals USING btree (run_id, name, consumed_at, id);
+
+-- index thread_inbox_pending
+CREATE INDEX thread_inbox_pending ON perdure.thread_inbox USING btree (tenant_id, thread_id, delivered_at, id);
+
+-- function notify_stream
+CREATE OR REPLACE FUNCTION perdure.notify_stream()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM pg_notify('perdure_stream', NEW.tenant_id || '/' || NEW.message_id);
+    RETURN NULL;
+END
+$function$;
 
 -- function notify_work
 CREATE OR REPLACE FUNCTION perdure.notify_work()
@@ -241,8 +315,14 @@ BEGIN
 END;
 $function$;
 
+-- trigger runs_notify_thread_free
+CREATE TRIGGER runs_notify_thread_free AFTER UPDATE OF status ON perdure.runs FOR EACH ROW WHEN ((new.status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.status <> ALL (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text]))) EXECUTE FUNCTION perdure.notify_work();
+
 -- trigger runs_notify_work
 CREATE TRIGGER runs_notify_work AFTER INSERT OR UPDATE OF status, owner ON perdure.runs FOR EACH ROW WHEN (new.owner IS NULL AND (new.status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'CANCEL_REQUESTED'::text]))) EXECUTE FUNCTION perdure.notify_work();
 
 -- trigger runs_terminal_is_final
 CREATE TRIGGER runs_terminal_is_final BEFORE UPDATE ON perdure.runs FOR EACH ROW WHEN (old.status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text])) EXECUTE FUNCTION perdure.refuse_change_to_finished_run();
+
+-- trigger streams_notify
+CREATE TRIGGER streams_notify AFTER INSERT OR UPDATE ON perdure.streams FOR EACH ROW EXECUTE FUNCTION perdure.notify_stream();

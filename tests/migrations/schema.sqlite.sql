@@ -28,8 +28,14 @@ CREATE INDEX runs_quarantined ON runs (status, workflow);
 -- index runs_runnable
 CREATE INDEX runs_runnable ON runs (status, lease_until);
 
+-- index runs_thread_queue
+CREATE UNIQUE INDEX runs_thread_queue ON runs (tenant_id, thread_id, thread_seq);
+
 -- index signals_inbox
 CREATE INDEX signals_inbox ON signals (run_id, name, consumed_at, id);
+
+-- index thread_inbox_pending
+CREATE INDEX thread_inbox_pending ON thread_inbox (tenant_id, thread_id, delivered_at, id);
 
 -- table approvals
 CREATE TABLE approvals (
@@ -142,7 +148,7 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, thread_seq INTEGER,
     UNIQUE (tenant_id, idempotency_key)
 );
 
@@ -180,6 +186,53 @@ CREATE TABLE steps (
     started_at  TEXT NOT NULL,
     finished_at TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+-- table stream_entries
+CREATE TABLE stream_entries (
+    tenant_id  TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL CHECK (seq >= 1),
+    attempt    INTEGER NOT NULL,
+    kind       TEXT NOT NULL CHECK (kind IN ('delta', 'superseded', 'finished')),
+    text       TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, message_id, seq)
+) WITHOUT ROWID;
+
+-- table streams
+CREATE TABLE streams (
+    tenant_id  TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    run_id     TEXT NOT NULL REFERENCES runs (run_id),
+    attempt    INTEGER NOT NULL CHECK (attempt >= 1),
+    last_seq   INTEGER NOT NULL CHECK (last_seq >= 0),
+    finished   INTEGER NOT NULL DEFAULT 0 CHECK (finished IN (0, 1)),
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, message_id)
+) WITHOUT ROWID;
+
+-- table thread_inbox
+CREATE TABLE thread_inbox (
+    id           INTEGER PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    thread_id    TEXT NOT NULL,
+    run_id       TEXT REFERENCES runs (run_id),
+    role         TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content      TEXT NOT NULL,
+    tool_calls   TEXT,
+    tool_call_id TEXT,
+    received_at  TEXT NOT NULL,
+    delivered_at TEXT
+);
+
+-- table threads
+CREATE TABLE threads (
+    tenant_id  TEXT NOT NULL,
+    thread_id  TEXT NOT NULL,
+    policy     TEXT NOT NULL CHECK (policy IN ('enqueue', 'interrupt', 'reject')),
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, thread_id)
 ) WITHOUT ROWID;
 
 -- table workers

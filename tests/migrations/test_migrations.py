@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,10 @@ def test_a_fresh_migrate_equals_the_checked_in_snapshot() -> None:
     )
 
 
-def test_migration_files_are_numbered_without_gaps() -> None:
+def test_migration_files_are_numbered_in_order_each_number_once() -> None:
     versions = [m.version for m in migrate.discover("sqlite")]
-    assert versions == list(range(1, len(versions) + 1))
+    assert versions[0] == 1
+    assert versions == sorted(set(versions))  # numbers are reserved per change: gaps are fine
 
 
 def test_migrate_twice_applies_nothing_the_second_time(tmp_path: Path, clock: FakeClock) -> None:
@@ -97,7 +99,13 @@ def test_upgrading_a_database_that_holds_finished_runs_succeeds(
 
 DRIVER_QUERIES = {
     "sqlite": {"configure_connection", "begin_write", "commit_write", "rollback_write"},
-    "postgres": {"configure_session", "lock_thread", "lock_migrations", "listen_work"},
+    "postgres": {
+        "configure_session",
+        "lock_thread",
+        "lock_migrations",
+        "listen_work",
+        "listen_streams",
+    },
 }
 """Queries only a driver runs; every other name is run by the engine on both dialects."""
 
@@ -109,3 +117,34 @@ def test_both_dialects_name_the_same_queries_but_for_each_drivers_own() -> None:
     assert (
         named["sqlite"] - DRIVER_QUERIES["sqlite"] == named["postgres"] - DRIVER_QUERIES["postgres"]
     )
+
+
+def test_runs_sharing_a_thread_before_the_thread_queue_run_one_at_a_time_after_it(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    known = migrate.discover("sqlite")
+    before = [m for m in known if m.version < 10]
+    monkeypatch.setattr(migrate, "discover", lambda dialect: before)  # before the queue
+    store = SqliteStore(tmp_path / "m.db")
+    store.migrate(clock.now())
+    conn = sqlite3.connect(tmp_path / "m.db")
+    for run_id, at in (
+        ("late", "2026-01-01T00:00:02.000000+00:00"),
+        ("early", "2026-01-01T00:00:01.000000+00:00"),
+    ):
+        conn.execute(
+            "INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,"
+            " created_at, updated_at) VALUES (?, 't1', 'th1', 'wf', 'PENDING', 'first', ?, ?, ?)",
+            (run_id, '{"workflow_version": 1, "state_schema": 1}', at, at),
+        )
+    conn.commit()
+    conn.close()
+    monkeypatch.undo()
+    store.migrate(clock.now())
+    assert store.thread("t1", "th1").active == "early"
+    assert store.thread("t1", "th1").queued == ("late",)
+    until = clock.now() + timedelta(seconds=30)
+    claimed = store.claim("w", until, clock.now(), ["wf"])
+    assert claimed is not None and claimed.run_id == "early"
+    assert store.claim("w2", until, clock.now(), ["wf"]) is None
+    store.close()

@@ -12,6 +12,7 @@ import orjson
 
 from perdure.cli import render
 from perdure.cli.effects import chaos, effects
+from perdure.cli.streams import stream, thread
 from perdure.cli.support import (
     EXIT_ERROR,
     Settings,
@@ -75,6 +76,11 @@ def migrate(settings: Settings) -> None:
 @click.option("--release", "releases", multiple=True, help="Release id, e.g. code=abc123.")
 @click.option("--wait", is_flag=True, help="Advance the run here until it ends or waits.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.option(
+    "--policy",
+    type=click.Choice(["enqueue", "interrupt", "reject"]),
+    help="When the thread is busy: wait behind its run, interrupt it, or refuse.",
+)
 @pass_settings
 @run_command
 def start(
@@ -88,6 +94,7 @@ def start(
     releases: tuple[str, ...],
     wait: bool,
     as_json: bool,
+    policy: str | None,
 ) -> None:
     """Start a run of WORKFLOW (a worker or `perdure resume` advances it).
 
@@ -109,6 +116,7 @@ def start(
             idempotency_key=idempotency_key,
             durability=durability,
             release=release,
+            policy=policy,
         )
         if wait and not run.status.terminal:
             run = rt.resume(run.run_id, tenant=settings.tenant)
@@ -307,6 +315,8 @@ main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)
+main.add_command(stream)
+main.add_command(thread)
 
 
 def run() -> None:

@@ -165,3 +165,22 @@ class NotAuthorizedError(PerdureError):
 
     code = "not_authorized"
     fix = "ask someone who holds the required role"
+
+
+class ThreadBusyError(PerdureError):
+    """A thread already has an unfinished run and its policy (``reject``) refuses another input
+    until that run ends. Nothing was written."""
+
+    code = "thread_busy"
+    fix = (
+        "wait for the thread's run to finish, or start with policy enqueue (run after it) or "
+        "interrupt (cancel it first)"
+    )
+
+
+class StreamClosedError(PerdureError):
+    """A token stream cannot take this write: a newer attempt of the message was opened, the
+    message is already finished, or another run streams it. Nothing was written."""
+
+    code = "stream_closed"
+    fix = "write through the sink of the current attempt; a finished message is never reopened"

@@ -115,6 +115,12 @@ class Bridge:
         self._jobs.put((fn, result))
         return await result
 
+    def post(self, fn: Callable[[], Any]) -> None:
+        """From the step coroutine: run ``fn`` in the execution thread, in order with every
+        other job, without waiting for it (``fn`` must not raise). Every job posted before the
+        coroutine ends runs before :meth:`run` returns."""
+        self._jobs.put((fn, asyncio.get_running_loop().create_future()))
+
     async def _guarded(self, coroutine: Coroutine[Any, Any, T]) -> T:
         try:
             return await coroutine

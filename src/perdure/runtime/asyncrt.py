@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from perdure.core.streams import StreamEntry
 from perdure.runtime.runtime import Runtime
+from perdure.runtime.stream_reader import StreamReader
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -68,6 +70,20 @@ class AsyncRuntime:
     workers = _offload(Runtime.workers)
     stuck = _offload(Runtime.stuck)
 
+    thread = _offload(Runtime.thread)
+    set_thread_policy = _offload(Runtime.set_thread_policy)
+    add_message = _offload(Runtime.add_message)
+
+    def stream(
+        self, message_id: str, *, after: int = 0, follow: bool = False, **kwargs: Any
+    ) -> AsyncIterator[StreamEntry]:
+        """:meth:`Runtime.stream` as an async iterator: ``async for entry in
+        art.stream(message_id, after=last_seq, follow=True)``. Each read (and each wait of a
+        follower) runs in a thread of the loop's default executor, never on the loop; leaving
+        the loop early closes the reader."""
+        reader = self.runtime.stream(message_id, after=after, follow=follow, **kwargs)
+        return _entries(reader)
+
     async def aclose(self) -> None:
         """Close the wrapped Runtime and this wrapper's threads."""
         await asyncio.get_running_loop().run_in_executor(self._pool, self.runtime.close)
@@ -78,3 +94,15 @@ class AsyncRuntime:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def _entries(reader: StreamReader) -> AsyncIterator[StreamEntry]:
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            entry = await loop.run_in_executor(None, next, reader, None)
+            if entry is None:
+                return
+            yield entry
+    finally:
+        reader.close()

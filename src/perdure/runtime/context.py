@@ -7,8 +7,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 from perdure.core.errors import DefinitionError, InvalidInputError
+from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from perdure.core.signals import Cancelled
+from perdure.core.streams import StreamSink
+from perdure.runtime.stream_sink import DEFAULT_BATCH
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -39,6 +42,8 @@ class StepHost(Protocol):
     def budget_left(self) -> dict[str, float | int | None] | None: ...
     def cancel_requested(self) -> bool: ...
     def release(self) -> Release: ...
+    def open_stream(self, message_id: str, batch: int) -> StreamSink: ...
+    def flush_streams(self) -> None: ...
 
 
 class Context:
@@ -174,6 +179,7 @@ class Context:
                 f"step {self.step!r} is async def: ctx.effect would block every run on the loop",
                 fix=f"write `await ctx.aeffect({name!r}, ...)` in async steps",
             )
+        self._host.flush_streams()
         return self._host.effects.effect(
             name,
             target=target,
@@ -209,9 +215,11 @@ class Context:
                 f"ctx.aeffect is for async def steps; step {self.step!r} is a plain function",
                 fix=f"write `ctx.effect({name!r}, ...)` in plain steps",
             )
-        effects = self._host.effects
-        return await self._host.bridge.call(
-            lambda: effects.effect(
+        host = self._host
+
+        def run() -> JSON:
+            host.flush_streams()
+            return host.effects.effect(
                 name,
                 target=target,
                 operation=operation,
@@ -221,7 +229,23 @@ class Context:
                 compensate=compensate,
                 retry=retry,
             )
-        )
+
+        return await host.bridge.call(run)
+
+    def open_stream(self, message_id: str, *, batch: int = DEFAULT_BATCH) -> StreamSink:
+        """Start a new attempt of ``message_id``'s durable token stream and return its sink.
+
+        ``sink.write(text)`` buffers a delta; every ``batch`` deltas, before each effect and at
+        the step's boundary the buffer is written (one transaction, fenced: a worker that lost
+        the run writes nothing); ``sink.finish()`` writes the rest and marks the message whole.
+        Give the message its id before generating (readers may already wait on it:
+        :meth:`Runtime.stream <perdure.runtime.runtime.Runtime.stream>`). When the step runs
+        again after a crash cut an earlier attempt, opening writes a ``superseded`` entry first,
+        so readers drop the draft. A message already finished stays as it was (the sink's
+        ``complete`` is True and its writes are dropped). Works in plain and ``async def``
+        steps alike (in async steps the writes never block the event loop).
+        """
+        return self._host.open_stream(checked_id(message_id, "message id"), batch)
 
     # -- the agent layer (docs/agents.md) -----------------------------------------------------
 
@@ -389,11 +413,9 @@ class Context:
         return name or f"model.{self._model_calls}"
 
     def _stream_sink(self, message_id: str) -> StreamSink:
-        """Where a streamed model call writes its deltas (the seam to durable streams): on
-        this branch a sink that keeps nothing."""
-        from perdure.runtime.model_calls import NullSink
-
-        return NullSink()
+        """Where a streamed model call writes its deltas: the reply's durable token stream
+        (a new attempt of ``message_id``; an earlier attempt a crash cut is superseded)."""
+        return self._host.open_stream(message_id, DEFAULT_BATCH)
 
 
 def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:

@@ -13,6 +13,7 @@ from perdure.core.ids import checked_id, new_id
 from perdure.core.model import Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.seal import seal_fields
+from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
 from perdure.runtime.base import RuntimeParts
 from perdure.store.base import NewRun
@@ -34,6 +35,7 @@ class StartOptions:
     release: dict[str, str] | None
     messages: tuple[Message, ...]
     budget: Budget | None
+    policy: ThreadPolicy | str | None = None
 
 
 def new_run(
@@ -74,12 +76,20 @@ def new_run(
         idempotency_key=options.idempotency_key,
         messages=options.messages,
         budget=limits.start() if (limits := options.budget or wf.budget) is not None else None,
+        policy=None if options.policy is None else ThreadPolicy.parse(options.policy),
     )
     return new
 
 
-def not_claimable(current: Run, now: datetime) -> RunBusyError:
-    """Why a run that is not finished could not be claimed, with what to do."""
+def not_claimable(current: Run, now: datetime, holder: str | None = None) -> RunBusyError:
+    """Why a run that is not finished could not be claimed, with what to do (``holder`` is the
+    run that holds its thread)."""
+    if holder is not None and holder != current.run_id:
+        return RunBusyError(
+            f"run {current.run_id} waits for run {holder}, which holds thread "
+            f"{current.thread_id} (one run of a thread runs at a time)",
+            fix="it runs when that run ends; cancel that run, or start with --policy interrupt",
+        )
     if current.wake_at is not None and current.wake_at > now:
         return RunBusyError(
             f"run {current.run_id} waits to retry {current.next_step} until "

@@ -21,7 +21,7 @@ from perdure.core.errors import (
     StaleStateError,
     StoreError,
 )
-from perdure.core.model import JSON, Run, RunStatus
+from perdure.core.model import JSON, Durability, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
 from perdure.core.seal import seal_fields
 from perdure.core.signals import Cancelled, Escalate, RetryLater
@@ -138,6 +138,8 @@ class Execution:
             fields.update(boundary.state)
             crashpoint("before_commit", boundary.step)
             self.committer.submit(boundary)
+            if self.committer.mode is Durability.SYNC:
+                self.host.reread_thread()  # the boundary may have let waiting messages in
             self.seq += 1
             self.step_attempts = 0
             if boundary.status is not RunStatus.RUNNING:
@@ -182,6 +184,7 @@ class Execution:
         ctx = Context(run, name, self.host)
         started = self.clock.now()
         outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
+        self.host.flush_streams()  # what the step streamed is stored before its boundary
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
             self.limits.check(encoded)

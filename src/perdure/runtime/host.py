@@ -2,7 +2,9 @@
 run's approvals and signals, its budget (with what the running step charged), its release and
 whether a cancel arrived. One :class:`StepHost` serves every step of one execution.
 
-The thread, approvals and signals are read once per execution, when a step first asks. In an
+The approvals and signals are read once per execution, when a step first asks; the thread
+too, and again after each durable (``sync``) boundary, which may have let in messages that
+waited in the thread's inbox. In an
 ``async def`` step that first read (and ``cancel_requested``, read each time) runs on the event
 loop: one short indexed query, taken only by the steps that ask."""
 
@@ -14,11 +16,13 @@ from datetime import datetime
 
 from perdure.core.budget import BudgetState
 from perdure.core.clock import Clock
+from perdure.core.errors import StreamClosedError
 from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
 from perdure.core.signals import Escalate
 from perdure.runtime.aio import Bridge
 from perdure.runtime.claim import Claim
 from perdure.runtime.effect_runner import EffectRunner
+from perdure.runtime.stream_sink import DurableStream
 from perdure.store.base import Store
 
 
@@ -40,6 +44,7 @@ class StepHost:
         self._thread_messages: list[Message] | None = None
         self._approvals: list[Approval] | None = None
         self._signals: list[Signal] | None = None
+        self.streams: list[DurableStream] = []
 
     # -- read by the context ----------------------------------------------------------------------
 
@@ -107,16 +112,39 @@ class StepHost:
         run = self.store.get_run(self.claim.tenant_id, self.claim.run_id)
         return run.status is RunStatus.CANCEL_REQUESTED
 
+    def open_stream(self, message_id: str, batch: int) -> DurableStream:
+        sink = DurableStream(self.store, self.clock, self.claim, self.bridge, message_id, batch)
+        self.streams.append(sink)
+        return sink
+
+    def flush_streams(self) -> None:
+        """Write every open stream's buffer (before an effect, at the boundary); raise the
+        first failed write: a lost lease stops the execution, a write the stream refuses
+        (``StreamClosedError``, a superseded or finished sink) hands the run to a person."""
+        try:
+            for sink in self.streams:
+                sink.flush()
+                sink.raise_failure()
+        except StreamClosedError as exc:
+            evidence: dict[str, JSON] = {"message_id": sink.message_id, "error": exc.message}
+            raise Escalate("needs_attention", exc.code, evidence, exc.message) from exc
+
     # -- kept by the execution --------------------------------------------------------------------
 
     def begin_step(self) -> None:
-        """A step starts: nothing charged yet."""
+        """A step starts: nothing charged yet, no stream open."""
         self._charge = (0.0, 0)
+        self.streams = []
 
     def step_done(self, messages: list[Message]) -> None:
         """A step ended: the thread as this execution sees it gains the step's messages."""
         if self._thread_messages is not None:
             self._thread_messages.extend(messages)
+
+    def reread_thread(self) -> None:
+        """A boundary is durable: the next step that asks reads the thread again (messages
+        from outside the run may have joined it at that boundary)."""
+        self._thread_messages = None
 
     def check_budget(self) -> None:
         """Before a step: raise :class:`Escalate` when a limit was reached or the run makes no

@@ -143,16 +143,6 @@ def call_spec(
     return CallSpec(name, model, request, stream, retry, pricing)
 
 
-class NullSink:
-    """A stream sink that keeps nothing (the stream is only handed to the step)."""
-
-    def write(self, text: str) -> None:
-        """Drop ``text``."""
-
-    def finish(self) -> None:
-        """Nothing to flush."""
-
-
 def reply_message_id(key: str) -> str:
     """The id of the reply to the model call with effect ``key``: fixed before the call and the
     same for every attempt, so a reader of its stream sees one message."""

@@ -21,6 +21,7 @@ from perdure.core.model import (
 )
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
+from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, setting, tenant_of
@@ -30,6 +31,8 @@ from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.services import RunView, Services, Stopped
+from perdure.runtime.stream_reader import Streams
+from perdure.runtime.threads import Threads
 from perdure.runtime.versions import Versions
 from perdure.runtime.waits import Waits
 from perdure.store.base import Store
@@ -106,6 +109,8 @@ class Runtime:
         self.waits = Waits(parts)
         self.effect_admin = EffectAdmin(parts)
         self.versions = Versions(parts)
+        self.threads = Threads(parts)
+        self.streams = Streams(parts, self.shutdown)
         if migrate:
             store.migrate(parts.clock.now())
 
@@ -133,6 +138,7 @@ class Runtime:
         release: dict[str, str] | None = None,
         messages: Sequence[Message] = (),
         budget: Budget | None = None,
+        policy: ThreadPolicy | str | None = None,
     ) -> Run:
         """Create a PENDING run and return it; it runs when a worker (or
         :meth:`run_until_idle`) claims it.
@@ -145,15 +151,25 @@ class Runtime:
         ``durability`` as the run's release manifest. ``messages`` are appended to the thread in
         the same transaction that creates the run. ``budget`` overrides the workflow's default
         :class:`~perdure.core.budget.Budget`.
+
+        One writer per thread: while a run of ``thread`` is unfinished the new run follows
+        ``policy`` (default: the thread's own, see :meth:`set_thread_policy`, else
+        ``enqueue``): ``enqueue`` waits PENDING behind it and runs after, in order, its
+        ``messages`` joining the thread when it starts; ``interrupt`` cancels the unfinished
+        runs at their next boundary (compensating as :meth:`cancel` does), then runs;
+        ``reject`` raises :class:`~perdure.core.errors.ThreadBusyError` and writes nothing.
         """
         wf = workflow if isinstance(workflow, Workflow) else self.parts.workflow(workflow)
         self.register(wf)
         options = StartOptions(
-            thread, idempotency_key, durability, release, tuple(messages), budget
+            thread, idempotency_key, durability, release, tuple(messages), budget, policy
         )
-        run, _created = self.store.create_run(
-            new_run(self.parts, wf, input, tenant_of(tenant), options), self.clock.now()
+        tenant_id = tenant_of(tenant)
+        run, created = self.store.create_run(
+            new_run(self.parts, wf, input, tenant_id, options), self.clock.now()
         )
+        if created and thread is not None:
+            self.threads.finish_interrupts(tenant_id, run.thread_id)
         return run
 
     # -- advancing ------------------------------------------------------------------------------
@@ -246,7 +262,8 @@ class Runtime:
             current = self.store.get_run(tenant, run_id)
             if current.status.terminal:
                 return current
-            raise not_claimable(current, self.clock.now())
+            holder = self.store.thread(tenant, current.thread_id).active
+            raise not_claimable(current, self.clock.now(), holder)
         self._execute(claimed)
         return self.store.get_run(tenant, run_id)
 
@@ -332,6 +349,10 @@ class Runtime:
     recover_readable = _part(Versions.recover_readable, "versions")
     fail = _part(Versions.fail, "versions")
     repair = _part(Versions.repair, "versions")
+    thread = _part(Threads.thread, "threads")
+    set_thread_policy = _part(Threads.set_thread_policy, "threads")
+    add_message = _part(Threads.post, "threads")
+    stream = _part(Streams.stream, "streams")
 
     # -- the fleet ------------------------------------------------------------------------------
 

@@ -36,7 +36,15 @@ from perdure.core.model import (
     StepRecord,
 )
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
-from perdure.store.capabilities import EffectLedger, FleetStore, UpgradesStore, WaitsStore
+from perdure.core.threads import ThreadPolicy
+from perdure.store.capabilities import (
+    EffectLedger,
+    FleetStore,
+    StreamsStore,
+    ThreadsStore,
+    UpgradesStore,
+    WaitsStore,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,8 @@ class NewRun:
     idempotency_key: str | None = None
     messages: tuple[Message, ...] = ()
     budget: BudgetState | None = None
+    policy: ThreadPolicy | None = None
+    """What to do when the thread is busy (None: the thread's own policy, else enqueue)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +95,9 @@ class Boundary:
     state_schema: int | None = None
 
 
-class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
+class Store(
+    EffectLedger, WaitsStore, UpgradesStore, FleetStore, ThreadsStore, StreamsStore, Protocol
+):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,
     the other capabilities in :mod:`perdure.store.capabilities`."""
 
@@ -112,6 +124,11 @@ class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
 
         Idempotent on ``(tenant_id, idempotency_key)``: when a run with that key exists, nothing
         is written and ``(existing_run, False)`` is returned. Otherwise ``(run, True)``.
+
+        The run takes the next place in its thread's queue and follows the thread's policy when
+        the thread has unfinished runs (see :class:`~perdure.store.capabilities.ThreadsStore`):
+        behind them its messages wait in the thread's inbox until it is claimed; ``reject``
+        raises :class:`~perdure.core.errors.ThreadBusyError` and writes nothing.
         """
         ...
 
@@ -160,6 +177,10 @@ class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
         longer exists): its live-looking lease counts as expired. Returns None when nothing is
         claimable; two concurrent claimers never
         both get the same run.
+
+        One writer per thread: a run is claimable only while no unfinished run of its thread is
+        ahead of it in the thread's queue. The claim also lets in the messages the run was
+        started with (and any from outside) that waited in the thread's inbox.
         """
         ...
 

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from perdure.core.budget import BudgetState
 from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
-from perdure.core.model import JSON, Approval, Run, RunStatus, Signal, WorkerInfo
+from perdure.core.model import JSON, Approval, Message, Run, RunStatus, Signal, WorkerInfo
+from perdure.core.stream_state import StreamInfo, StreamOpened
+from perdure.core.streams import StreamEntry
+from perdure.core.threads import Delivery, ThreadInfo, ThreadPolicy
+
+if TYPE_CHECKING:
+    from perdure.store.driver import Watch
 
 
 class EffectLedger(Protocol):
@@ -246,4 +252,99 @@ class FleetStore(Protocol):
         told so (PostgreSQL LISTEN/NOTIFY), False on timeout. A store without notifications
         (SQLite) returns False at once and the caller sleeps itself. Callers re-read the store
         either way: a notification carries only a run id."""
+        ...
+
+
+class ThreadsStore(Protocol):
+    """One writer per thread: each thread's queue of runs, its policy and its inbox.
+
+    A thread's runs are numbered when created; only the oldest unfinished run of a thread is
+    claimable (:meth:`~perdure.store.base.Store.claim` skips the others), so at most one is
+    RUNNING and the rest wait PENDING, in order. :meth:`~perdure.store.base.Store.create_run`
+    applies the thread's policy (``NewRun.policy``, else the thread's own, else ``enqueue``):
+    ``reject`` raises :class:`~perdure.core.errors.ThreadBusyError` when the thread has an
+    unfinished run (nothing written); ``interrupt`` moves every unfinished run ahead to
+    CANCEL_REQUESTED in the same transaction (their workers finish the cancel at the next
+    boundary); ``enqueue`` only queues. The messages of a run created behind others wait in the
+    thread's inbox and join the thread when that run is claimed.
+    """
+
+    def set_thread_policy(
+        self, tenant_id: str, thread_id: str, policy: ThreadPolicy, now: datetime
+    ) -> None:
+        """Set the thread's own policy (the thread need not have runs yet)."""
+        ...
+
+    def thread(self, tenant_id: str, thread_id: str) -> ThreadInfo:
+        """The thread's policy, the run that holds it, the runs queued behind, and how many
+        messages wait in its inbox. A thread nobody used is idle with the default policy."""
+        ...
+
+    def post_message(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        message: Message,
+        policy: ThreadPolicy | None,
+        now: datetime,
+    ) -> Delivery:
+        """Add a message to a thread from outside any run, atomically.
+
+        An idle thread takes it at once (``appended``). On a busy thread the policy decides:
+        ``enqueue`` keeps it in the inbox until the active run's next boundary commit (or its
+        end, or the next claim on the thread), where it joins the thread after that boundary's
+        own messages (``queued``); ``interrupt`` does the same and moves the thread's unfinished
+        runs to CANCEL_REQUESTED; ``reject`` raises :class:`~perdure.core.errors.ThreadBusyError`.
+        """
+        ...
+
+
+class StreamsStore(Protocol):
+    """Durable token streams: the numbered entries of each message, and their attempts.
+
+    A stream belongs to the run that opened it. Every write is fenced: it is refused with
+    :class:`~perdure.core.errors.LeaseLostError` once another worker claimed the run (or
+    :class:`~perdure.core.errors.RunClosedError` once it ended), and with
+    :class:`~perdure.core.errors.StreamClosedError` when its attempt is no longer the newest,
+    the message is finished, or another run streams it. Sequence numbers start at 1, grow
+    across attempts and are never reused.
+    """
+
+    def open_stream(
+        self, tenant_id: str, run_id: str, fence: int, message_id: str, now: datetime
+    ) -> StreamOpened:
+        """Start a new attempt of the message's stream, atomically. The first attempt is 1.
+        When an earlier attempt is unfinished (a crash cut it), a ``superseded`` entry of the
+        new attempt is written first. A finished message is left as it is
+        (``finished=True``)."""
+        ...
+
+    def write_stream(
+        self,
+        tenant_id: str,
+        run_id: str,
+        fence: int,
+        message_id: str,
+        attempt: int,
+        texts: Sequence[str],
+        finish: bool,
+        now: datetime,
+    ) -> int:
+        """Append ``texts`` as ``delta`` entries of ``attempt`` (and a ``finished`` entry when
+        ``finish``), in one transaction however many; return the last sequence number."""
+        ...
+
+    def stream_entries(
+        self, tenant_id: str, message_id: str, *, after: int = 0, limit: int = 1000
+    ) -> list[StreamEntry]:
+        """The message's entries with ``seq > after``, in order, at most ``limit``; empty for a
+        message with no stream (or of another tenant)."""
+        ...
+
+    def stream_info(self, tenant_id: str, message_id: str) -> StreamInfo | None:
+        """The head of the message's stream, or None when it has none."""
+        ...
+
+    def watch_streams(self) -> Watch:
+        """Something to wait on until a stream may have grown (see :class:`Watch`)."""
         ...

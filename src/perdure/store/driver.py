@@ -68,6 +68,36 @@ class Tx(Protocol):
         ...
 
 
+class Watch(Protocol):
+    """A wait for notifications on one channel (PostgreSQL LISTEN), for a reader that follows
+    something as it grows. It only wakes the reader, who always re-reads the store."""
+
+    notifies: bool
+    """False when :meth:`wait` never waits (SQLite): the caller sleeps between reads itself."""
+
+    def wait(self, timeout: float, payload: str | None = None) -> bool:
+        """Block up to ``timeout`` seconds for a notification (with ``payload``, when given);
+        True when one came. A lost connection is opened again on the next call."""
+        ...
+
+    def close(self) -> None:
+        """Stop listening and close the connection."""
+        ...
+
+
+class NoWatch:
+    """The :class:`Watch` of a database without notifications: :meth:`wait` returns at once."""
+
+    notifies = False
+
+    def wait(self, timeout: float, payload: str | None = None) -> bool:
+        """See :meth:`Watch.wait`: never waits."""
+        return False
+
+    def close(self) -> None:
+        """See :meth:`Watch.close`."""
+
+
 class Driver(Protocol):
     """Connections to one database and the dialect's conventions."""
 
@@ -105,6 +135,10 @@ class Driver(Protocol):
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`perdure.store.base.Store.wait_for_work`."""
+        ...
+
+    def watch(self, listen: str) -> Watch:
+        """A :class:`Watch` on the channel the named query ``listen`` listens to."""
         ...
 
     def close(self) -> None:

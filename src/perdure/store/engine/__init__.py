@@ -16,13 +16,15 @@ first parameter is the engine (``self``), and named in the class body below:
 * :mod:`~perdure.store.engine.waits`: approvals, signals, resumes, requests;
 * :mod:`~perdure.store.engine.versions`: migrations and upgrades of stored runs;
 * :mod:`~perdure.store.engine.fleet`: workers, the watchdog, timers;
+* :mod:`~perdure.store.engine.threads`: one writer per thread, thread policies, the inbox;
+* :mod:`~perdure.store.engine.streams`: durable token streams;
 * :mod:`~perdure.store.engine.tx`: what they share inside one transaction.
 """
 
 from __future__ import annotations
 
 from perdure.store.driver import Driver
-from perdure.store.engine import commits, effects, fleet, runs, versions, waits
+from perdure.store.engine import commits, effects, fleet, runs, streams, threads, versions, waits
 
 
 class Engine:
@@ -84,6 +86,16 @@ class Engine:
     workers = fleet.workers
     stuck_runs = fleet.stuck_runs
     next_wake = fleet.next_wake
+
+    # -- threads and streams ----------------------------------------------------------------------
+    set_thread_policy = threads.set_thread_policy
+    thread = threads.thread
+    post_message = threads.post_message
+    open_stream = streams.open_stream
+    write_stream = streams.write_stream
+    stream_entries = streams.stream_entries
+    stream_info = streams.stream_info
+    watch_streams = streams.watch_streams
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

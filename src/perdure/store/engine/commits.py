@@ -13,6 +13,7 @@ from perdure.core.model import RunStatus
 from perdure.core.records import SignalWait
 from perdure.store.base import Boundary
 from perdure.store.driver import Tx
+from perdure.store.engine import threads
 from perdure.store.engine.tx import event, guard_failure, wake, write_fields, write_messages
 from perdure.store.rows import Params, advance_params, step_completed, step_params, to_json
 
@@ -59,6 +60,8 @@ def commit(
                     finished = d.stamp(b.finished_at)
                     write_messages(tx, tenant_id, row["thread_id"], run_id, b.messages, finished)
                     event(tx, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
+            # messages added from outside while the step ran join the thread after its own
+            threads.deliver(tx, tenant_id, row["thread_id"], None, at)
             version = int(row["state_version"])
             if last.status is not RunStatus.RUNNING:
                 change = {"from": "RUNNING", "to": str(last.status)}

@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from perdure.core.errors import LeaseLostError, RunNotFoundError
+from perdure.core.errors import LeaseLostError, RunNotFoundError, StoreUnavailableError
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
+from perdure.core.threads import ThreadPolicy
 from perdure.store.base import NewRun
+from perdure.store.engine import threads
 from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
 from perdure.store.rows import (
     ERROR_STATUSES,
@@ -26,35 +28,62 @@ from perdure.store.rows import (
 if TYPE_CHECKING:
     from perdure.store.engine import Engine
 
+ADMIT_TRIES = 20
+"""How often a creator tries the next place in its thread's queue when concurrent creators keep
+taking it (PostgreSQL; SQLite admits one creator at a time)."""
+
 
 def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
     """See :meth:`Store.create_run`. The insert skips a run whose idempotency key exists, even
-    one committed by a concurrent creator a moment ago."""
+    one committed by a concurrent creator a moment ago. The run takes the next place in its
+    thread's queue under the thread's policy (:mod:`perdure.store.engine.threads`): behind an
+    unfinished run its messages wait in the inbox until it is claimed."""
     d = self.driver
     at = d.stamp(now)
     ids = {"tenant_id": new.tenant_id, "run_id": new.run_id}
+    thread = {"tenant_id": new.tenant_id, "thread_id": new.thread_id}
+    key = {"tenant_id": new.tenant_id, "idempotency_key": new.idempotency_key}
     with d.write() as tx:
-        inserted = tx.one(
-            "insert_run",
-            {
-                **ids,
-                "thread_id": new.thread_id,
-                "workflow": new.workflow,
-                "next_step": new.start_step,
-                "release": to_json(new.release.to_json()),
-                "idempotency_key": new.idempotency_key,
-                "budget": to_json(new.budget),
-                "workflow_version": new.release.workflow_version,
-                "state_schema": new.release.state_schema,
-                "now": at,
-            },
-        )
-        if inserted is None:
-            key = {"tenant_id": new.tenant_id, "idempotency_key": new.idempotency_key}
-            return run_from_row(need(tx, "run_by_key", key), d.when), False
+        for _ in range(ADMIT_TRIES):
+            if new.idempotency_key is not None and (found := tx.one("run_by_key", key)):
+                return run_from_row(found, d.when), False
+            ahead = tx.all("thread_runs", thread)
+            policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
+            if ahead and policy is ThreadPolicy.REJECT:
+                raise threads.busy_error(new.tenant_id, new.thread_id, ahead)
+            inserted = tx.one(
+                "insert_run",
+                {
+                    **ids,
+                    "thread_id": new.thread_id,
+                    "workflow": new.workflow,
+                    "next_step": new.start_step,
+                    "release": to_json(new.release.to_json()),
+                    "idempotency_key": new.idempotency_key,
+                    "budget": to_json(new.budget),
+                    "workflow_version": new.release.workflow_version,
+                    "state_schema": new.release.state_schema,
+                    "now": at,
+                },
+            )
+            if inserted is not None:
+                break
+        else:
+            raise StoreUnavailableError(
+                f"thread {new.thread_id} kept taking new runs while this one was created",
+                fix="retry",
+            )
         write_fields(tx, ids, new.state)
-        write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
-        event(tx, ids, "created", None, None, {"workflow": new.workflow}, at)
+        created: dict[str, JSON] = {"workflow": new.workflow}
+        if ahead:
+            created["queued_behind"] = ahead[0]["run_id"]
+            if policy is ThreadPolicy.INTERRUPT:
+                asked = threads.interrupt(tx, new.tenant_id, ahead, new.run_id, at)
+                created["interrupted"] = list(asked)
+            threads.queue_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
+        else:
+            write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
+        event(tx, ids, "created", None, None, created, at)
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when), True
 
@@ -127,6 +156,7 @@ def claim(
         ids = {"tenant_id": picked["tenant_id"], "run_id": picked["run_id"]}
         row = need(tx, "claim_run", {**params, **ids})
         run = run_from_row(row, d.when)
+        threads.deliver(tx, run.tenant_id, run.thread_id, run.run_id, at)
         claimed = {"owner": owner, "previous_owner": picked["owner"]}
         event(tx, ids, "claimed", None, run.fence, claimed, at)
         if picked["status"] != row["status"]:
@@ -221,6 +251,8 @@ def set_status(
             raise guard_failure(tx, ids, fence, expected_version)
         change = {"from": str(expected_status), "to": str(status), "data": data}
         event(tx, ids, "status", None, fence, change, at)
+        if status.terminal:  # messages that waited for this run's end join the thread now
+            threads.deliver(tx, tenant_id, row["thread_id"], None, at)
     return run_from_row(row, d.when)
 
 

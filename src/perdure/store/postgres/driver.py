@@ -184,6 +184,11 @@ class PostgresDriver:
                 self._listener = None
         return False
 
+    def watch(self, listen: str) -> PostgresWatch:
+        """See :meth:`Driver.watch`: a connection of its own (outside the pool) that runs the
+        named ``LISTEN`` query; opened on the first wait."""
+        return PostgresWatch(self.url, Q[listen])
+
     def close(self) -> None:
         """Close the listener, the pool and every connection in it."""
         with self._listen_lock:
@@ -191,6 +196,37 @@ class PostgresDriver:
                 self._listener.close()
                 self._listener = None
         self._pool.close()
+
+
+class PostgresWatch:
+    """A :class:`~perdure.store.driver.Watch`: LISTEN on a connection of its own."""
+
+    notifies = True
+
+    def __init__(self, url: str, listen: bytes) -> None:
+        self._url = url
+        self._listen = listen
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def wait(self, timeout: float, payload: str | None = None) -> bool:
+        """See :meth:`Watch.wait`. A failed connection makes this wait return False at once
+        (the caller re-reads and waits again; the next wait connects again)."""
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=5)
+                self._conn.execute(self._listen)
+            for note in self._conn.notifies(timeout=timeout):
+                if payload is None or note.payload == payload:
+                    return True
+        except psycopg.Error:
+            self.close()
+        return False
+
+    def close(self) -> None:
+        """See :meth:`Watch.close`."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 def _configure(conn: Conn) -> None:

@@ -28,7 +28,7 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NO_PARAMS, not_text
+from perdure.store.driver import NO_PARAMS, NoWatch, not_text
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row, to_json
 
@@ -135,6 +135,10 @@ class SqliteDriver:
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Driver.wait_for_work`: no notifications; returns at once."""
         return False
+
+    def watch(self, listen: str) -> NoWatch:
+        """See :meth:`Driver.watch`: no notifications; readers poll."""
+        return NoWatch()
 
     def close(self) -> None:
         """Close every connection this driver opened, from any thread."""

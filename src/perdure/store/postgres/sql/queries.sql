@@ -8,13 +8,19 @@ SELECT set_config('synchronous_commit', 'on', false),
        set_config('TimeZone', 'UTC', false);
 
 -- name: insert_run
+-- The run takes the next place in its thread's queue. A conflict on the idempotency key, or on
+-- the place a concurrent creator took a moment ago (the insert waits for it to commit), inserts
+-- nothing; the engine then tells the two apart.
 INSERT INTO perdure.runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                          idempotency_key, budget, workflow_version, state_schema, created_at,
-                          updated_at)
+                          idempotency_key, budget, workflow_version, state_schema, thread_seq,
+                          created_at, updated_at)
 VALUES (%(run_id)s, %(tenant_id)s, %(thread_id)s, %(workflow)s, 'PENDING', %(next_step)s,
         %(release)s::json, %(idempotency_key)s, %(budget)s::json, %(workflow_version)s,
-        %(state_schema)s, %(now)s, %(now)s)
-ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+        %(state_schema)s,
+        (SELECT COALESCE(MAX(thread_seq), 0) + 1 FROM perdure.runs
+         WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s),
+        %(now)s, %(now)s)
+ON CONFLICT DO NOTHING
 RETURNING run_id;
 
 -- name: run_by_key
@@ -63,6 +69,11 @@ WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+  AND NOT EXISTS (SELECT 1 FROM perdure.runs AS ahead  -- one writer per thread: only its
+                  WHERE ahead.tenant_id = runs.tenant_id  -- oldest unfinished run may be claimed
+                    AND ahead.thread_id = runs.thread_id
+                    AND ahead.thread_seq < runs.thread_seq
+                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
 ORDER BY created_at
 LIMIT 1
 FOR UPDATE SKIP LOCKED;
@@ -78,6 +89,11 @@ WHERE run_id = %(run_id)s
   AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
+  AND NOT EXISTS (SELECT 1 FROM perdure.runs AS ahead  -- one writer per thread: only its
+                  WHERE ahead.tenant_id = runs.tenant_id  -- oldest unfinished run may be claimed
+                    AND ahead.thread_id = runs.thread_id
+                    AND ahead.thread_seq < runs.thread_seq
+                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
 FOR UPDATE;
 
 -- name: claim_run
@@ -91,6 +107,11 @@ SET owner = %(owner)s,
     wake_at = NULL,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+  AND NOT EXISTS (SELECT 1 FROM perdure.runs AS ahead  -- one writer per thread: only its
+                  WHERE ahead.tenant_id = runs.tenant_id  -- oldest unfinished run may be claimed
+                    AND ahead.thread_id = runs.thread_id
+                    AND ahead.thread_seq < runs.thread_seq
+                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
@@ -478,3 +499,141 @@ SELECT * FROM (
     LIMIT %(limit)s
 ) AS latest
 ORDER BY seq;
+
+-- name: thread_runs
+-- The thread's unfinished runs in queue order: the first holds the thread.
+SELECT run_id, status, owner, lease_until FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+ORDER BY thread_seq;
+
+-- name: lock_thread_runs
+-- thread_runs, each row locked until the transaction ends: a message from outside and the
+-- boundary of the thread's run take turns, so a message never waits in the inbox of a run
+-- that has just ended. (No LIMIT: a locked row that ended meanwhile drops out, the rest stay.)
+SELECT run_id, status, owner, lease_until FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+ORDER BY thread_seq
+FOR UPDATE;
+
+-- name: thread_policy
+SELECT policy FROM perdure.threads
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s;
+
+-- name: set_thread_policy
+INSERT INTO perdure.threads (tenant_id, thread_id, policy, updated_at)
+VALUES (%(tenant_id)s, %(thread_id)s, %(policy)s, %(now)s)
+ON CONFLICT (tenant_id, thread_id) DO UPDATE
+SET policy = excluded.policy, updated_at = excluded.updated_at;
+
+-- name: interrupt_run
+-- A run ahead of an interrupting start is asked to stop at its next boundary (the lease, if
+-- any, stays with its worker, which finishes the cancel).
+UPDATE perdure.runs
+SET status = 'CANCEL_REQUESTED',
+    state_version = state_version + 1,
+    wake_at = NULL,
+    updated_at = %(now)s
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND status = %(expected_status)s
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED', 'CANCEL_REQUESTED')
+RETURNING run_id;
+
+-- name: insert_inbox
+INSERT INTO perdure.thread_inbox (tenant_id, thread_id, run_id, role, content, tool_calls,
+                                  tool_call_id, received_at)
+VALUES (%(tenant_id)s, %(thread_id)s, %(run_id)s, %(role)s, %(content)s,
+        %(tool_calls)s::json, %(tool_call_id)s, %(now)s);
+
+-- name: inbox_pending
+-- Whether input waits for this moment: messages from outside any run, and (when run_id is
+-- given) the messages that run was started with.
+SELECT EXISTS (SELECT 1 FROM perdure.thread_inbox
+               WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
+                 AND delivered_at IS NULL
+                 AND (run_id IS NULL OR run_id = %(run_id)s::text)) AS pending;
+
+-- name: deliver_inbox
+-- The waiting input joins the thread's messages, in the order it arrived (the caller holds the
+-- thread, so the numbers follow the thread's last one).
+INSERT INTO perdure.messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
+                              tool_call_id, at)
+SELECT tenant_id, thread_id,
+       (SELECT COALESCE(MAX(seq), 0) FROM perdure.messages
+        WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s)
+         + ROW_NUMBER() OVER (ORDER BY id),
+       run_id, role, content, tool_calls, tool_call_id, %(now)s
+FROM perdure.thread_inbox
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL
+  AND (run_id IS NULL OR run_id = %(run_id)s::text)
+ORDER BY id;
+
+-- name: mark_inbox_delivered
+UPDATE perdure.thread_inbox SET delivered_at = %(now)s
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL
+  AND (run_id IS NULL OR run_id = %(run_id)s::text);
+
+-- name: count_inbox
+-- Messages from outside any run that wait (those of a queued run wait for its start; a queued
+-- run cancelled before it starts never adds them).
+SELECT COUNT(*) AS waiting FROM perdure.thread_inbox
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL
+  AND run_id IS NULL;
+
+-- name: get_stream
+SELECT s.tenant_id, s.message_id, s.run_id, s.attempt, s.last_seq, s.finished,
+       r.status AS run_status
+FROM perdure.streams AS s JOIN perdure.runs AS r ON r.run_id = s.run_id
+WHERE s.tenant_id = %(tenant_id)s AND s.message_id = %(message_id)s;
+
+-- name: lock_stream
+-- get_stream with the stream's row locked until the transaction ends: writers of one message
+-- take turns.
+SELECT s.tenant_id, s.message_id, s.run_id, s.attempt, s.last_seq, s.finished,
+       r.status AS run_status
+FROM perdure.streams AS s JOIN perdure.runs AS r ON r.run_id = s.run_id
+WHERE s.tenant_id = %(tenant_id)s AND s.message_id = %(message_id)s
+FOR UPDATE OF s;
+
+-- name: insert_stream
+-- The first attempt of a message's stream, only from the run's current lease.
+INSERT INTO perdure.streams (tenant_id, message_id, run_id, attempt, last_seq, finished,
+                             created_at, updated_at)
+SELECT %(tenant_id)s, %(message_id)s, %(run_id)s, 1, 0, false, %(now)s, %(now)s
+WHERE EXISTS (SELECT 1 FROM perdure.runs
+              WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND fence = %(fence)s
+                AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ON CONFLICT DO NOTHING
+RETURNING attempt;
+
+-- name: advance_stream
+-- Give out %(count)s more numbers to the current attempt (and close it with %(finish)s), only
+-- from the run's current lease; returns the last number given out. A new attempt passes
+-- new_attempt = attempt + 1, a flush the attempt it writes.
+UPDATE perdure.streams
+SET attempt = %(new_attempt)s,
+    last_seq = last_seq + %(count)s,
+    finished = %(finish)s,
+    updated_at = %(now)s
+WHERE tenant_id = %(tenant_id)s AND message_id = %(message_id)s AND run_id = %(run_id)s
+  AND attempt = %(attempt)s AND NOT finished
+  AND EXISTS (SELECT 1 FROM perdure.runs
+              WHERE runs.tenant_id = %(tenant_id)s AND runs.run_id = %(run_id)s
+                AND runs.fence = %(fence)s
+                AND runs.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+RETURNING last_seq;
+
+-- name: insert_stream_entries
+-- Entries numbered first, first + 1, ... in the order of the two lists.
+INSERT INTO perdure.stream_entries (tenant_id, message_id, seq, attempt, kind, text)
+SELECT %(tenant_id)s, %(message_id)s, %(first)s + e.n - 1, %(attempt)s, e.kind, e.text
+FROM unnest(%(kinds)s::text[], %(texts)s::text[]) WITH ORDINALITY AS e (kind, text, n);
+
+-- name: list_stream_entries
+SELECT seq, attempt, kind, text FROM perdure.stream_entries
+WHERE tenant_id = %(tenant_id)s AND message_id = %(message_id)s AND seq > %(after)s
+ORDER BY seq
+LIMIT %(limit)s;
+
+-- name: listen_streams
+LISTEN perdure_stream;

@@ -20,12 +20,17 @@ COMMIT;
 ROLLBACK;
 
 -- name: insert_run
+-- The run takes the next place in its thread's queue. A conflict on the idempotency key (or,
+-- on PostgreSQL, on the place a concurrent creator took) inserts nothing.
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                  idempotency_key, budget, workflow_version, state_schema, created_at,
-                  updated_at)
+                  idempotency_key, budget, workflow_version, state_schema, thread_seq,
+                  created_at, updated_at)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
-        :idempotency_key, :budget, :workflow_version, :state_schema, :now, :now)
-ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+        :idempotency_key, :budget, :workflow_version, :state_schema,
+        (SELECT COALESCE(MAX(thread_seq), 0) + 1 FROM runs
+         WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
+        :now, :now)
+ON CONFLICT DO NOTHING
 RETURNING run_id;
 
 -- name: run_by_key
@@ -65,6 +70,11 @@ WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
   AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+  AND NOT EXISTS (SELECT 1 FROM runs AS ahead  -- one writer per thread: only its oldest
+                  WHERE ahead.tenant_id = runs.tenant_id  -- unfinished run may be claimed
+                    AND ahead.thread_id = runs.thread_id
+                    AND ahead.thread_seq < runs.thread_seq
+                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
 ORDER BY created_at
 LIMIT 1;
 
@@ -76,7 +86,12 @@ WHERE run_id = :run_id AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
   AND (wake_at IS NULL OR wake_at <= :now)
-  AND workflow IN (SELECT value FROM json_each(:workflows));
+  AND workflow IN (SELECT value FROM json_each(:workflows))
+  AND NOT EXISTS (SELECT 1 FROM runs AS ahead  -- one writer per thread: only its oldest
+                  WHERE ahead.tenant_id = runs.tenant_id  -- unfinished run may be claimed
+                    AND ahead.thread_id = runs.thread_id
+                    AND ahead.thread_seq < runs.thread_seq
+                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'));
 
 -- name: claim_run
 UPDATE runs
@@ -92,6 +107,11 @@ WHERE tenant_id = :tenant_id AND run_id = :run_id
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
   AND (wake_at IS NULL OR wake_at <= :now)
+  AND NOT EXISTS (SELECT 1 FROM runs AS ahead  -- one writer per thread: only its oldest
+                  WHERE ahead.tenant_id = runs.tenant_id  -- unfinished run may be claimed
+                    AND ahead.thread_id = runs.thread_id
+                    AND ahead.thread_seq < runs.thread_seq
+                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
 RETURNING *;
 
 -- name: heartbeat
@@ -394,3 +414,132 @@ SELECT * FROM (
     LIMIT :limit
 )
 ORDER BY seq;
+
+-- name: thread_runs
+-- The thread's unfinished runs in queue order: the first holds the thread.
+SELECT run_id, status, owner, lease_until FROM runs
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+ORDER BY thread_seq;
+
+-- name: lock_thread_runs
+-- thread_runs for a write that depends on them (the write lock already excludes every writer).
+SELECT run_id, status, owner, lease_until FROM runs
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+ORDER BY thread_seq;
+
+-- name: thread_policy
+SELECT policy FROM threads WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: set_thread_policy
+INSERT INTO threads (tenant_id, thread_id, policy, updated_at)
+VALUES (:tenant_id, :thread_id, :policy, :now)
+ON CONFLICT (tenant_id, thread_id) DO UPDATE
+SET policy = excluded.policy, updated_at = excluded.updated_at;
+
+-- name: interrupt_run
+-- A run ahead of an interrupting start is asked to stop at its next boundary (the lease, if
+-- any, stays with its worker, which finishes the cancel).
+UPDATE runs
+SET status = 'CANCEL_REQUESTED',
+    state_version = state_version + 1,
+    wake_at = NULL,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id AND status = :expected_status
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED', 'CANCEL_REQUESTED')
+RETURNING run_id;
+
+-- name: insert_inbox
+INSERT INTO thread_inbox (tenant_id, thread_id, run_id, role, content, tool_calls,
+                          tool_call_id, received_at)
+VALUES (:tenant_id, :thread_id, :run_id, :role, :content, :tool_calls, :tool_call_id, :now);
+
+-- name: inbox_pending
+-- Whether input waits for this moment: messages from outside any run, and (when run_id is
+-- given) the messages that run was started with.
+SELECT EXISTS (SELECT 1 FROM thread_inbox
+               WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+                 AND delivered_at IS NULL
+                 AND (run_id IS NULL OR run_id = :run_id)) AS pending;
+
+-- name: deliver_inbox
+-- The waiting input joins the thread's messages, in the order it arrived (the caller holds the
+-- thread, so the numbers follow the thread's last one).
+INSERT INTO messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
+                      tool_call_id, at)
+SELECT tenant_id, thread_id,
+       (SELECT COALESCE(MAX(seq), 0) FROM messages
+        WHERE tenant_id = :tenant_id AND thread_id = :thread_id)
+         + ROW_NUMBER() OVER (ORDER BY id),
+       run_id, role, content, tool_calls, tool_call_id, :now
+FROM thread_inbox
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND delivered_at IS NULL
+  AND (run_id IS NULL OR run_id = :run_id)
+ORDER BY id;
+
+-- name: mark_inbox_delivered
+UPDATE thread_inbox SET delivered_at = :now
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND delivered_at IS NULL
+  AND (run_id IS NULL OR run_id = :run_id);
+
+-- name: count_inbox
+-- Messages from outside any run that wait (those of a queued run wait for its start; a queued
+-- run cancelled before it starts never adds them).
+SELECT COUNT(*) AS waiting FROM thread_inbox
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND delivered_at IS NULL
+  AND run_id IS NULL;
+
+-- name: get_stream
+SELECT s.tenant_id, s.message_id, s.run_id, s.attempt, s.last_seq, s.finished,
+       r.status AS run_status
+FROM streams AS s JOIN runs AS r ON r.run_id = s.run_id
+WHERE s.tenant_id = :tenant_id AND s.message_id = :message_id;
+
+-- name: lock_stream
+-- get_stream for a write that depends on it (the write lock already excludes every writer).
+SELECT s.tenant_id, s.message_id, s.run_id, s.attempt, s.last_seq, s.finished,
+       r.status AS run_status
+FROM streams AS s JOIN runs AS r ON r.run_id = s.run_id
+WHERE s.tenant_id = :tenant_id AND s.message_id = :message_id;
+
+-- name: insert_stream
+-- The first attempt of a message's stream, only from the run's current lease.
+INSERT INTO streams (tenant_id, message_id, run_id, attempt, last_seq, finished, created_at,
+                     updated_at)
+SELECT :tenant_id, :message_id, :run_id, 1, 0, 0, :now, :now
+WHERE EXISTS (SELECT 1 FROM runs
+              WHERE tenant_id = :tenant_id AND run_id = :run_id AND fence = :fence
+                AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ON CONFLICT DO NOTHING
+RETURNING attempt;
+
+-- name: advance_stream
+-- Give out :count more numbers to the current attempt (and close it with :finish), only from
+-- the run's current lease; returns the last number given out. A new attempt passes
+-- :new_attempt (attempt + 1), a flush the attempt it writes.
+UPDATE streams
+SET attempt = :new_attempt,
+    last_seq = last_seq + :count,
+    finished = :finish,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND message_id = :message_id AND run_id = :run_id
+  AND attempt = :attempt AND finished = 0
+  AND EXISTS (SELECT 1 FROM runs
+              WHERE runs.tenant_id = :tenant_id AND runs.run_id = :run_id
+                AND runs.fence = :fence
+                AND runs.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+RETURNING last_seq;
+
+-- name: insert_stream_entries
+-- Entries numbered :first, :first + 1, ... in the order of the two lists.
+INSERT INTO stream_entries (tenant_id, message_id, seq, attempt, kind, text)
+SELECT :tenant_id, :message_id, :first + k.key, :attempt, k.value, t.value
+FROM json_each(:kinds) AS k JOIN json_each(:texts) AS t ON t.key = k.key
+ORDER BY k.key;
+
+-- name: list_stream_entries
+SELECT seq, attempt, kind, text FROM stream_entries
+WHERE tenant_id = :tenant_id AND message_id = :message_id AND seq > :after
+ORDER BY seq
+LIMIT :limit;
