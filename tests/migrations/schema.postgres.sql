@@ -126,6 +126,7 @@ CREATE TABLE perdure.runs (
     budget json,
     workflow_version integer,
     state_schema integer,
+    state_seal text,
     CONSTRAINT runs_fence_check CHECK ((fence >= 0)),
     CONSTRAINT runs_pkey PRIMARY KEY (run_id),
     CONSTRAINT runs_state_version_check CHECK ((state_version >= 0)),

@@ -142,7 +142,7 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, state_seal TEXT,
     UNIQUE (tenant_id, idempotency_key)
 );
 

@@ -152,6 +152,9 @@ class Run:
     budget: BudgetState | None = None
     workflow_version: int = 1
     state_schema: int = 1
+    state_seal: str | None = None
+    """The sealed record of which state write each field comes from (None without a keyring,
+    and for runs sealed before it existed); see :class:`perdure.core.seal.StateSeal`."""
 
     @property
     def durability(self) -> Durability:

@@ -53,6 +53,8 @@ class NewRun:
     idempotency_key: str | None = None
     messages: tuple[Message, ...] = ()
     budget: BudgetState | None = None
+    state_seal: str | None = None
+    """The run row's sealed record of its state (see :class:`perdure.core.seal.StateSeal`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,8 @@ class Boundary:
     budget: BudgetState | None = None
     workflow_version: int | None = None
     state_schema: int | None = None
+    state_seal: str | None = None
+    """The run row's new sealed state record (None: unchanged)."""
 
 
 class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):

@@ -146,6 +146,7 @@ class WaitsStore(Protocol):
         budget: BudgetState | None,
         now: datetime,
         data: JSON,
+        state_seal: str | None = None,
     ) -> Run:
         """A person continues a NEEDS_ATTENTION or QUARANTINED run: status RUNNING (lease
         free) at ``next_step``, with the state fields in ``state`` rewritten, the budget
@@ -192,6 +193,7 @@ class UpgradesStore(Protocol):
         state_schema: int,
         now: datetime,
         data: JSON,
+        state_seal: str | None = None,
     ) -> Run:
         """Rewrite a claimed run for the running code: the migrated state ``fields`` (all of
         them), the fields in ``drop`` deleted, the (renamed) ``next_step`` and the versions it is

@@ -101,6 +101,7 @@ def advance_params(
         "budget": to_json(last.budget),
         "workflow_version": last.workflow_version,
         "state_schema": last.state_schema,
+        "state_seal": last.state_seal,
         "now": at,
         "fence": fence,
         "expected_version": expected_version,
@@ -188,6 +189,7 @@ def run_from_row(row: Row, when: When) -> Run:
         budget=BudgetState.from_json(from_json(row["budget"])),
         workflow_version=row["workflow_version"],
         state_schema=row["state_schema"],
+        state_seal=row["state_seal"],
     )
 
 

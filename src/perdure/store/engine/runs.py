@@ -46,6 +46,7 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
                 "budget": to_json(new.budget),
                 "workflow_version": new.release.workflow_version,
                 "state_schema": new.release.state_schema,
+                "state_seal": new.state_seal,
                 "now": at,
             },
         )

@@ -9,32 +9,35 @@ SELECT set_config('synchronous_commit', 'on', false),
 
 -- name: insert_run
 INSERT INTO perdure.runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                          idempotency_key, budget, workflow_version, state_schema, created_at,
-                          updated_at)
+                          idempotency_key, budget, workflow_version, state_schema, state_seal,
+                          created_at, updated_at)
 VALUES (%(run_id)s, %(tenant_id)s, %(thread_id)s, %(workflow)s, 'PENDING', %(next_step)s,
         %(release)s::json, %(idempotency_key)s, %(budget)s::json, %(workflow_version)s,
-        %(state_schema)s, %(now)s, %(now)s)
+        %(state_schema)s, %(state_seal)s, %(now)s, %(now)s)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING run_id;
 
 -- name: run_by_key
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s;
 
 -- name: get_run
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
 
 -- name: list_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s
   AND (%(any_status)s OR status = ANY (%(statuses)s::text[]))
@@ -94,7 +97,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: heartbeat
 UPDATE perdure.runs SET lease_until = %(lease_until)s
@@ -121,6 +124,7 @@ SET status = %(status)s,
     budget = COALESCE(%(budget)s::json, budget),
     workflow_version = COALESCE(%(workflow_version)s::integer, workflow_version),
     state_schema = COALESCE(%(state_schema)s::integer, state_schema),
+    state_seal = COALESCE(%(state_seal)s::text, state_seal),
     result = %(result)s::json,
     error = %(error)s::json,
     owner = CASE WHEN %(keep_lease)s THEN owner END,
@@ -146,7 +150,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: defer_run
 UPDATE perdure.runs
@@ -162,14 +166,15 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: lock_run
 -- The run's row, locked until the transaction ends (a signal and a commit that would wait for
 -- it take turns, so a signal is never left in the inbox of a run that waits for it).
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 FOR UPDATE;
@@ -374,6 +379,7 @@ UPDATE perdure.runs
 SET status = 'RUNNING',
     next_step = %(next_step)s,
     budget = COALESCE(%(budget)s::json, budget),
+    state_seal = COALESCE(%(state_seal)s::text, state_seal),
     waiting = NULL, wake_at = NULL,       -- no wait left
     step_attempts = 0, retry_since = NULL,  -- no retry pending
     owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
@@ -383,7 +389,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: reset_planned_effects
 UPDATE perdure.effects SET attempts = 0, updated_at = %(now)s
@@ -406,6 +412,7 @@ UPDATE perdure.runs
 SET next_step = %(next_step)s,
     workflow_version = %(workflow_version)s,
     state_schema = %(state_schema)s,
+    state_seal = COALESCE(%(state_seal)s::text, state_seal),
     state_version = state_version + 1,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
@@ -413,7 +420,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: delete_field
 DELETE FROM perdure.state_fields
@@ -422,7 +429,8 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND field = %(field)s;
 -- name: scan_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE status = ANY (%(statuses)s::text[])
   AND (%(workflow)s::text IS NULL OR workflow = %(workflow)s)

@@ -21,10 +21,10 @@ ROLLBACK;
 
 -- name: insert_run
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                  idempotency_key, budget, workflow_version, state_schema, created_at,
-                  updated_at)
+                  idempotency_key, budget, workflow_version, state_schema, state_seal,
+                  created_at, updated_at)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
-        :idempotency_key, :budget, :workflow_version, :state_schema, :now, :now)
+        :idempotency_key, :budget, :workflow_version, :state_schema, :state_seal, :now, :now)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING run_id;
 
@@ -117,6 +117,7 @@ SET status = :status,
     budget = COALESCE(:budget, budget),
     workflow_version = COALESCE(:workflow_version, workflow_version),
     state_schema = COALESCE(:state_schema, state_schema),
+    state_seal = COALESCE(:state_seal, state_seal),
     result = :result,
     error = :error,
     owner = CASE WHEN :keep_lease THEN owner END,
@@ -308,6 +309,7 @@ UPDATE runs
 SET status = 'RUNNING',
     next_step = :next_step,
     budget = COALESCE(:budget, budget),
+    state_seal = COALESCE(:state_seal, state_seal),
     waiting = NULL, wake_at = NULL,       -- no wait left
     step_attempts = 0, retry_since = NULL,  -- no retry pending
     owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
@@ -336,6 +338,7 @@ UPDATE runs
 SET next_step = :next_step,
     workflow_version = :workflow_version,
     state_schema = :state_schema,
+    state_seal = COALESCE(:state_seal, state_seal),
     state_version = state_version + 1,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
