@@ -42,6 +42,7 @@ CREATE TABLE perdure.effects (
     resolution json,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    deadline timestamp with time zone,
     CONSTRAINT effects_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT effects_effect_key_key UNIQUE (effect_key),
     CONSTRAINT effects_pkey PRIMARY KEY (id),

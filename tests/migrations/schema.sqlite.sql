@@ -74,7 +74,7 @@ CREATE TABLE effects (
     resolution   TEXT,
     created_at   TEXT NOT NULL,
     updated_at   TEXT NOT NULL
-);
+, deadline TEXT);
 
 -- table events
 CREATE TABLE events (

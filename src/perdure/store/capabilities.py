@@ -50,10 +50,12 @@ class EffectLedger(Protocol):
         receipt: str | None = None,
         error: JSON = None,
         resolution: JSON = None,
+        deadline: datetime | None = None,
     ) -> EffectRecord:
         """Move an effect from ``expected_status`` to ``status`` (the caller checked
         ``perdure.core.effects.EFFECT_ALLOWED``), adding ``attempts_delta`` to its attempts and
         storing the given result, receipt, last error and resolution (None keeps the old value).
+        A move to ``executing`` records ``deadline``, the attempt's own (None: it has none).
 
         Guarded by ``expected_status`` and, when ``fence`` is given, by the run's fence and a
         non-terminal run. A person's decision passes ``fence=None``. Raises

@@ -247,6 +247,7 @@ def effect_from_row(row: Row, when: When) -> EffectRecord:
         resolution=from_json(row["resolution"]),
         created_at=_at(when, row["created_at"]),
         updated_at=_at(when, row["updated_at"]),
+        deadline=when(row["deadline"]),
     )
 
 

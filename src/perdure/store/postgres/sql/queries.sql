@@ -264,7 +264,7 @@ ON CONFLICT (effect_key) DO NOTHING;
 -- name: get_effect
 SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
        request, status, attempts, result, receipt, last_error, compensator, resolution,
-       created_at, updated_at
+       created_at, updated_at, deadline
 FROM perdure.effects
 WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s;
 
@@ -276,6 +276,8 @@ SET status = %(status)s,
     receipt = COALESCE(%(receipt)s::text, receipt),
     last_error = COALESCE(%(error)s::json, last_error),
     resolution = COALESCE(%(resolution)s::json, resolution),
+    deadline = CASE WHEN %(status)s = 'executing' THEN %(deadline)s::timestamptz
+                    ELSE deadline END,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s AND status = %(expected_status)s
   AND (%(fence)s::bigint IS NULL OR EXISTS (
@@ -286,12 +288,12 @@ WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s AND status = %(expected
         FOR SHARE))
 RETURNING effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
           request, status, attempts, result, receipt, last_error, compensator, resolution,
-          created_at, updated_at;
+          created_at, updated_at, deadline;
 
 -- name: list_effects
 SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
        request, status, attempts, result, receipt, last_error, compensator, resolution,
-       created_at, updated_at
+       created_at, updated_at, deadline
 FROM perdure.effects
 WHERE tenant_id = %(tenant_id)s
   AND (%(run_id)s::text IS NULL OR run_id = %(run_id)s)

@@ -230,6 +230,7 @@ SET status = :status,
     receipt = COALESCE(:receipt, receipt),
     last_error = COALESCE(:error, last_error),
     resolution = COALESCE(:resolution, resolution),
+    deadline = CASE WHEN :status = 'executing' THEN :deadline ELSE deadline END,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND effect_key = :key AND status = :expected_status
   AND (:fence IS NULL OR EXISTS (

@@ -2,3 +2,8 @@
 -- perdure.core.seal.StateSeal); NULL for runs without a keyring and runs sealed before it.
 
 ALTER TABLE perdure.runs ADD COLUMN state_seal text;
+
+-- When the current attempt of an executing effect must have given up (its call timeout, from
+-- the effect's deadline); NULL when the effect has none.
+
+ALTER TABLE perdure.effects ADD COLUMN deadline timestamptz;
