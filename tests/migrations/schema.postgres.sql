@@ -185,6 +185,7 @@ CREATE TABLE perdure.workers (
     started_at timestamp with time zone NOT NULL,
     last_beat timestamp with time zone NOT NULL,
     stopped_at timestamp with time zone,
+    beat_seconds double precision,
     CONSTRAINT workers_pkey PRIMARY KEY (owner)
 );
 

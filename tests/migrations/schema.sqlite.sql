@@ -192,7 +192,7 @@ CREATE TABLE workers (
     started_at  TEXT NOT NULL,
     last_beat   TEXT NOT NULL,
     stopped_at  TEXT
-) WITHOUT ROWID;
+, beat_seconds REAL) WITHOUT ROWID;
 
 -- trigger runs_terminal_is_final
 CREATE TRIGGER runs_terminal_is_final

@@ -149,6 +149,7 @@ class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
         tenant_id: str | None = None,
         run_id: str | None = None,
         dead_owner: str | None = None,
+        dead_owners: Sequence[str] = (),
     ) -> Run | None:
         """Atomically take the lease on one runnable run and return it with its new fence.
 
@@ -161,7 +162,8 @@ class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
         ``run_id`` the oldest runnable run of any tenant is taken (this is the worker's scan,
         the one query not scoped by tenant); with ``run_id`` (and ``tenant_id``) only that run.
         ``dead_owner`` names an owner the caller has proven dead (a process of this host that no
-        longer exists): its live-looking lease counts as expired. Returns None when nothing is
+        longer exists), ``dead_owners`` more of them (workers whose heartbeat stopped): their
+        live-looking leases count as expired. Returns None when nothing is
         claimable; two concurrent claimers never
         both get the same run.
         """

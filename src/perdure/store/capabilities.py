@@ -223,9 +223,18 @@ class FleetStore(Protocol):
     """Workers, the watchdog, timers and wake-ups."""
 
     def worker_beat(
-        self, owner: str, *, host: str, pid: int, concurrency: int, runs_held: int, now: datetime
+        self,
+        owner: str,
+        *,
+        host: str,
+        pid: int,
+        concurrency: int,
+        runs_held: int,
+        now: datetime,
+        beat_seconds: float | None = None,
     ) -> None:
-        """Record that worker ``owner`` is alive (creating its row on the first beat)."""
+        """Record that worker ``owner`` is alive (creating its row on the first beat), and how
+        often it beats."""
         ...
 
     def worker_stopped(self, owner: str, now: datetime) -> None:

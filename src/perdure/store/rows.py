@@ -262,6 +262,7 @@ def worker_from_row(row: Row, when: When) -> WorkerInfo:
         started_at=_at(when, row["started_at"]),
         last_beat=_at(when, row["last_beat"]),
         stopped_at=when(row["stopped_at"]),
+        beat_seconds=row["beat_seconds"],
     )
 
 

@@ -105,6 +105,7 @@ def claim(
     tenant_id: str | None = None,
     run_id: str | None = None,
     dead_owner: str | None = None,
+    dead_owners: Sequence[str] = (),
 ) -> Run | None:
     """See :meth:`Store.claim`. The pick (``pick_next`` for the worker's scan, ``pick_run`` for
     one named run) and the update share one transaction: on PostgreSQL the scan skips rows
@@ -119,7 +120,7 @@ def claim(
         "workflows": d.array(workflows),
         "tenant_id": tenant_id,
         "run_id": run_id,
-        "dead_owner": dead_owner,
+        "dead_owners": d.array([*dead_owners, *([dead_owner] if dead_owner else [])]),
     }
     with d.write() as tx:
         picked = tx.one("pick_next" if run_id is None else "pick_run", params)

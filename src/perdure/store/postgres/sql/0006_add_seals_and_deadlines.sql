@@ -7,3 +7,7 @@ ALTER TABLE perdure.runs ADD COLUMN state_seal text;
 -- the effect's deadline); NULL when the effect has none.
 
 ALTER TABLE perdure.effects ADD COLUMN deadline timestamptz;
+
+-- How often each worker beats (seconds): it is dead once it missed enough beats.
+
+ALTER TABLE perdure.workers ADD COLUMN beat_seconds double precision;

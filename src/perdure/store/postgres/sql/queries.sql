@@ -62,7 +62,7 @@ SELECT tenant_id, run_id, owner, status
 FROM perdure.runs
 WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
+  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = ANY (%(dead_owners)s::text[]))
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
@@ -78,7 +78,7 @@ WHERE run_id = %(run_id)s
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
+  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = ANY (%(dead_owners)s::text[]))
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
 FOR UPDATE;
@@ -452,11 +452,13 @@ WHERE status = 'QUARANTINED' AND workflow = %(workflow)s
 RETURNING tenant_id, run_id;
 
 -- name: worker_beat
-INSERT INTO perdure.workers (owner, host, pid, concurrency, runs_held, started_at, last_beat)
-VALUES (%(owner)s, %(host)s, %(pid)s, %(concurrency)s, %(runs_held)s, %(now)s, %(now)s)
+INSERT INTO perdure.workers (owner, host, pid, concurrency, runs_held, started_at, last_beat,
+                             beat_seconds)
+VALUES (%(owner)s, %(host)s, %(pid)s, %(concurrency)s, %(runs_held)s, %(now)s, %(now)s,
+        %(beat_seconds)s)
 ON CONFLICT (owner) DO UPDATE
 SET runs_held = excluded.runs_held, concurrency = excluded.concurrency,
-    last_beat = excluded.last_beat, stopped_at = NULL;
+    last_beat = excluded.last_beat, beat_seconds = excluded.beat_seconds, stopped_at = NULL;
 
 -- name: worker_stopped
 UPDATE perdure.workers SET stopped_at = %(now)s, runs_held = 0 WHERE owner = %(owner)s;

@@ -7,3 +7,7 @@ ALTER TABLE runs ADD COLUMN state_seal TEXT;
 -- the effect's deadline); NULL when the effect has none.
 
 ALTER TABLE effects ADD COLUMN deadline TEXT;
+
+-- How often each worker beats (seconds): it is dead once it missed enough beats.
+
+ALTER TABLE workers ADD COLUMN beat_seconds REAL;

@@ -61,7 +61,7 @@ SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = 
 SELECT tenant_id, run_id, owner, status FROM runs
 WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (lease_until IS NULL OR lease_until < :now OR owner IN (SELECT value FROM json_each(:dead_owners)))
   AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
@@ -74,7 +74,7 @@ SELECT tenant_id, run_id, owner, status FROM runs
 WHERE run_id = :run_id AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (lease_until IS NULL OR lease_until < :now OR owner IN (SELECT value FROM json_each(:dead_owners)))
   AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows));
 
@@ -90,7 +90,7 @@ SET owner = :owner,
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (lease_until IS NULL OR lease_until < :now OR owner IN (SELECT value FROM json_each(:dead_owners)))
   AND (wake_at IS NULL OR wake_at <= :now)
 RETURNING *;
 
@@ -369,11 +369,12 @@ WHERE status = 'QUARANTINED' AND workflow = :workflow
 RETURNING tenant_id, run_id;
 
 -- name: worker_beat
-INSERT INTO workers (owner, host, pid, concurrency, runs_held, started_at, last_beat)
-VALUES (:owner, :host, :pid, :concurrency, :runs_held, :now, :now)
+INSERT INTO workers (owner, host, pid, concurrency, runs_held, started_at, last_beat,
+                     beat_seconds)
+VALUES (:owner, :host, :pid, :concurrency, :runs_held, :now, :now, :beat_seconds)
 ON CONFLICT (owner) DO UPDATE
 SET runs_held = excluded.runs_held, concurrency = excluded.concurrency,
-    last_beat = excluded.last_beat, stopped_at = NULL;
+    last_beat = excluded.last_beat, beat_seconds = excluded.beat_seconds, stopped_at = NULL;
 
 -- name: worker_stopped
 UPDATE workers SET stopped_at = :now, runs_held = 0 WHERE owner = :owner;
