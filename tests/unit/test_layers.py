@@ -21,9 +21,10 @@ ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "store": {"core"},
     "runtime": {"core", "store"},
-    "cli": {"core", "store", "runtime", "demos", "testing"},
+    "cli": {"core", "store", "runtime", "demos", "testing", "drills"},
     "demos": {"core", "store", "runtime", "cli"},
     "testing": {"core", "store", "runtime"},
+    "drills": {"core", "store", "runtime", "testing"},
     "__init__": {"core", "runtime"},
     "__main__": {"cli"},
 }

@@ -11,6 +11,7 @@ import click
 import orjson
 
 from perdure.cli import render
+from perdure.cli.drills import drills
 from perdure.cli.effects import chaos, effects
 from perdure.cli.support import (
     EXIT_ERROR,
@@ -305,6 +306,7 @@ main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)
+main.add_command(drills)
 
 
 def run() -> None:

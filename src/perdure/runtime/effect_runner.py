@@ -19,6 +19,7 @@ from perdure.core.effects import (
     ErrorClass,
     NewEffect,
     Reconciled,
+    UnknownOutcomeError,
     check_deadline,
     classify,
     effect_key,
@@ -33,7 +34,7 @@ from perdure.core.signals import Escalate, RetryLater
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
-from perdure.runtime.crashpoints import crashpoint
+from perdure.runtime.crashpoints import crashpoint, fault
 from perdure.store.base import Store
 
 if TYPE_CHECKING:
@@ -187,6 +188,8 @@ class EffectRunner:
                 out = self._awaited(execute(new.request, new.key))
             else:
                 out = self._awaited(execute(new.request, new.key, timeout=deadline))
+            if fault("unknown", new.name):
+                raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
         except Exception as exc:
             crashpoint("after_call", new.name)
             return self._failed(record, exc, reconcile, retry)
