@@ -44,6 +44,7 @@ from pathlib import Path
 import orjson
 
 from perdure.core.budget import Budget
+from perdure.core.errors import ConfigError
 from perdure.core.model import JSON
 from perdure.core.workflow import Workflow
 from perdure.runtime.runtime import Runtime
@@ -91,15 +92,18 @@ class Drills:
         folder = self.workdir / name
         return _Row(folder, self.app, self.workflow, self.input_json, self.durability, start=start)
 
-    def run(self) -> list[DrillResult]:
-        """Run the reference, then every drill; a drill that cannot run says why (held: no)."""
+    def run(self, only: Sequence[str] = ()) -> list[DrillResult]:
+        """Run the reference, then every drill (or those whose short names are in ``only``);
+        a drill that cannot run says why (held: no)."""
         ref_row = self.row("reference")
         ref_row.resume()
         self.ref_row = ref_row
         self.ref, self.ref_seen = ref_row.settle(self.approve_as)
         self.effects = [n for n in self.ref.calls if not n.endswith(".compensate")]
         results = []
-        for name, drill in DRILLS:
+        for short, name, drill in DRILLS:
+            if only and short not in only:
+                continue
             try:
                 results.append(DrillResult(name, *drill(self)))
             except Exception as exc:
@@ -133,6 +137,9 @@ class Drills:
             return f"{what}; ended {seen.status} as the reference ({calls(seen)})", True
         if seen.status == "NEEDS_ATTENTION":
             return f"{what}; handed to a person: {seen.error} ({calls(seen)})", True
+        if seen.status == self.ref.status:
+            got, ref = short(seen.result), short(self.ref.result)
+            return f"{what}; ended {seen.status} with {got}, the reference with {ref}", False
         return f"{what}; ended {seen.status} ({seen.error}), not as the reference", False
 
     # -- the drills ----------------------------------------------------------------------------
@@ -319,6 +326,11 @@ def calls(seen: _Observed) -> str:
     return ", ".join(f"{k} {v}x" for k, v in sorted(seen.calls.items())) or "no effect calls"
 
 
+def short(value: JSON) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def first_line(text: str) -> str:
     return (text.strip().splitlines() or ["-"])[0]
 
@@ -331,19 +343,19 @@ def said(out: subprocess.CompletedProcess[str], run_id: str) -> str:
     return line.replace(f"run {run_id} ", "")
 
 
-DRILLS: Sequence[tuple[str, Callable[[Drills], tuple[str, bool | None]]]] = (
-    ("model call times out", Drills.model_timeout),
-    ("crash after a tool succeeded, before the write", Drills.crash_after_tool),
-    ("duplicate delivery", Drills.duplicate_delivery),
-    ("late message to a finished run", Drills.late_message),
-    ("approval after hours", Drills.approval_after_hours),
-    ("cancel mid-step", Drills.cancel_mid_step),
-    ("unknown external status", Drills.unknown_status),
-    ("database briefly unavailable", Drills.database_unavailable),
-    ("artifact corrupted or lost", Drills.artifact_lost),
-    ("budget exhausted", Drills.budget_exhausted),
+DRILLS: Sequence[tuple[str, str, Callable[[Drills], tuple[str, bool | None]]]] = (
+    ("timeout", "model call times out", Drills.model_timeout),
+    ("crash", "crash after a tool succeeded, before the write", Drills.crash_after_tool),
+    ("duplicate", "duplicate delivery", Drills.duplicate_delivery),
+    ("late", "late message to a finished run", Drills.late_message),
+    ("approval", "approval after hours", Drills.approval_after_hours),
+    ("cancel", "cancel mid-step", Drills.cancel_mid_step),
+    ("unknown", "unknown external status", Drills.unknown_status),
+    ("database", "database briefly unavailable", Drills.database_unavailable),
+    ("artifact", "artifact corrupted or lost", Drills.artifact_lost),
+    ("budget", "budget exhausted", Drills.budget_exhausted),
 )
-"""The drills in the order of seed 002's list."""
+"""The drills (short name, title, body) in the order of seed 002's list."""
 
 
 def run_drills(
@@ -353,13 +365,24 @@ def run_drills(
     *,
     approve_as: str | None = None,
     workdir: Path | None = None,
+    only: Sequence[str] = (),
 ) -> list[DrillResult]:
-    """Run every drill against ``workflow`` of module ``app`` (see the module docstring);
-    ``workdir`` keeps the folders (default: a temporary folder, removed after)."""
+    """Run every drill (or those named in ``only``: ``timeout``, ``crash``, ``duplicate``,
+    ``late``, ``approval``, ``cancel``, ``unknown``, ``database``, ``artifact``, ``budget``)
+    against ``workflow`` of module ``app`` (see the module docstring); ``workdir`` keeps the
+    folders (default: a temporary folder, removed after)."""
+    unknown = sorted(set(only) - {short for short, _, _ in DRILLS})
+    if unknown:
+        raise ConfigError(
+            f"no drill is named {', '.join(unknown)}",
+            fix=f"pick from {', '.join(short for short, _, _ in DRILLS)}",
+        )
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="perdure-drills-") as tmp:
-            return run_drills(app, workflow, input, approve_as=approve_as, workdir=Path(tmp))
-    return Drills(app, workflow, input, workdir=workdir, approve_as=approve_as).run()
+            return run_drills(
+                app, workflow, input, approve_as=approve_as, workdir=Path(tmp), only=only
+            )
+    return Drills(app, workflow, input, workdir=workdir, approve_as=approve_as).run(only)
 
 
 def format_drills(results: Sequence[DrillResult]) -> str:

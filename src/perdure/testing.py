@@ -244,10 +244,12 @@ def run_matrix(
     workdir: Path | None = None,
     max_resumes: int = 5,
     approve_as: str | None = None,
+    only: Sequence[str] = (),
 ) -> list[MatrixRow]:
     """Run the crash matrix for ``workflow`` defined in module ``app``; the first row is the
     reference. ``workdir`` keeps the folders (default: a temporary folder, removed after).
-    ``approve_as`` approves the run's approval waits as that role, so they can be passed."""
+    ``approve_as`` approves the run's approval waits as that role, so they can be passed;
+    ``only`` runs just those crash points (e.g. ``after_call:refund``)."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="perdure-chaos-") as tmp:
             return run_matrix(
@@ -258,6 +260,7 @@ def run_matrix(
                 workdir=Path(tmp),
                 max_resumes=max_resumes,
                 approve_as=approve_as,
+                only=only,
             )
     input_json = orjson.dumps(input if input is not None else {}).decode()
     ref_row = _Row(workdir / "reference", app, workflow, input_json, durability)
@@ -266,7 +269,8 @@ def run_matrix(
     rows = [MatrixRow("reference", False, None, ref.calls, ref.status, ref.result, True, False)]
     compensations = [n for n in ref.calls if n.endswith(".compensate")]
     effects = [n for n in ref.calls if n not in compensations]
-    for i, point in enumerate(crash_points(ref.steps, [*effects, *compensations])):
+    points = crash_points(ref.steps, [*effects, *compensations])
+    for i, point in enumerate(p for p in points if not only or p in only):
         row = _Row(workdir / f"row-{i:03d}", app, workflow, input_json, durability)
         reached = row.resume_until(crash=point, approve_as=approve_as)
         after_crash = row.observe()

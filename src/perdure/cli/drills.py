@@ -27,8 +27,9 @@ def split_target(target: str) -> tuple[str, str]:
 @click.option(
     "--approve-as", "approve_as", metavar="ROLE", help="Approve approval waits as this role."
 )
+@click.option("--only", metavar="NAMES", help="Comma-separated drills to run (e.g. crash,unknown).")
 @run_command
-def drills(target: str, input_json: str | None, approve_as: str | None) -> None:
+def drills(target: str, input_json: str | None, approve_as: str | None, only: str | None) -> None:
     """Run the ten fault drills against a workflow; print what happened and whether it held.
 
     Model call times out, crash after a tool succeeded before the write, duplicate delivery, a
@@ -44,7 +45,10 @@ def drills(target: str, input_json: str | None, approve_as: str | None) -> None:
     from perdure.drills import format_drills, run_drills
 
     module, workflow = split_target(target)
-    results = run_drills(module, workflow, parse_json(input_json, "--input"), approve_as=approve_as)
+    names = tuple(n.strip() for n in (only or "").split(",") if n.strip())
+    results = run_drills(
+        module, workflow, parse_json(input_json, "--input"), approve_as=approve_as, only=names
+    )
     click.echo(format_drills(results))
     failed = [r for r in results if r.held is False]
     applied = sum(r.held is not None for r in results)
