@@ -29,6 +29,7 @@ from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import Durability, RunStatus
 from perdure.demos.cli import demo
+from perdure.demos.gate import demo_gate
 from perdure.demos.refund_cli import refund_demo
 from perdure.runtime.base import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
@@ -302,6 +303,7 @@ def workers(settings: Settings, as_json: bool) -> None:
 
 main.add_command(demo)
 del refund_demo  # registered on the demo group when imported
+del demo_gate  # the same
 main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
