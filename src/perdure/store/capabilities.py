@@ -242,7 +242,9 @@ class FleetStore(Protocol):
         ...
 
     def workers(self, since: datetime) -> list[WorkerInfo]:
-        """Workers still running, and those that stopped after ``since``, oldest first."""
+        """Workers that beat after ``since`` and did not stop, and those that stopped after
+        ``since``, oldest first (a worker that died silently drops out once ``since`` passes
+        its last beat)."""
         ...
 
     def stuck_runs(self, before: datetime, *, limit: int = 100) -> list[Run]:

@@ -465,7 +465,7 @@ UPDATE perdure.workers SET stopped_at = %(now)s, runs_held = 0 WHERE owner = %(o
 
 -- name: list_workers
 SELECT * FROM perdure.workers
-WHERE stopped_at IS NULL OR stopped_at > %(since)s
+WHERE (stopped_at IS NULL AND last_beat > %(since)s) OR stopped_at > %(since)s
 ORDER BY started_at;
 
 -- name: stuck_runs

@@ -381,7 +381,7 @@ UPDATE workers SET stopped_at = :now, runs_held = 0 WHERE owner = :owner;
 
 -- name: list_workers
 SELECT * FROM workers
-WHERE stopped_at IS NULL OR stopped_at > :since
+WHERE (stopped_at IS NULL AND last_beat > :since) OR stopped_at > :since
 ORDER BY started_at;
 
 -- name: stuck_runs
