@@ -54,7 +54,7 @@ class ReplayError(IntegrityError):
     """A stored value opens, but was written earlier than the run row says: a replayed state."""
 
     code = "state_replayed"
-    fix = "repair the run with the fields it should have (perdure repair --patch-state), or restore it"
+    fix = "patch the fields it should have (perdure repair RUN --patch-state JSON), or restore it"
 
     def __init__(self, message: str, evidence: dict[str, Any]) -> None:
         super().__init__(message)
