@@ -141,3 +141,54 @@ def test_after_the_deadline_not_found_means_not_applied(db_url: str, clock: Fake
 def test_a_deadline_is_a_positive_number_of_seconds(bad: object) -> None:
     with pytest.raises(InvalidInputError, match="deadline"):
         check_deadline("charge", bad)
+
+
+def test_a_frozen_worker_whose_call_returns_late_stops_at_once_without_compensating(
+    db_url: str, clock: FakeClock
+) -> None:
+    """Item 5 of the review, end to end: A's late outcome meets B's confirmed record. The guard
+    checks the fence first (LeaseLostError, not "confirmed, not executing"); A's step code after
+    the effect never runs and A tries no compensation with its stale fence."""
+    provider = Provider()
+    after_effect: list[int] = []
+    compensated: list[str] = []
+
+    def undo(request: Any, key: str, result: Any) -> None:
+        compensated.append(key)
+
+    @step
+    def charge(ctx: Context, s: Order) -> Outcome:
+        ctx.effect(
+            "charge",
+            target="payments",
+            operation="charge",
+            request={"amount": 5},
+            execute=provider.execute,
+            reconcile=provider.reconcile,
+            compensate=undo,
+        )
+        after_effect.append(ctx.fence)
+        return done("charged")
+
+    flow = Workflow("order", state=Order, steps=[charge], compensators=[undo])
+    a = Runtime(db_url, clock=clock, workflows=[flow], owner="host-a:1", lease_seconds=LEASE)
+    b = Runtime(db_url, clock=clock, workflows=[flow], owner="host-b:2", lease_seconds=LEASE)
+    a.heartbeat.stop()
+    with a, b:
+        run_id = a.start(flow, {}).run_id
+        claimed = a.claim_next()
+        assert claimed is not None
+        stopped: list[Any] = []
+        frozen = threading.Thread(target=lambda: stopped.append(a.advance_claimed(claimed)))
+        frozen.start()
+        assert provider.entered.wait(30)
+        clock.advance(LEASE + 1)
+        b.run_until_idle()  # B reconciles "not found", calls, confirms, finishes
+        assert b.get(run_id).status is RunStatus.SUCCEEDED
+        provider.thaw.set()  # A's call returns now; recording its outcome meets B's fence
+        frozen.join(30)
+        events = b.store.events(b.get(run_id).tenant_id, run_id, limit=1000)
+    assert stopped and str(stopped[0].reason) == "lost", stopped
+    assert after_effect == [claimed.fence + 1], "only B's execution went past the effect"
+    assert compensated == [], "A tried no compensation with its stale fence"
+    assert not [e for e in events if e.type == "late_commit"], "A did not even try to commit"
