@@ -96,10 +96,11 @@ class _Row:
         *,
         start: bool = True,
         extra: Sequence[str] = (),
+        db: str | None = None,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self.db = f"sqlite:///{folder / 'perdure.db'}"
+        self.db = db or f"sqlite:///{folder / 'perdure.db'}"
         self.app = app
         self.clock = FileClock.create(folder / "clock")
         skip = ("PERDURE_CRASH_AT", "PERDURE_FAULT_AT", "PERDURE_FAULT_GATE")

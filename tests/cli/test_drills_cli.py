@@ -70,3 +70,14 @@ def test_chaos_passes_approval_waits_with_approve_as(tmp_path: Path) -> None:
 def test_an_unknown_drill_name_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no drill is named"):
         run_drills("tests.apps.effects_app", "two_effects", workdir=tmp_path, only=("nope",))
+
+
+def test_the_database_drill_on_postgresql_ends_every_connection_and_the_run_holds(
+    tmp_path: Path, pg_url: str
+) -> None:
+    results = run_drills(
+        "tests.apps.effects_app", "two_effects", workdir=tmp_path, only=("database",), pg=pg_url
+    )
+    assert results[0].held is True, results[0].happened
+    ended = int(results[0].happened.split("PostgreSQL: ")[1].split()[0])
+    assert ended >= 1, results[0].happened

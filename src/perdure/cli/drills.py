@@ -28,13 +28,21 @@ def split_target(target: str) -> tuple[str, str]:
     "--approve-as", "approve_as", metavar="ROLE", help="Approve approval waits as this role."
 )
 @click.option("--only", metavar="NAMES", help="Comma-separated drills to run (e.g. crash,unknown).")
+@click.option(
+    "--pg",
+    metavar="URL",
+    help="A PostgreSQL database to throw away: the database drill ends its connections.",
+)
 @run_command
-def drills(target: str, input_json: str | None, approve_as: str | None, only: str | None) -> None:
+def drills(
+    target: str, input_json: str | None, approve_as: str | None, only: str | None, pg: str | None
+) -> None:
     """Run the ten fault drills against a workflow; print what happened and whether it held.
 
     Model call times out, crash after a tool succeeded before the write, duplicate delivery, a
     late message to a finished run, approval after hours, cancel mid-step, unknown external
-    status, database briefly unavailable (SQLite's write lock held by another connection),
+    status, database briefly unavailable (SQLite's write lock held by another connection; with
+    --pg, every connection to that PostgreSQL database ended for a while),
     artifact corrupted or lost (not applicable: no artifacts), budget exhausted. Each drill
     runs in a fresh folder, SQLite database and test clock, in real processes.
 
@@ -47,7 +55,12 @@ def drills(target: str, input_json: str | None, approve_as: str | None, only: st
     module, workflow = split_target(target)
     names = tuple(n.strip() for n in (only or "").split(",") if n.strip())
     results = run_drills(
-        module, workflow, parse_json(input_json, "--input"), approve_as=approve_as, only=names
+        module,
+        workflow,
+        parse_json(input_json, "--input"),
+        approve_as=approve_as,
+        only=names,
+        pg=pg,
     )
     click.echo(format_drills(results))
     failed = [r for r in results if r.held is False]

@@ -490,3 +490,10 @@ SELECT * FROM (
     LIMIT %(limit)s
 ) AS latest
 ORDER BY seq;
+
+-- name: terminate_sessions
+-- The fault drills' outage: end every other perdure connection to this database.
+SELECT count(pg_terminate_backend(pid)) AS ended
+FROM pg_stat_activity
+WHERE datname = current_database() AND application_name = 'perdure'
+  AND pid <> pg_backend_pid();

@@ -21,8 +21,11 @@ twice). The drills:
    must end CANCELLED at that step boundary, its confirmed effects compensated.
 7. **unknown external status**: the first effect's call goes through but its reply is lost
    (``PERDURE_FAULT_AT=unknown:EFFECT``): reconciled, or handed to a person, never resent.
-8. **database briefly unavailable**: SQLite's write lock is held by another connection for
-   :data:`OUTAGE_SECONDS` while the first step runs and commits; the writes wait and go on.
+8. **database briefly unavailable**: SQLite's write lock is held by another connection for two
+   seconds while the first step runs and commits; the writes wait and go on. Given a PostgreSQL
+   database (``pg``, one you can throw away), this drill's run lives there instead, and every
+   perdure connection to it is ended again and again for two seconds (what a restart or a
+   failover does to them) while the step runs (:mod:`perdure.drills.outage`).
 9. **artifact corrupted or lost**: not applicable until runs have artifacts.
 10. **budget exhausted**: the run is started with a step budget of half the reference's steps.
 """
@@ -48,11 +51,8 @@ from perdure.core.errors import ConfigError
 from perdure.core.model import JSON
 from perdure.core.workflow import Workflow
 from perdure.runtime.runtime import Runtime
-from perdure.store.sqlite.store import SqliteStore
 from perdure.testing import _Observed, _Row
 
-OUTAGE_SECONDS = 2.0
-"""How long the database-unavailable drill holds SQLite's write lock (wall time)."""
 HOURS_LATER = 6
 """How late (test-clock hours) the approval-after-hours drill approves."""
 
@@ -82,8 +82,9 @@ class Drills:
         workdir: Path,
         approve_as: str | None = None,
         durability: str = "sync",
+        pg: str | None = None,
     ) -> None:
-        self.app, self.workflow, self.durability = app, workflow, durability
+        self.app, self.workflow, self.durability, self.pg = app, workflow, durability, pg
         self.input = input if input is not None else {}
         self.input_json = orjson.dumps(self.input).decode()
         self.workdir, self.approve_as = workdir, approve_as
@@ -236,28 +237,6 @@ class Drills:
         seen, _ = row.settle(self.approve_as)
         return self.judge(seen, f"{effect} was applied but its reply was lost")
 
-    def database_unavailable(self) -> tuple[str, bool | None]:
-        if not self.ref.steps:
-            return "not applicable: the run completes no step", None
-        step = self.ref.steps[0]
-        row = self.row("database-unavailable")
-        store = SqliteStore(row.db.removeprefix("sqlite:///"))
-        try:
-            with contextlib.ExitStack() as outage:
-                with self.held_at(row, step) as proc:
-                    if proc is None:
-                        return f"could not hold step {step} open ({row.observe().status})", False
-                    outage.enter_context(store.driver.write())  # BEGIN IMMEDIATE: the lock
-                time.sleep(OUTAGE_SECONDS)  # the step runs; its writes wait for the lock
-        finally:
-            store.close()
-        proc.wait(timeout=120)
-        seen, _ = row.settle(self.approve_as)
-        what = (
-            f"SQLite's write lock held {OUTAGE_SECONDS:.0f} s by another connection as {step} ran"
-        )
-        return self.judge(seen, what)
-
     def artifact_lost(self) -> tuple[str, bool | None]:
         return "not applicable: no artifacts", None
 
@@ -343,6 +322,8 @@ def said(out: subprocess.CompletedProcess[str], run_id: str) -> str:
     return line.replace(f"run {run_id} ", "")
 
 
+from perdure.drills.outage import database_unavailable  # noqa: E402 (it builds on Drills)
+
 DRILLS: Sequence[tuple[str, str, Callable[[Drills], tuple[str, bool | None]]]] = (
     ("timeout", "model call times out", Drills.model_timeout),
     ("crash", "crash after a tool succeeded, before the write", Drills.crash_after_tool),
@@ -351,7 +332,7 @@ DRILLS: Sequence[tuple[str, str, Callable[[Drills], tuple[str, bool | None]]]] =
     ("approval", "approval after hours", Drills.approval_after_hours),
     ("cancel", "cancel mid-step", Drills.cancel_mid_step),
     ("unknown", "unknown external status", Drills.unknown_status),
-    ("database", "database briefly unavailable", Drills.database_unavailable),
+    ("database", "database briefly unavailable", database_unavailable),
     ("artifact", "artifact corrupted or lost", Drills.artifact_lost),
     ("budget", "budget exhausted", Drills.budget_exhausted),
 )
@@ -366,11 +347,13 @@ def run_drills(
     approve_as: str | None = None,
     workdir: Path | None = None,
     only: Sequence[str] = (),
+    pg: str | None = None,
 ) -> list[DrillResult]:
     """Run every drill (or those named in ``only``: ``timeout``, ``crash``, ``duplicate``,
     ``late``, ``approval``, ``cancel``, ``unknown``, ``database``, ``artifact``, ``budget``)
     against ``workflow`` of module ``app`` (see the module docstring); ``workdir`` keeps the
-    folders (default: a temporary folder, removed after)."""
+    folders (default: a temporary folder, removed after). ``pg``: a PostgreSQL database the
+    database drill may disrupt (default: SQLite's write lock)."""
     unknown = sorted(set(only) - {short for short, _, _ in DRILLS})
     if unknown:
         raise ConfigError(
@@ -380,9 +363,9 @@ def run_drills(
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="perdure-drills-") as tmp:
             return run_drills(
-                app, workflow, input, approve_as=approve_as, workdir=Path(tmp), only=only
+                app, workflow, input, approve_as=approve_as, workdir=Path(tmp), only=only, pg=pg
             )
-    return Drills(app, workflow, input, workdir=workdir, approve_as=approve_as).run(only)
+    return Drills(app, workflow, input, workdir=workdir, approve_as=approve_as, pg=pg).run(only)
 
 
 def format_drills(results: Sequence[DrillResult]) -> str:
