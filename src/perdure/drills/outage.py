@@ -6,7 +6,6 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from perdure.store.postgres.store import PostgresStore
 from perdure.store.sqlite.store import SqliteStore
 from perdure.testing import _Row
 
@@ -44,6 +43,8 @@ def database_unavailable(self: Drills) -> tuple[str, bool | None]:
 
 
 def postgres_outage(self: Drills, step: str) -> tuple[str, bool | None]:
+    from perdure.store.postgres.store import PostgresStore  # needs perdure[postgres]
+
     folder = self.workdir / "database-unavailable"
     row = _Row(folder, self.app, self.workflow, self.input_json, self.durability, db=self.pg)
     store = PostgresStore(row.db, max_connections=1)
