@@ -156,17 +156,23 @@ def test_a_frozen_worker_whose_call_returns_late_stops_at_once_without_compensat
     def undo(request: Any, key: str, result: Any) -> None:
         compensated.append(key)
 
+    raised: list[str] = []
+
     @step
     def charge(ctx: Context, s: Order) -> Outcome:
-        ctx.effect(
-            "charge",
-            target="payments",
-            operation="charge",
-            request={"amount": 5},
-            execute=provider.execute,
-            reconcile=provider.reconcile,
-            compensate=undo,
-        )
+        try:
+            ctx.effect(
+                "charge",
+                target="payments",
+                operation="charge",
+                request={"amount": 5},
+                execute=provider.execute,
+                reconcile=provider.reconcile,
+                compensate=undo,
+            )
+        except Exception as exc:  # what the step's own code sees
+            raised.append(type(exc).__name__)
+            raise
         after_effect.append(ctx.fence)
         return done("charged")
 
@@ -188,6 +194,7 @@ def test_a_frozen_worker_whose_call_returns_late_stops_at_once_without_compensat
         provider.thaw.set()  # A's call returns now; recording its outcome meets B's fence
         frozen.join(30)
         events = b.store.events(b.get(run_id).tenant_id, run_id, limit=1000)
+    assert raised == ["LeaseLostError"], "A learns it lost the run, not the effect's new status"
     assert stopped and str(stopped[0].reason) == "lost", stopped
     assert after_effect == [claimed.fence + 1], "only B's execution went past the effect"
     assert compensated == [], "A tried no compensation with its stale fence"
