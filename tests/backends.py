@@ -198,3 +198,22 @@ class PostgresBackend:
     def dispose(self, store: Store) -> None:
         store.close()
         self.server.drop(store.url)
+
+
+def overwrite_run_column(db_url: str, run_id: str, column: str, value: str | None) -> None:
+    """Write one column of a run's row behind the store's back (``column`` is a name from the
+    schema, never user input)."""
+    assert column.isidentifier(), column
+    if db_url.startswith("sqlite:///"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+        with conn:
+            conn.execute(f"UPDATE runs SET {column} = ? WHERE run_id = ?", (value, run_id))
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(db_url) as pg:
+        pg.execute(
+            f"UPDATE perdure.runs SET {column} = %s WHERE run_id = %s",  # type: ignore[arg-type]
+            (value, run_id),
+        )

@@ -8,11 +8,14 @@ the test moves it with ``advance`` instead of sleeping until a timer, retry or l
 The crash matrix runs a workflow once without interruption (the reference), then once per crash
 point (both sides of every step commit, and the four points around every effect), each time in
 a fresh folder and database: a new process runs until it dies at that point (``os._exit(75)``),
-then fresh processes resume it until it ends. Each row tells where the run resumed, how many
+then fresh processes resume it until it ends (each row has its own :class:`FileClock`, moved
+on to any retry or timer the run waits for; ``approve_as`` approves approval waits as that
+role). Each row tells where the run resumed, how many
 calls each effect made, the final status and whether it matches the reference. A row with more
 calls than the reference for any effect is a duplicated side effect.
 
-From the command line: ``perdure chaos MODULE:WORKFLOW --input JSON``.
+From the command line: ``perdure chaos MODULE:WORKFLOW --input JSON [--approve-as ROLE]``. The
+fault drills (:mod:`perdure.drills`, ``perdure drills``) use the same rows.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,29 +78,62 @@ class _Observed:
     next_step: str | None
     calls: dict[str, int]
     steps: list[str]
+    wake_at: datetime | None = None
+    error: str | None = None
 
 
 class _Row:
-    """One isolated folder, database and set of processes."""
+    """One isolated folder, database, clock and set of processes (``start=False``: the
+    caller creates the run and sets ``run_id``)."""
 
-    def __init__(self, folder: Path, app: str, workflow: str, input_json: str, mode: str) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        app: str,
+        workflow: str,
+        input_json: str,
+        mode: str,
+        *,
+        start: bool = True,
+        extra: Sequence[str] = (),
+        db: str | None = None,
+    ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self.db = f"sqlite:///{folder / 'perdure.db'}"
+        self.db = db or f"sqlite:///{folder / 'perdure.db'}"
         self.app = app
-        self.env = {k: v for k, v in os.environ.items() if k != "PERDURE_CRASH_AT"}
+        self.clock = FileClock.create(folder / "clock")
+        skip = ("PERDURE_CRASH_AT", "PERDURE_FAULT_AT", "PERDURE_FAULT_GATE")
+        self.env = {k: v for k, v in os.environ.items() if k not in skip}
+        self.env.update(self.clock.env)
         self.env["PYTHONPATH"] = os.pathsep.join(
             p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p
         )
+        self.run_id = ""
+        self.processes = 0
+        if start:
+            self.run_id = self.start(workflow, input_json, mode, *extra)
+
+    def start(self, workflow: str, input_json: str, mode: str, *extra: str) -> str:
         out = self._cli(
-            "start", workflow, "--app", app, "--input", input_json, "--durability", mode
+            "start",
+            workflow,
+            "--app",
+            self.app,
+            "--input",
+            input_json,
+            "--durability",
+            mode,
+            *extra,
         )
         if out.returncode != 0:
             raise RuntimeError(f"could not start the workflow: {out.stderr.strip()}")
-        self.run_id = out.stdout.split()[1]
+        return out.stdout.split()[1]
 
-    def _cli(self, *args: str, crash: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = dict(self.env)
+    def _cli(
+        self, *args: str, crash: str | None = None, fault: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        env = {**self.env, **(fault or {})}
         if crash:
             env["PERDURE_CRASH_AT"] = crash
         return subprocess.run(
@@ -109,21 +146,87 @@ class _Row:
             check=False,
         )
 
-    def resume(self, crash: str | None = None) -> int:
-        return self._cli("resume", self.run_id, "--app", self.app, crash=crash).returncode
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run ``perdure --db ROW_DB ARGS`` in this row's folder and environment."""
+        return self._cli(*args)
+
+    def popen(self, *args: str, fault: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """Start ``perdure --db ROW_DB ARGS`` without waiting for it (output discarded)."""
+        self.processes += 1
+        return subprocess.Popen(
+            [sys.executable, "-m", "perdure", "--db", self.db, *args],
+            cwd=self.folder,
+            env={**self.env, **(fault or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def resume(self, crash: str | None = None, fault: dict[str, str] | None = None) -> int:
+        self.processes += 1
+        out = self._cli("resume", self.run_id, "--app", self.app, crash=crash, fault=fault)
+        return out.returncode
 
     def observe(self) -> _Observed:
-        with Runtime(self.db, migrate=False) as rt:
+        with Runtime(self.db, migrate=False, clock=self.clock) as rt:
             run = rt.get(self.run_id)
             calls: dict[str, int] = {}
             for e in rt.effects(run_id=self.run_id):
                 calls[e.name] = calls.get(e.name, 0) + e.attempts
             steps = rt.status(self.run_id, events=0).completed_steps
-        return _Observed(run.run_id, str(run.status), run.result, run.next_step, calls, steps)
+        error = run.error.reason if run.error is not None else None
+        return _Observed(
+            run.run_id, str(run.status), run.result, run.next_step, calls, steps, run.wake_at, error
+        )
+
+    def settle(self, approve_as: str | None, max_resumes: int = 5) -> tuple[_Observed, set[str]]:
+        """Resume the run until it ends or needs a person: approval waits are approved as
+        ``approve_as`` (left waiting without it), the clock is moved on to a retry or timer it
+        sleeps for. Returns the run and every status seen on the way."""
+        seen: set[str] = set()
+        current = self.observe()
+        for _ in range(max_resumes + 1):
+            seen.add(current.status)
+            if _settled(current.status):
+                break
+            if current.status == "WAITING_APPROVAL":
+                if approve_as is None:
+                    break
+                self.approve(approve_as)
+            elif current.wake_at is not None and current.wake_at > self.clock.now():
+                self.clock.advance((current.wake_at - self.clock.now()).total_seconds() + 1)
+            elif current.status == "WAITING_EXTERNAL":
+                break  # a signal nobody here can send
+            self.resume()
+            current = self.observe()
+        return current, seen
+
+    def resume_until(
+        self,
+        *,
+        crash: str | None = None,
+        fault: dict[str, str] | None = None,
+        approve_as: str | None = None,
+    ) -> bool:
+        """Resume with a crash point or a fault armed until it fires, approving approval waits
+        on the way (as ``approve_as``); True when it fired."""
+        mark = self.folder / f"fault-{self.processes}.mark"
+        armed = {**fault, "PERDURE_FAULT_MARK": str(mark)} if fault else None
+        for _ in range(5):
+            code = self.resume(crash=crash, fault=armed)
+            if (crash and code == EXIT_CODE) or mark.exists():
+                return True
+            if approve_as is None or self.observe().status != "WAITING_APPROVAL":
+                return False
+            self.approve(approve_as)
+        return False
+
+    def approve(self, role: str) -> None:
+        self._cli("approve", self.run_id, "--as", "perdure-drills", "--role", role)
 
 
 def _settled(status: str) -> bool:
-    return status in {*(str(s) for s in RunStatus if s.terminal), "NEEDS_ATTENTION"}
+    return status in {*(str(s) for s in RunStatus if s.terminal), "NEEDS_ATTENTION", "QUARANTINED"}
 
 
 def crash_points(steps: Sequence[str], effects: Sequence[str]) -> list[str]:
@@ -141,9 +244,13 @@ def run_matrix(
     durability: str = "sync",
     workdir: Path | None = None,
     max_resumes: int = 5,
+    approve_as: str | None = None,
+    only: Sequence[str] = (),
 ) -> list[MatrixRow]:
     """Run the crash matrix for ``workflow`` defined in module ``app``; the first row is the
-    reference. ``workdir`` keeps the folders (default: a temporary folder, removed after)."""
+    reference. ``workdir`` keeps the folders (default: a temporary folder, removed after).
+    ``approve_as`` approves the run's approval waits as that role, so they can be passed;
+    ``only`` runs just those crash points (e.g. ``after_call:refund``)."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="perdure-chaos-") as tmp:
             return run_matrix(
@@ -153,30 +260,29 @@ def run_matrix(
                 durability=durability,
                 workdir=Path(tmp),
                 max_resumes=max_resumes,
+                approve_as=approve_as,
+                only=only,
             )
     input_json = orjson.dumps(input if input is not None else {}).decode()
     ref_row = _Row(workdir / "reference", app, workflow, input_json, durability)
     ref_row.resume()
-    ref = ref_row.observe()
+    ref, _ = ref_row.settle(approve_as, max_resumes)
     rows = [MatrixRow("reference", False, None, ref.calls, ref.status, ref.result, True, False)]
     compensations = [n for n in ref.calls if n.endswith(".compensate")]
     effects = [n for n in ref.calls if n not in compensations]
-    for i, point in enumerate(crash_points(ref.steps, [*effects, *compensations])):
+    points = crash_points(ref.steps, [*effects, *compensations])
+    for i, point in enumerate(p for p in points if not only or p in only):
         row = _Row(workdir / f"row-{i:03d}", app, workflow, input_json, durability)
-        code = row.resume(crash=point)
+        reached = row.resume_until(crash=point, approve_as=approve_as)
         after_crash = row.observe()
-        processes = 1
-        current = after_crash
-        while not _settled(current.status) and processes <= max_resumes:
-            row.resume()
-            processes += 1
-            current = row.observe()
+        current, _ = row.settle(approve_as, max_resumes)
+        processes = row.processes
         duplicate = any(n > ref.calls.get(name, 0) for name, n in current.calls.items())
         rows.append(
             MatrixRow(
                 point=point,
-                reached=code == EXIT_CODE,
-                resumed_at=after_crash.next_step if code == EXIT_CODE else None,
+                reached=reached,
+                resumed_at=after_crash.next_step if reached else None,
                 calls=current.calls,
                 status=current.status,
                 result=current.result,

@@ -130,3 +130,25 @@ def test_a_migrated_database_accepts_what_an_unmigrated_one_refused(
         assert created and store.get_run("t1", "r1") == run
     finally:
         backend.dispose(store)
+
+
+def test_each_data_exception_gets_its_own_hint(store: Store) -> None:
+    """A negative limit and a NUL in text are different mistakes: each error names its own
+    fix (on PostgreSQL the SQLSTATE decides; SQLite refuses or ignores them itself)."""
+    from perdure.core.errors import InvalidInputError, PerdureError
+
+    hints: set[str] = set()
+    for call in (
+        lambda: store.list_runs("t", limit=-1),
+        lambda: store.get_run("t", "run\x00id"),
+    ):
+        try:
+            call()
+        except InvalidInputError as exc:
+            assert exc.fix, exc
+            hints.add(exc.fix)
+        except PerdureError as exc:  # SQLite: no such run
+            assert exc.code == "run_not_found", exc
+    if store.url.startswith("postgresql"):
+        assert len(hints) == 2, hints
+        assert any("limit" in h for h in hints) and any("NUL" in h for h in hints), hints

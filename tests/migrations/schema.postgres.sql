@@ -42,6 +42,7 @@ CREATE TABLE perdure.effects (
     resolution json,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    deadline timestamp with time zone,
     CONSTRAINT effects_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT effects_effect_key_key UNIQUE (effect_key),
     CONSTRAINT effects_pkey PRIMARY KEY (id),
@@ -126,6 +127,7 @@ CREATE TABLE perdure.runs (
     budget json,
     workflow_version integer,
     state_schema integer,
+    state_seal text,
     thread_seq bigint,
     CONSTRAINT runs_fence_check CHECK ((fence >= 0)),
     CONSTRAINT runs_pkey PRIMARY KEY (run_id),
@@ -240,6 +242,7 @@ CREATE TABLE perdure.workers (
     started_at timestamp with time zone NOT NULL,
     last_beat timestamp with time zone NOT NULL,
     stopped_at timestamp with time zone,
+    beat_seconds double precision,
     CONSTRAINT workers_pkey PRIMARY KEY (owner)
 );
 

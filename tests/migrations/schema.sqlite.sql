@@ -80,7 +80,7 @@ CREATE TABLE effects (
     resolution   TEXT,
     created_at   TEXT NOT NULL,
     updated_at   TEXT NOT NULL
-);
+, deadline TEXT);
 
 -- table events
 CREATE TABLE events (
@@ -148,7 +148,7 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, thread_seq INTEGER,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, state_seal TEXT, thread_seq INTEGER,
     UNIQUE (tenant_id, idempotency_key)
 );
 
@@ -245,7 +245,7 @@ CREATE TABLE workers (
     started_at  TEXT NOT NULL,
     last_beat   TEXT NOT NULL,
     stopped_at  TEXT
-) WITHOUT ROWID;
+, beat_seconds REAL) WITHOUT ROWID;
 
 -- trigger runs_terminal_is_final
 CREATE TRIGGER runs_terminal_is_final

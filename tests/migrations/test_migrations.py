@@ -105,6 +105,7 @@ DRIVER_QUERIES = {
         "lock_migrations",
         "listen_work",
         "listen_streams",
+        "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }
 """Queries only a driver runs; every other name is run by the engine on both dialects."""

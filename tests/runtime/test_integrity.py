@@ -60,7 +60,7 @@ def held_run(db_url: str, clock: FakeClock, keyring: Keyring | None) -> str:
 def test_sealed_state_round_trips(db_url: str, clock: FakeClock) -> None:
     keys = Keyring({"k1": K1}, "k1")
     run_id = held_run(db_url, clock, keys)
-    assert stored(db_url, run_id).startswith("rk1.h.k1.")
+    assert stored(db_url, run_id).startswith("rk2.h.k1.")
     with rt(db_url, clock, keys) as runtime:
         runtime.run_until_idle()
         assert runtime.get(run_id).result == "top secret+held+done"
@@ -99,7 +99,7 @@ def test_rotation_old_keys_verify_the_new_key_signs(db_url: str, clock: FakeCloc
     with rt(db_url, clock, rotated) as runtime:
         runtime.run_until_idle()
         assert runtime.get(run_id).status is RunStatus.SUCCEEDED
-    assert stored(db_url, run_id).startswith("rk1.h.k2."), "new writes use the active key"
+    assert stored(db_url, run_id).startswith("rk2.h.k2."), "new writes use the active key"
     retired = held_run(db_url, clock, Keyring({"k1": K1}, "k1"))
     with rt(db_url, clock, Keyring({"k2": K2}, "k2")) as runtime:
         runtime.run_until_idle()
@@ -112,7 +112,7 @@ def test_encrypted_state_round_trips_and_a_wrong_key_quarantines(
     keys = Keyring({"k1": K1}, "k1", encrypt=True)
     run_id = held_run(db_url, clock, keys)
     assert "top secret" not in stored(db_url, run_id)
-    assert stored(db_url, run_id).startswith("rk1.e.k1.")
+    assert stored(db_url, run_id).startswith("rk2.e.k1.")
     wrong = Keyring({"k1": K2}, "k1", encrypt=True)
     with rt(db_url, clock, wrong) as runtime:
         runtime.run_until_idle()

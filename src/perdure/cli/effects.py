@@ -91,8 +91,11 @@ def resolve(
 @click.argument("target", metavar="MODULE:WORKFLOW")
 @click.option("--input", "input_json", help="The run's input as JSON.")
 @click.option("--durability", type=click.Choice(["sync", "async", "exit"]), default="sync")
+@click.option(
+    "--approve-as", "approve_as", metavar="ROLE", help="Approve approval waits as this role."
+)
 @run_command
-def chaos(target: str, input_json: str | None, durability: str) -> None:
+def chaos(target: str, input_json: str | None, durability: str, approve_as: str | None) -> None:
     """Crash a workflow at every crash point and resume it; print the matrix.
 
     MODULE is importable from the current folder; WORKFLOW is the workflow's name. Each row runs
@@ -109,7 +112,13 @@ def chaos(target: str, input_json: str | None, durability: str) -> None:
             f"{target!r} does not name a workflow",
             fix="write MODULE:WORKFLOW, e.g. myapp.flows:refund",
         )
-    rows = run_matrix(module, workflow, parse_json(input_json, "--input"), durability=durability)
+    rows = run_matrix(
+        module,
+        workflow,
+        parse_json(input_json, "--input"),
+        durability=durability,
+        approve_as=approve_as,
+    )
     click.echo(format_matrix(rows))
     bad = [r for r in rows if not r.ok]
     click.echo(f"\n{len(rows) - 1} crash points, {len(bad)} failing")

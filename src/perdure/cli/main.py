@@ -11,6 +11,7 @@ import click
 import orjson
 
 from perdure.cli import render
+from perdure.cli.drills import drills
 from perdure.cli.effects import chaos, effects
 from perdure.cli.streams import stream, thread
 from perdure.cli.support import (
@@ -30,6 +31,7 @@ from perdure.core.errors import InvalidInputError
 from perdure.core.model import Durability, RunStatus
 from perdure.demos.agent_cli import agent_demo
 from perdure.demos.cli import demo
+from perdure.demos.gate import demo_gate
 from perdure.demos.refund_cli import refund_demo
 from perdure.runtime.base import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
@@ -311,12 +313,14 @@ def workers(settings: Settings, as_json: bool) -> None:
 main.add_command(demo)
 del refund_demo  # registered on the demo group when imported
 del agent_demo  # registered on the demo group when imported
+del demo_gate  # the same
 main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)
 main.add_command(stream)
 main.add_command(thread)
+main.add_command(drills)
 
 
 def run() -> None:

@@ -269,6 +269,7 @@ def worker_json(w: WorkerInfo, now: datetime) -> dict[str, JSON]:
         "last_beat": _ts(w.last_beat),
         "seconds_since_beat": round((now - w.last_beat).total_seconds(), 1),
         "stopped_at": _ts(w.stopped_at),
+        "state": str(w.state),
     }
 
 
@@ -279,7 +280,7 @@ def workers_table(found: list[WorkerInfo], now: datetime) -> str:
     rows = [("OWNER", "HOST", "PID", "RUNS", "SLOTS", "LAST BEAT", "STATE")]
     for w in found:
         ago = (now - w.last_beat).total_seconds()
-        state = "stopped" if w.stopped_at else ("live" if ago < 60 else "silent")
+        state = str(w.state)
         rows.append(
             (
                 w.owner,

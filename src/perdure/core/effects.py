@@ -8,11 +8,13 @@ leaves evidence of what may have happened. See ``docs/recovery.md`` for the cras
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from perdure.core.errors import PerdureError
+from perdure.core.errors import InvalidInputError, PerdureError
 from perdure.core.model import JSON
 from perdure.core.serde import dumps
 
@@ -185,6 +187,18 @@ def effect_key(
     return f"{tenant_id}/{workflow}/{run_id}/{step_seq}.{step}/{name}"
 
 
+def check_deadline(name: str, deadline: object) -> None:
+    """Refuse an effect deadline that is not a finite number of seconds above 0."""
+    if deadline is None:
+        return
+    ok = isinstance(deadline, int | float) and not isinstance(deadline, bool)
+    if not (ok and math.isfinite(deadline) and deadline > 0):  # type: ignore[arg-type,operator]
+        raise InvalidInputError(
+            f"effect {name!r}: deadline {deadline!r} is not a number of seconds above 0",
+            fix="give the call's timeout in seconds, e.g. deadline=30",
+        )
+
+
 def request_hash(request: JSON) -> str:
     """SHA-256 of the request's canonical JSON (sorted keys)."""
     return hashlib.sha256(dumps(request)).hexdigest()
@@ -213,6 +227,9 @@ class EffectRecord:
     resolution: JSON
     created_at: datetime
     updated_at: datetime
+    deadline: datetime | None = None
+    """While ``executing``: when the current attempt's call must have given up (None: the
+    effect has no deadline, or the attempt was made before deadlines were recorded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,3 +278,12 @@ class Reconciled:
     def unknown(cls) -> Reconciled:
         """The provider cannot tell yet: the effect becomes ambiguous and a person decides."""
         return cls("unknown")
+
+
+def storable(value: Any) -> JSON:
+    """``value`` if it can be stored as JSON, else its text (recorded, never lost)."""
+    try:
+        dumps(value)
+    except InvalidInputError:
+        return {"unstorable_result": repr(value)[:2000]}
+    return value

@@ -152,6 +152,9 @@ class Run:
     budget: BudgetState | None = None
     workflow_version: int = 1
     state_schema: int = 1
+    state_seal: str | None = None
+    """The sealed record of which state write each field comes from (None without a keyring,
+    and for runs sealed before it existed); see :class:`perdure.core.seal.StateSeal`."""
 
     @property
     def durability(self) -> Durability:
@@ -272,9 +275,28 @@ class Signal:
     consumed_at: datetime | None
 
 
+class WorkerState(StrEnum):
+    """``live``: beating; ``dead``: its process is gone (same host) or it missed its beats;
+    ``stopped``: it drained and left."""
+
+    LIVE = "live"
+    DEAD = "dead"
+    STOPPED = "stopped"
+
+
+MISSED_BEATS = 2.5
+"""A worker that has not beaten for this many of its beat intervals is dead."""
+
+DEFAULT_BEAT_SECONDS = 10.0
+"""The beat interval assumed for a worker that did not record one (the default lease / 3)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerInfo:
-    """A worker process as it last reported itself (``stopped_at`` set once it drained)."""
+    """A worker process as it last reported itself (``stopped_at`` set once it drained).
+
+    ``beat_seconds`` is how often it beats; ``state`` is what the reader concluded (see
+    :meth:`perdure.runtime.runtime.Runtime.workers`)."""
 
     owner: str
     host: str
@@ -284,3 +306,10 @@ class WorkerInfo:
     started_at: datetime
     last_beat: datetime
     stopped_at: datetime | None
+    beat_seconds: float | None = None
+    state: WorkerState = WorkerState.LIVE
+
+    def missed_beats(self, now: datetime) -> bool:
+        """True when the worker has been silent for :data:`MISSED_BEATS` beat intervals."""
+        interval = self.beat_seconds or DEFAULT_BEAT_SECONDS
+        return (now - self.last_beat).total_seconds() > MISSED_BEATS * interval

@@ -22,6 +22,7 @@ QUARANTINE_REASONS = (
     "no_migration",
     "unknown_step",
     "integrity_failed",
+    "state_replayed",
     "oversize",
     "retired_dependency",
 )

@@ -13,7 +13,7 @@ from perdure.core.effects import EffectStatus
 from perdure.core.errors import ConfigError, InvalidInputError, PerdureError, WorkflowNotFoundError
 from perdure.core.ids import checked_id
 from perdure.core.model import Principal, Run, RunStatus
-from perdure.core.seal import Keyring, open_fields, seal_fields
+from perdure.core.seal import Keyring, open_for_repair, seal_state
 from perdure.core.serde import Limits, dumps
 from perdure.core.workflow import Workflow
 from perdure.store.base import Store
@@ -97,17 +97,28 @@ class RuntimeParts:
                 fix=f"pick one of {', '.join(wf.steps)} with --at",
             )
         patched: dict[str, bytes] = {}
+        state_seal: str | None = None
         if patch:
             if not isinstance(patch, dict):
                 raise InvalidInputError("a state patch must be a JSON object of fields")
             patched = {k: dumps(v) for k, v in patch.items()}
             stored = self.store.load_state(run.tenant_id, run.run_id)
-            try:
-                current = open_fields(self.keyring, run.tenant_id, run.run_id, stored)
-            except PerdureError:
-                current = {}  # a tampered run is repaired by patching every field it needs
+            current, after = open_for_repair(
+                self.keyring, run.tenant_id, run.run_id, stored, run.state_seal
+            )
             wf.codec.coerce_fields(self.checked({**current, **patched}))
-            patched = seal_fields(self.keyring, run.tenant_id, run.run_id, patched)
+            # A patch re-seals the whole state: the fields not patched are kept as stored (the
+            # operator's decision), under a new record the replayed or tampered ones cannot match.
+            sealed = seal_state(
+                self.keyring,
+                run.tenant_id,
+                run.run_id,
+                {**current, **patched} if self.keyring else patched,
+                previous=None,
+                steps=run.steps_done,
+                after=after,
+            )
+            patched, state_seal = sealed.fields, sealed.seal
         budget = run.budget
         if add_budget is not None:
             budget = (budget or Budget().start()).extended(add_budget)
@@ -121,12 +132,13 @@ class RuntimeParts:
             expected_version=run.state_version,
             next_step=step,
             state=patched,
+            state_seal=state_seal,
             budget=budget,
             now=self.clock.now(),
             data={
                 "by": by or self.owner,
                 "at": step,
-                "patched": sorted(patched),
+                "patched": sorted(patch or {}),
                 "from": str(run.status),
             },
         )

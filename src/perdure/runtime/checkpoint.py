@@ -14,7 +14,7 @@ from typing import Any
 
 from perdure.core.errors import DecodeError
 from perdure.core.model import Run
-from perdure.core.seal import IntegrityError, Keyring, open_fields
+from perdure.core.seal import IntegrityError, Keyring, ReplayError, StateSeal, open_state
 from perdure.core.serde import Limits, OversizeError, dumps, loads
 from perdure.core.versions import Quarantine, Upgrade, migrate, plan
 from perdure.core.workflow import Workflow
@@ -23,12 +23,14 @@ from perdure.core.workflow import Workflow
 @dataclass(frozen=True, slots=True)
 class Readable:
     """A checkpoint this code can run: the decoded state, its fields, and the upgrade applied
-    (``upgrade.changes``: the stored run must be rewritten first; ``drop``: fields to delete)."""
+    (``upgrade.changes``: the stored run must be rewritten first; ``drop``: fields to delete);
+    ``record``: the run row's verified seal record (None without one)."""
 
     state: Any
     fields: dict[str, bytes]
     upgrade: Upgrade
     drop: tuple[str, ...]
+    record: StateSeal | None = None
 
 
 def inspect(
@@ -41,7 +43,11 @@ def inspect(
 ) -> Readable | Quarantine:
     """Decide whether (and how) ``workflow`` can continue ``run`` from its ``stored`` fields."""
     try:
-        fields = open_fields(keyring, run.tenant_id, run.run_id, stored)
+        fields, record = open_state(
+            keyring, run.tenant_id, run.run_id, stored, seal=run.state_seal, steps=run.steps_done
+        )
+    except ReplayError as exc:
+        return Quarantine("state_replayed", exc.message, exc.evidence)
     except IntegrityError as exc:
         return Quarantine("integrity_failed", exc.message, {"fields": sorted(stored)})
     try:
@@ -80,7 +86,7 @@ def inspect(
             {"state_schema": upgrade.to_schema, "fields": sorted(fields)},
         )
     encoded = workflow.codec.to_fields(state)
-    return Readable(state, encoded, upgrade, tuple(sorted(set(stored) - set(encoded))))
+    return Readable(state, encoded, upgrade, tuple(sorted(set(stored) - set(encoded))), record)
 
 
 def _limits(limits: Limits) -> dict[str, int]:

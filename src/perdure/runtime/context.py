@@ -150,6 +150,7 @@ class Context:
         reconcile: Reconcile | None = None,
         compensate: Compensate | None = None,
         retry: RetryPolicy | None = None,
+        deadline: float | None = None,
     ) -> JSON:
         """Make an external side effect exactly once in business terms; return its result.
 
@@ -173,6 +174,12 @@ class Context:
         :class:`perdure.core.effects.EffectResult` to record a receipt id with the result. A
         different ``request`` under the same ``name`` in the same step occurrence raises
         :class:`perdure.core.effects.EffectConflictError`.
+
+        ``deadline`` (seconds) is the call's timeout: ``execute(request, key, timeout=deadline)``
+        is called and must give up by then. It is recorded with the attempt, so a worker that
+        takes the run over while that attempt is ``executing`` does not trust a reconcile's
+        "not found" before the deadline has passed: the run sleeps durably until then and asks
+        again. What this does and does not guarantee: ``docs/recovery.md``.
         """
         if self._host.bridge.on_loop():
             raise DefinitionError(
@@ -189,6 +196,7 @@ class Context:
             reconcile=reconcile,
             compensate=compensate,
             retry=retry,
+            deadline=deadline,
         )
 
     async def aeffect(
@@ -202,6 +210,7 @@ class Context:
         reconcile: Reconcile | None = None,
         compensate: Compensate | None = None,
         retry: RetryPolicy | None = None,
+        deadline: float | None = None,
     ) -> JSON:
         """:meth:`effect` for ``async def`` steps: ``result = await ctx.aeffect(...)``.
 
@@ -228,6 +237,7 @@ class Context:
                 reconcile=reconcile,
                 compensate=compensate,
                 retry=retry,
+                deadline=deadline,
             )
 
         return await host.bridge.call(run)

@@ -12,7 +12,7 @@ from perdure.core.errors import InvalidInputError, RunBusyError, RunClosedError,
 from perdure.core.ids import checked_id, new_id
 from perdure.core.model import Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
-from perdure.core.seal import seal_fields
+from perdure.core.seal import seal_state
 from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
 from perdure.runtime.base import RuntimeParts
@@ -65,6 +65,9 @@ def new_run(
     if wf.model is not None:
         extra.setdefault("model", wf.model)
     manifest = Release(wf.version, wf.state_schema, mode, **extra)
+    sealed = seal_state(
+        parts.keyring, tenant, run_id, parts.checked(state_fields), previous=None, steps=0
+    )
     new = NewRun(
         run_id=run_id,
         tenant_id=tenant,
@@ -72,7 +75,8 @@ def new_run(
         workflow=wf.name,
         start_step=wf.start,
         release=manifest,
-        state=seal_fields(parts.keyring, tenant, run_id, parts.checked(state_fields)),
+        state=sealed.fields,
+        state_seal=sealed.seal,
         idempotency_key=options.idempotency_key,
         messages=options.messages,
         budget=limits.start() if (limits := options.budget or wf.budget) is not None else None,

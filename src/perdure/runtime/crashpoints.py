@@ -8,6 +8,14 @@ comparison.
 Points: ``before_commit`` and ``after_commit`` around every step-boundary commit (named by the
 step); ``before_intent``, ``after_intent``, ``after_call`` and ``after_outcome`` around every
 effect (named by the effect).
+
+Fault points, for the fault drills (``perdure drills``): ``PERDURE_FAULT_AT=<fault>:<name>``
+injects one fault, once per process: ``timeout:<step>`` makes the step's call raise
+``TimeoutError`` (a model call that timed out) before the step's code runs; ``unknown:<effect>``
+treats the effect's answer as an unknown outcome after ``execute`` returned (the provider acted,
+the reply was lost); ``hold:<step>`` waits, before the step's code runs, until the file named by
+``PERDURE_FAULT_GATE`` can be locked shared (the drill holds it exclusively). When a fault fires,
+the file named by ``PERDURE_FAULT_MARK`` (if set) is created first, so the drill knows.
 """
 
 from __future__ import annotations
@@ -32,6 +40,28 @@ def arm(spec: str | None) -> None:
     global _spec, _point, _name  # noqa: PLW0603 (one process-wide setting, like the variable)
     _spec = spec or None
     _point, _, _name = (spec or "").partition(":")
+
+
+_fault_kind, _, _fault_name = (os.environ.get("PERDURE_FAULT_AT") or "").partition(":")
+_fault_fired = False
+
+
+def fault(kind: str, name: str) -> bool:
+    """True (once per process) if ``PERDURE_FAULT_AT`` selects this fault for ``name``; a
+    ``hold`` fault has waited at its gate when this returns."""
+    global _fault_fired  # noqa: PLW0603 (one process-wide setting, like the variable)
+    if _fault_fired or kind != _fault_kind or (_fault_name and name != _fault_name):
+        return False
+    _fault_fired = True
+    mark = os.environ.get("PERDURE_FAULT_MARK")
+    if mark:
+        open(mark, "w").close()
+    if kind == "hold":
+        import fcntl
+
+        with open(os.environ["PERDURE_FAULT_GATE"], "a") as gate:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+    return True
 
 
 def crashpoint(point: str, name: str | None = None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Generator
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from perdure.core.clock import Clock
@@ -18,28 +19,31 @@ from perdure.core.effects import (
     ErrorClass,
     NewEffect,
     Reconciled,
+    UnknownOutcomeError,
+    check_deadline,
     classify,
     effect_key,
     error_json,
     request_hash,
+    storable,
 )
 from perdure.core.errors import DefinitionError, InvalidInputError, PerdureError
 from perdure.core.model import JSON
 from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
-from perdure.core.serde import dumps
 from perdure.core.signals import Escalate, RetryLater
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
-from perdure.runtime.crashpoints import crashpoint
+from perdure.runtime.crashpoints import crashpoint, fault
 from perdure.store.base import Store
 
 if TYPE_CHECKING:
     from perdure.core.retry import RetryPolicy
     from perdure.core.workflow import Workflow
 
-Execute = Callable[[Any, str], Any]
-"""``execute(request, key)``: makes the call; sync, or ``async def``."""
+Execute = Callable[..., Any]
+"""``execute(request, key)``: makes the call; sync, or ``async def``. An effect with a
+``deadline`` calls ``execute(request, key, timeout=seconds)``: the call must give up by then."""
 Reconcile = Callable[[Any, str], "Reconciled | Awaitable[Reconciled]"]
 """``reconcile(request, key)``: asks the provider what happened; sync, or ``async def``."""
 Compensate = Callable[[Any, str, Any], Any]
@@ -96,10 +100,12 @@ class EffectRunner:
         reconcile: Reconcile | None = None,
         compensate: Compensate | None = None,
         retry: RetryPolicy | None = None,
+        deadline: float | None = None,
     ) -> JSON:
         """See :meth:`perdure.runtime.context.Context.effect`."""
+        check_deadline(name, deadline)
         new = self.new_effect(name, target, operation, request, self._compensator_name(compensate))
-        return self.drive(new, execute, reconcile, retry)
+        return self.drive(new, execute, reconcile, retry, deadline=deadline)
 
     def new_effect(
         self, name: str, target: str, operation: str, request: JSON, compensator: str | None
@@ -129,9 +135,10 @@ class EffectRunner:
         reconcile: Reconcile | None,
         retry: RetryPolicy | None,
         before_call: Callable[[], None] | None = None,
+        deadline: float | None = None,
     ) -> JSON:
         """Take an effect from whatever its record says to a recorded outcome."""
-        steps = self.drive_steps(new, execute, reconcile, retry, before_call)
+        steps = self.drive_steps(new, execute, reconcile, retry, before_call, deadline)
         while True:
             try:
                 next(steps)
@@ -145,6 +152,7 @@ class EffectRunner:
         reconcile: Reconcile | None,
         retry: RetryPolicy | None,
         before_call: Callable[[], None] | None = None,
+        deadline: float | None = None,
     ) -> Generator[Any, None, JSON]:
         """:meth:`drive` as a generator: when ``execute`` returns a generator (a streamed model
         call), its items are passed on to the caller as they come, and its return value is the
@@ -171,13 +179,15 @@ class EffectRunner:
             if action is Action.ADVANCE and record is not None:
                 return self._replay(record)
             if action is Action.RECONCILE and record is not None and reconcile is not None:
-                record = self._reconcile(record, reconcile, recovering=True)
+                record = self._reconcile(
+                    record, reconcile, recovering=True, in_flight_until=self._in_flight(record)
+                )
                 reconciled = True
                 continue
             if action is Action.EXECUTE:
                 if before_call is not None:
                     before_call()
-                return (yield from self._execute(new, record, execute, reconcile, retry))
+                return (yield from self._execute(new, record, execute, reconcile, retry, deadline))
             raise self._stopped(new.key, record, retry)
 
     # -- steps of the protocol -----------------------------------------------------------------
@@ -189,6 +199,7 @@ class EffectRunner:
         execute: Execute,
         reconcile: Reconcile | None,
         retry: RetryPolicy | None,
+        deadline: float | None,
     ) -> Generator[Any, None, JSON]:
         crashpoint("before_intent", new.name)
         if record is None:
@@ -200,10 +211,17 @@ class EffectRunner:
                 self.clock.now(),
             )
         crashpoint("after_intent", new.name)
-        record = self.move(record, S.EXECUTING, attempts_delta=1)
+        until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
+        record = self.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
         try:
-            out = execute(new.request, new.key)
+            out = (
+                execute(new.request, new.key)
+                if deadline is None
+                else execute(new.request, new.key, timeout=deadline)
+            )
             out = (yield from out) if isinstance(out, Generator) else self.awaited(out)
+            if fault("unknown", new.name):
+                raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
         except Exception as exc:
             crashpoint("after_call", new.name)
             return self._failed(record, exc, reconcile, retry)
@@ -211,10 +229,10 @@ class EffectRunner:
         result, receipt = (
             (out.result, out.receipt) if isinstance(out, EffectResult) else (out, None)
         )
-        storable = _storable(result)
-        self.move(record, S.CONFIRMED, result=storable, receipt=receipt)
+        kept = storable(result)
+        self.move(record, S.CONFIRMED, result=kept, receipt=receipt)
         crashpoint("after_outcome", new.name)
-        if storable is not result:
+        if kept is not result:
             raise InvalidInputError(
                 f"effect {new.key} returned a value that is not JSON; it was recorded as text",
                 fix="return JSON-compatible data (or EffectResult) from execute",
@@ -256,16 +274,31 @@ class EffectRunner:
         *,
         recovering: bool,
         error: JSON = None,
+        in_flight_until: datetime | None = None,
     ) -> EffectRecord:
         """Ask the provider what happened; confirmed -> confirmed, not found -> planned (the
-        interrupted attempt is not counted when recovering), unknown -> ambiguous + escalate."""
+        interrupted attempt is not counted when recovering), unknown -> ambiguous + escalate.
+
+        ``in_flight_until``: another execution's attempt may still be under way until then (its
+        deadline): "not found" proves nothing yet, so the run sleeps durably until that time and
+        asks again, the effect staying ``executing``."""
         try:
             found = self.awaited(reconcile(record.request, record.key))
         except Exception as exc:
             found, error = Reconciled.unknown(), error_json(exc)
         if found.status == "confirmed":
             return self.move(
-                record, S.CONFIRMED, result=_storable(found.result), receipt=found.receipt
+                record, S.CONFIRMED, result=storable(found.result), receipt=found.receipt
+            )
+        if found.status == "not_found" and in_flight_until is not None:
+            raise RetryLater(
+                in_flight_until,
+                {
+                    "effect": record.key,
+                    "kind": "in_flight",
+                    "message": "another worker's attempt may still land until its deadline",
+                    "deadline": in_flight_until.isoformat(),
+                },
             )
         if found.status == "not_found":
             note: dict[str, JSON] = {
@@ -341,6 +374,7 @@ class EffectRunner:
         result: JSON = None,
         receipt: str | None = None,
         error: JSON = None,
+        deadline: datetime | None = None,
     ) -> EffectRecord:
         if status not in EFFECT_ALLOWED[record.status]:
             raise PerdureError(f"effect {record.key}: {record.status} -> {status} is not allowed")
@@ -355,7 +389,15 @@ class EffectRunner:
             result=result,
             receipt=receipt,
             error=error,
+            deadline=deadline,
         )
+
+    def _in_flight(self, record: EffectRecord) -> datetime | None:
+        """The deadline of an earlier execution's attempt that has not passed yet (an
+        ``executing`` record found on arrival was left by another fence), else None."""
+        if record.status is not S.EXECUTING or record.deadline is None:
+            return None
+        return record.deadline if self.clock.now() < record.deadline else None
 
     def _checkpoint(self) -> Checkpoint:
         run = self.claim.run
@@ -390,12 +432,3 @@ class EffectRunner:
                 fix="list it in Workflow(..., compensators=[...]) so it can run after a restart",
             )
         return name
-
-
-def _storable(value: Any) -> JSON:
-    """``value`` if it can be stored as JSON, else its text (recorded, never lost)."""
-    try:
-        dumps(value)
-    except InvalidInputError:
-        return {"unstorable_result": repr(value)[:2000]}
-    return value

@@ -23,7 +23,7 @@ from perdure.core.errors import (
 )
 from perdure.core.model import JSON, Durability, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
-from perdure.core.seal import seal_fields
+from perdure.core.seal import StateSeal, seal_state
 from perdure.core.signals import Cancelled, Escalate, RetryLater
 from perdure.core.versions import Quarantine
 from perdure.core.workflow import (
@@ -67,6 +67,7 @@ class Execution:
         self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
+        self.record: StateSeal | None = None
 
     @property
     def run(self) -> Run:
@@ -101,6 +102,7 @@ class Execution:
         found = inspect(self.run, stored, wf, keyring=self.keyring, limits=self.limits)
         if isinstance(found, Quarantine):
             return self._quarantine(found.reason, found.message, found.evidence)
+        self.record = found.record
         if found.upgrade.changes:
             self._upgrade(found)
         self.host.replacements = found.upgrade.replacements
@@ -135,7 +137,6 @@ class Execution:
             except Cancelled:
                 self.committer.flush()
                 return self._after_stale()
-            fields.update(boundary.state)
             crashpoint("before_commit", boundary.step)
             self.committer.submit(boundary)
             if self.committer.mode is Durability.SYNC:
@@ -152,12 +153,22 @@ class Execution:
     def _upgrade(self, found: Readable) -> None:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""
         run, wf, up = self.run, self.workflow, found.upgrade
+        sealed = seal_state(
+            self.keyring,
+            run.tenant_id,
+            run.run_id,
+            found.fields,
+            previous=self.record,
+            steps=self.seq,
+            drop=found.drop,
+        )
         upgraded = self.store.upgrade_run(
             run.tenant_id,
             run.run_id,
             fence=run.fence,
             expected_version=self.claim.version,
-            fields=seal_fields(self.keyring, run.tenant_id, run.run_id, found.fields),
+            fields=sealed.fields,
+            state_seal=sealed.seal,
             drop=found.drop,
             next_step=up.next_step,
             workflow_version=wf.version,
@@ -172,6 +183,7 @@ class Execution:
                 "dropped_fields": list(found.drop),
             },
         )
+        self.record = sealed.record
         self.claim.adopt(upgraded)
 
     def _step(
@@ -193,13 +205,23 @@ class Execution:
         if outcome.state is not None:
             state = outcome.state
         unresolved = self.compensation.all() if isinstance(outcome, Fail) else []
-        changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
+        reseal = self.keyring is not None and self.record is None  # sealed before records
+        changed = {k: v for k, v in encoded.items() if reseal or fields.get(k) != v}
+        sealed = seal_state(
+            self.keyring,
+            run.tenant_id,
+            run.run_id,
+            changed,
+            previous=self.record,
+            steps=self.seq + 1,
+        )
         self.host.step_done(ctx.new_messages)
         common: dict[str, Any] = {
             "step": name,
             "started_at": started,
             "finished_at": self.clock.now(),
-            "state": seal_fields(self.keyring, run.tenant_id, run.run_id, changed),
+            "state": sealed.fields,
+            "state_seal": sealed.seal,
             "messages": tuple(ctx.new_messages),
             "budget": self.host.spend(name, encoded),
             "workflow_version": wf.version,
@@ -209,6 +231,8 @@ class Execution:
         if unresolved and boundary.error is not None:
             error = replace(boundary.error, unresolved_compensations=tuple(unresolved))
             boundary = replace(boundary, error=error)
+        fields.update(changed)
+        self.record = sealed.record
         return boundary, state, next_step_of(outcome)
 
     # -- stopping -------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ class Heartbeat:
                     concurrency=self._concurrency,
                     runs_held=len(held),
                     now=self.clock.now(),
+                    beat_seconds=self.interval,
                 )
         if not held:
             return

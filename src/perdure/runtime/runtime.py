@@ -29,6 +29,7 @@ from perdure.runtime.clock import default_clock
 from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
+from perdure.runtime.fleet import Fleet
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.services import RunView, Services, Stopped
 from perdure.runtime.stream_reader import Streams
@@ -111,6 +112,7 @@ class Runtime:
         self.versions = Versions(parts)
         self.threads = Threads(parts)
         self.streams = Streams(parts, self.shutdown)
+        self.fleet = Fleet(store, parts.clock, parts.owner)
         if migrate:
             store.migrate(parts.clock.now())
 
@@ -199,7 +201,12 @@ class Runtime:
         if not self.workflows:
             return None
         return self.store.claim(
-            self.owner, self._lease_end(), self.clock.now(), list(self.workflows), tenant_id=tenant
+            self.owner,
+            self._lease_end(),
+            self.clock.now(),
+            list(self.workflows),
+            tenant_id=tenant,
+            dead_owners=self.fleet.dead_owners(),
         )
 
     def advance_claimed(self, run: Run) -> Stopped:
@@ -357,8 +364,9 @@ class Runtime:
     # -- the fleet ------------------------------------------------------------------------------
 
     def workers(self) -> list[WorkerInfo]:
-        """Live workers of this database, and those that left in the last hour."""
-        return self.store.workers(self.clock.now() - timedelta(hours=1))
+        """Workers of this database (``live`` or ``dead``), and those that left in the last
+        hour (``stopped``); see :class:`~perdure.runtime.fleet.Fleet`."""
+        return self.fleet.workers()
 
     def stuck(self, *, threshold_seconds: float = 300.0, limit: int = 100) -> list[Run]:
         """The watchdog's view: RUNNING runs of every tenant with no progress (no commit, no

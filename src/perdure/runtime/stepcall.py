@@ -29,6 +29,7 @@ from perdure.core.workflow import (
 from perdure.runtime.aio import Bridge
 from perdure.runtime.claim import Claim
 from perdure.runtime.context import Context
+from perdure.runtime.crashpoints import fault
 from perdure.runtime.host import StepHost
 
 
@@ -51,6 +52,9 @@ class StepCaller:
         action ``needs_attention``; other escalations become a failure or the failure step.
         """
         try:
+            fault("hold", step.name)
+            if fault("timeout", step.name):
+                raise TimeoutError(f"fault drill: the model call in step {step.name!r} timed out")
             returned = step(ctx, state)
             # an async def step returns a coroutine: it runs on the event loop
             outcome = self.bridge.run(returned) if isinstance(returned, Coroutine) else returned

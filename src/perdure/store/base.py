@@ -63,6 +63,8 @@ class NewRun:
     budget: BudgetState | None = None
     policy: ThreadPolicy | None = None
     """What to do when the thread is busy (None: the thread's own policy, else enqueue)."""
+    state_seal: str | None = None
+    """The run row's sealed record of its state (see :class:`perdure.core.seal.StateSeal`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,8 @@ class Boundary:
     budget: BudgetState | None = None
     workflow_version: int | None = None
     state_schema: int | None = None
+    state_seal: str | None = None
+    """The run row's new sealed state record (None: unchanged)."""
 
 
 class Store(
@@ -162,6 +166,7 @@ class Store(
         tenant_id: str | None = None,
         run_id: str | None = None,
         dead_owner: str | None = None,
+        dead_owners: Sequence[str] = (),
     ) -> Run | None:
         """Atomically take the lease on one runnable run and return it with its new fence.
 
@@ -174,7 +179,8 @@ class Store(
         ``run_id`` the oldest runnable run of any tenant is taken (this is the worker's scan,
         the one query not scoped by tenant); with ``run_id`` (and ``tenant_id``) only that run.
         ``dead_owner`` names an owner the caller has proven dead (a process of this host that no
-        longer exists): its live-looking lease counts as expired. Returns None when nothing is
+        longer exists), ``dead_owners`` more of them (workers whose heartbeat stopped): their
+        live-looking leases count as expired. Returns None when nothing is
         claimable; two concurrent claimers never
         both get the same run.
 

@@ -56,10 +56,12 @@ class EffectLedger(Protocol):
         receipt: str | None = None,
         error: JSON = None,
         resolution: JSON = None,
+        deadline: datetime | None = None,
     ) -> EffectRecord:
         """Move an effect from ``expected_status`` to ``status`` (the caller checked
         ``perdure.core.effects.EFFECT_ALLOWED``), adding ``attempts_delta`` to its attempts and
         storing the given result, receipt, last error and resolution (None keeps the old value).
+        A move to ``executing`` records ``deadline``, the attempt's own (None: it has none).
 
         Guarded by ``expected_status`` and, when ``fence`` is given, by the run's fence and a
         non-terminal run. A person's decision passes ``fence=None``. Raises
@@ -152,6 +154,7 @@ class WaitsStore(Protocol):
         budget: BudgetState | None,
         now: datetime,
         data: JSON,
+        state_seal: str | None = None,
     ) -> Run:
         """A person continues a NEEDS_ATTENTION or QUARANTINED run: status RUNNING (lease
         free) at ``next_step``, with the state fields in ``state`` rewritten, the budget
@@ -198,6 +201,7 @@ class UpgradesStore(Protocol):
         state_schema: int,
         now: datetime,
         data: JSON,
+        state_seal: str | None = None,
     ) -> Run:
         """Rewrite a claimed run for the running code: the migrated state ``fields`` (all of
         them), the fields in ``drop`` deleted, the (renamed) ``next_step`` and the versions it is
@@ -225,9 +229,18 @@ class FleetStore(Protocol):
     """Workers, the watchdog, timers and wake-ups."""
 
     def worker_beat(
-        self, owner: str, *, host: str, pid: int, concurrency: int, runs_held: int, now: datetime
+        self,
+        owner: str,
+        *,
+        host: str,
+        pid: int,
+        concurrency: int,
+        runs_held: int,
+        now: datetime,
+        beat_seconds: float | None = None,
     ) -> None:
-        """Record that worker ``owner`` is alive (creating its row on the first beat)."""
+        """Record that worker ``owner`` is alive (creating its row on the first beat), and how
+        often it beats."""
         ...
 
     def worker_stopped(self, owner: str, now: datetime) -> None:
@@ -235,7 +248,9 @@ class FleetStore(Protocol):
         ...
 
     def workers(self, since: datetime) -> list[WorkerInfo]:
-        """Workers still running, and those that stopped after ``since``, oldest first."""
+        """Workers that beat after ``since`` and did not stop, and those that stopped after
+        ``since``, oldest first (a worker that died silently drops out once ``since`` passes
+        its last beat)."""
         ...
 
     def stuck_runs(self, before: datetime, *, limit: int = 100) -> list[Run]:

@@ -101,6 +101,7 @@ def advance_params(
         "budget": to_json(last.budget),
         "workflow_version": last.workflow_version,
         "state_schema": last.state_schema,
+        "state_seal": last.state_seal,
         "now": at,
         "fence": fence,
         "expected_version": expected_version,
@@ -188,6 +189,7 @@ def run_from_row(row: Row, when: When) -> Run:
         budget=BudgetState.from_json(from_json(row["budget"])),
         workflow_version=row["workflow_version"],
         state_schema=row["state_schema"],
+        state_seal=row["state_seal"],
     )
 
 
@@ -245,6 +247,7 @@ def effect_from_row(row: Row, when: When) -> EffectRecord:
         resolution=from_json(row["resolution"]),
         created_at=_at(when, row["created_at"]),
         updated_at=_at(when, row["updated_at"]),
+        deadline=when(row["deadline"]),
     )
 
 
@@ -259,6 +262,7 @@ def worker_from_row(row: Row, when: When) -> WorkerInfo:
         started_at=_at(when, row["started_at"]),
         last_beat=_at(when, row["last_beat"]),
         stopped_at=when(row["stopped_at"]),
+        beat_seconds=row["beat_seconds"],
     )
 
 

@@ -74,6 +74,7 @@ def update_effect(
     receipt: str | None = None,
     error: JSON = None,
     resolution: JSON = None,
+    deadline: datetime | None = None,
 ) -> EffectRecord:
     """See :meth:`Store.update_effect`."""
     d = self.driver
@@ -91,6 +92,7 @@ def update_effect(
                 "receipt": receipt,
                 "error": to_json(error),
                 "resolution": to_json(resolution),
+                "deadline": d.stamp(deadline),
                 "fence": fence,
                 "now": at,
             },

@@ -23,6 +23,7 @@ def worker_beat(
     concurrency: int,
     runs_held: int,
     now: datetime,
+    beat_seconds: float | None = None,
 ) -> None:
     """See :meth:`Store.worker_beat`."""
     params = {
@@ -31,6 +32,7 @@ def worker_beat(
         "pid": pid,
         "concurrency": concurrency,
         "runs_held": runs_held,
+        "beat_seconds": beat_seconds,
         "now": self.driver.stamp(now),
     }
     with self.driver.write() as tx:

@@ -47,10 +47,6 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
         for _ in range(ADMIT_TRIES):
             if new.idempotency_key is not None and (found := tx.one("run_by_key", key)):
                 return run_from_row(found, d.when), False
-            ahead = tx.all("thread_runs", thread)
-            policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
-            if ahead and policy is ThreadPolicy.REJECT:
-                raise threads.busy_error(new.tenant_id, new.thread_id, ahead)
             inserted = tx.one(
                 "insert_run",
                 {
@@ -63,6 +59,7 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
                     "budget": to_json(new.budget),
                     "workflow_version": new.release.workflow_version,
                     "state_schema": new.release.state_schema,
+                    "state_seal": new.state_seal,
                     "now": at,
                 },
             )
@@ -73,6 +70,14 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
                 f"thread {new.thread_id} kept taking new runs while this one was created",
                 fix="retry",
             )
+        # Read the queue only once the run holds its place: every run ahead of it has committed
+        # by then (a creator that took the same place a moment earlier made this insert wait
+        # for it), so none is missed, and none behind it can have committed yet. A rejected run
+        # is undone with the transaction.
+        ahead = [r for r in tx.all("thread_runs", thread) if r["run_id"] != new.run_id]
+        policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
+        if ahead and policy is ThreadPolicy.REJECT:
+            raise threads.busy_error(new.tenant_id, new.thread_id, ahead)
         write_fields(tx, ids, new.state)
         created: dict[str, JSON] = {"workflow": new.workflow}
         if ahead:
@@ -133,6 +138,7 @@ def claim(
     tenant_id: str | None = None,
     run_id: str | None = None,
     dead_owner: str | None = None,
+    dead_owners: Sequence[str] = (),
 ) -> Run | None:
     """See :meth:`Store.claim`. The pick (``pick_next`` for the worker's scan, ``pick_run`` for
     one named run) and the update share one transaction: on PostgreSQL the scan skips rows
@@ -147,7 +153,7 @@ def claim(
         "workflows": d.array(workflows),
         "tenant_id": tenant_id,
         "run_id": run_id,
-        "dead_owner": dead_owner,
+        "dead_owners": d.array([*dead_owners, *([dead_owner] if dead_owner else [])]),
     }
     with d.write() as tx:
         picked = tx.one("pick_next" if run_id is None else "pick_run", params)

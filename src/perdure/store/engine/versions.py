@@ -59,6 +59,7 @@ def upgrade_run(
     state_schema: int,
     now: datetime,
     data: JSON,
+    state_seal: str | None = None,
 ) -> Run:
     """See :meth:`Store.upgrade_run`."""
     d = self.driver
@@ -74,6 +75,7 @@ def upgrade_run(
                 "state_schema": state_schema,
                 "fence": fence,
                 "expected_version": expected_version,
+                "state_seal": state_seal,
                 "now": at,
             },
         )

@@ -155,6 +155,7 @@ def reopen(
     budget: JSON,
     now: datetime,
     data: JSON,
+    state_seal: str | None = None,
 ) -> Run:
     """See :meth:`Store.reopen`."""
     d = self.driver
@@ -169,6 +170,7 @@ def reopen(
                 "budget": to_json(budget),
                 "expected_status": str(expected_status),
                 "expected_version": expected_version,
+                "state_seal": state_seal,
                 "now": at,
             },
         )

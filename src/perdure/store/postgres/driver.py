@@ -243,8 +243,10 @@ DATA_HINTS = {
     "2201W": "give a limit of 0 or more",
     "2201X": "give an offset of 0 or more",
     "22P02": "give a value of the right type",
+    "": "remove NUL characters from text (the driver refuses them before sending)",
 }
-"""One hint per SQLSTATE of class 22 (data exception)."""
+"""One hint per SQLSTATE of class 22 (data exception); ``""``: psycopg's own refusal, which has
+no SQLSTATE (text holding NUL)."""
 
 
 def translate_error(exc: psycopg.Error, where: str) -> PerdureError:

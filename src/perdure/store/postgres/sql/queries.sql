@@ -12,11 +12,11 @@ SELECT set_config('synchronous_commit', 'on', false),
 -- the place a concurrent creator took a moment ago (the insert waits for it to commit), inserts
 -- nothing; the engine then tells the two apart.
 INSERT INTO perdure.runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                          idempotency_key, budget, workflow_version, state_schema, thread_seq,
-                          created_at, updated_at)
+                          idempotency_key, budget, workflow_version, state_schema, state_seal,
+                          thread_seq, created_at, updated_at)
 VALUES (%(run_id)s, %(tenant_id)s, %(thread_id)s, %(workflow)s, 'PENDING', %(next_step)s,
         %(release)s::json, %(idempotency_key)s, %(budget)s::json, %(workflow_version)s,
-        %(state_schema)s,
+        %(state_schema)s, %(state_seal)s,
         (SELECT COALESCE(MAX(thread_seq), 0) + 1 FROM perdure.runs
          WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s),
         %(now)s, %(now)s)
@@ -26,21 +26,24 @@ RETURNING run_id;
 -- name: run_by_key
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s;
 
 -- name: get_run
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
 
 -- name: list_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s
   AND (%(any_status)s OR status = ANY (%(statuses)s::text[]))
@@ -65,7 +68,7 @@ SELECT tenant_id, run_id, owner, status
 FROM perdure.runs
 WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
+  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = ANY (%(dead_owners)s::text[]))
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
@@ -86,7 +89,7 @@ WHERE run_id = %(run_id)s
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = %(dead_owner)s)
+  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = ANY (%(dead_owners)s::text[]))
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
   AND NOT EXISTS (SELECT 1 FROM perdure.runs AS ahead  -- one writer per thread: only its
@@ -115,7 +118,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: heartbeat
 UPDATE perdure.runs SET lease_until = %(lease_until)s
@@ -142,6 +145,7 @@ SET status = %(status)s,
     budget = COALESCE(%(budget)s::json, budget),
     workflow_version = COALESCE(%(workflow_version)s::integer, workflow_version),
     state_schema = COALESCE(%(state_schema)s::integer, state_schema),
+    state_seal = COALESCE(%(state_seal)s::text, state_seal),
     result = %(result)s::json,
     error = %(error)s::json,
     owner = CASE WHEN %(keep_lease)s THEN owner END,
@@ -167,7 +171,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: defer_run
 UPDATE perdure.runs
@@ -183,14 +187,15 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: lock_run
 -- The run's row, locked until the transaction ends (a signal and a commit that would wait for
 -- it take turns, so a signal is never left in the inbox of a run that waits for it).
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 FOR UPDATE;
@@ -280,7 +285,7 @@ ON CONFLICT (effect_key) DO NOTHING;
 -- name: get_effect
 SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
        request, status, attempts, result, receipt, last_error, compensator, resolution,
-       created_at, updated_at
+       created_at, updated_at, deadline
 FROM perdure.effects
 WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s;
 
@@ -292,6 +297,8 @@ SET status = %(status)s,
     receipt = COALESCE(%(receipt)s::text, receipt),
     last_error = COALESCE(%(error)s::json, last_error),
     resolution = COALESCE(%(resolution)s::json, resolution),
+    deadline = CASE WHEN %(status)s = 'executing' THEN %(deadline)s::timestamptz
+                    ELSE deadline END,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s AND status = %(expected_status)s
   AND (%(fence)s::bigint IS NULL OR EXISTS (
@@ -302,12 +309,12 @@ WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s AND status = %(expected
         FOR SHARE))
 RETURNING effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
           request, status, attempts, result, receipt, last_error, compensator, resolution,
-          created_at, updated_at;
+          created_at, updated_at, deadline;
 
 -- name: list_effects
 SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
        request, status, attempts, result, receipt, last_error, compensator, resolution,
-       created_at, updated_at
+       created_at, updated_at, deadline
 FROM perdure.effects
 WHERE tenant_id = %(tenant_id)s
   AND (%(run_id)s::text IS NULL OR run_id = %(run_id)s)
@@ -395,6 +402,7 @@ UPDATE perdure.runs
 SET status = 'RUNNING',
     next_step = %(next_step)s,
     budget = COALESCE(%(budget)s::json, budget),
+    state_seal = COALESCE(%(state_seal)s::text, state_seal),
     waiting = NULL, wake_at = NULL,       -- no wait left
     step_attempts = 0, retry_since = NULL,  -- no retry pending
     owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
@@ -404,7 +412,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: reset_planned_effects
 UPDATE perdure.effects SET attempts = 0, updated_at = %(now)s
@@ -427,6 +435,7 @@ UPDATE perdure.runs
 SET next_step = %(next_step)s,
     workflow_version = %(workflow_version)s,
     state_schema = %(state_schema)s,
+    state_seal = COALESCE(%(state_seal)s::text, state_seal),
     state_version = state_version + 1,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
@@ -434,7 +443,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema;
+          state_schema, state_seal;
 
 -- name: delete_field
 DELETE FROM perdure.state_fields
@@ -443,7 +452,8 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND field = %(field)s;
 -- name: scan_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema
+       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       state_seal
 FROM perdure.runs
 WHERE status = ANY (%(statuses)s::text[])
   AND (%(workflow)s::text IS NULL OR workflow = %(workflow)s)
@@ -463,18 +473,20 @@ WHERE status = 'QUARANTINED' AND workflow = %(workflow)s
 RETURNING tenant_id, run_id;
 
 -- name: worker_beat
-INSERT INTO perdure.workers (owner, host, pid, concurrency, runs_held, started_at, last_beat)
-VALUES (%(owner)s, %(host)s, %(pid)s, %(concurrency)s, %(runs_held)s, %(now)s, %(now)s)
+INSERT INTO perdure.workers (owner, host, pid, concurrency, runs_held, started_at, last_beat,
+                             beat_seconds)
+VALUES (%(owner)s, %(host)s, %(pid)s, %(concurrency)s, %(runs_held)s, %(now)s, %(now)s,
+        %(beat_seconds)s)
 ON CONFLICT (owner) DO UPDATE
 SET runs_held = excluded.runs_held, concurrency = excluded.concurrency,
-    last_beat = excluded.last_beat, stopped_at = NULL;
+    last_beat = excluded.last_beat, beat_seconds = excluded.beat_seconds, stopped_at = NULL;
 
 -- name: worker_stopped
 UPDATE perdure.workers SET stopped_at = %(now)s, runs_held = 0 WHERE owner = %(owner)s;
 
 -- name: list_workers
 SELECT * FROM perdure.workers
-WHERE stopped_at IS NULL OR stopped_at > %(since)s
+WHERE (stopped_at IS NULL AND last_beat > %(since)s) OR stopped_at > %(since)s
 ORDER BY started_at;
 
 -- name: stuck_runs
@@ -637,3 +649,10 @@ LIMIT %(limit)s;
 
 -- name: listen_streams
 LISTEN perdure_stream;
+
+-- name: terminate_sessions
+-- The fault drills' outage: end every other perdure connection to this database.
+SELECT count(pg_terminate_backend(pid)) AS ended
+FROM pg_stat_activity
+WHERE datname = current_database() AND application_name = 'perdure'
+  AND pid <> pg_backend_pid();

@@ -23,10 +23,10 @@ ROLLBACK;
 -- The run takes the next place in its thread's queue. A conflict on the idempotency key (or,
 -- on PostgreSQL, on the place a concurrent creator took) inserts nothing.
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
-                  idempotency_key, budget, workflow_version, state_schema, thread_seq,
+                  idempotency_key, budget, workflow_version, state_schema, state_seal, thread_seq,
                   created_at, updated_at)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
-        :idempotency_key, :budget, :workflow_version, :state_schema,
+        :idempotency_key, :budget, :workflow_version, :state_schema, :state_seal,
         (SELECT COALESCE(MAX(thread_seq), 0) + 1 FROM runs
          WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
         :now, :now)
@@ -66,7 +66,7 @@ SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = 
 SELECT tenant_id, run_id, owner, status FROM runs
 WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (lease_until IS NULL OR lease_until < :now OR owner IN (SELECT value FROM json_each(:dead_owners)))
   AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
@@ -84,7 +84,7 @@ SELECT tenant_id, run_id, owner, status FROM runs
 WHERE run_id = :run_id AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (lease_until IS NULL OR lease_until < :now OR owner IN (SELECT value FROM json_each(:dead_owners)))
   AND (wake_at IS NULL OR wake_at <= :now)
   AND workflow IN (SELECT value FROM json_each(:workflows))
   AND NOT EXISTS (SELECT 1 FROM runs AS ahead  -- one writer per thread: only its oldest
@@ -105,7 +105,7 @@ SET owner = :owner,
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < :now OR owner = :dead_owner)
+  AND (lease_until IS NULL OR lease_until < :now OR owner IN (SELECT value FROM json_each(:dead_owners)))
   AND (wake_at IS NULL OR wake_at <= :now)
   AND NOT EXISTS (SELECT 1 FROM runs AS ahead  -- one writer per thread: only its oldest
                   WHERE ahead.tenant_id = runs.tenant_id  -- unfinished run may be claimed
@@ -137,6 +137,7 @@ SET status = :status,
     budget = COALESCE(:budget, budget),
     workflow_version = COALESCE(:workflow_version, workflow_version),
     state_schema = COALESCE(:state_schema, state_schema),
+    state_seal = COALESCE(:state_seal, state_seal),
     result = :result,
     error = :error,
     owner = CASE WHEN :keep_lease THEN owner END,
@@ -249,6 +250,7 @@ SET status = :status,
     receipt = COALESCE(:receipt, receipt),
     last_error = COALESCE(:error, last_error),
     resolution = COALESCE(:resolution, resolution),
+    deadline = CASE WHEN :status = 'executing' THEN :deadline ELSE deadline END,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND effect_key = :key AND status = :expected_status
   AND (:fence IS NULL OR EXISTS (
@@ -328,6 +330,7 @@ UPDATE runs
 SET status = 'RUNNING',
     next_step = :next_step,
     budget = COALESCE(:budget, budget),
+    state_seal = COALESCE(:state_seal, state_seal),
     waiting = NULL, wake_at = NULL,       -- no wait left
     step_attempts = 0, retry_since = NULL,  -- no retry pending
     owner = NULL, lease_until = NULL,       -- the lease is free: any worker may claim the run
@@ -356,6 +359,7 @@ UPDATE runs
 SET next_step = :next_step,
     workflow_version = :workflow_version,
     state_schema = :state_schema,
+    state_seal = COALESCE(:state_seal, state_seal),
     state_version = state_version + 1,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
@@ -385,18 +389,19 @@ WHERE status = 'QUARANTINED' AND workflow = :workflow
 RETURNING tenant_id, run_id;
 
 -- name: worker_beat
-INSERT INTO workers (owner, host, pid, concurrency, runs_held, started_at, last_beat)
-VALUES (:owner, :host, :pid, :concurrency, :runs_held, :now, :now)
+INSERT INTO workers (owner, host, pid, concurrency, runs_held, started_at, last_beat,
+                     beat_seconds)
+VALUES (:owner, :host, :pid, :concurrency, :runs_held, :now, :now, :beat_seconds)
 ON CONFLICT (owner) DO UPDATE
 SET runs_held = excluded.runs_held, concurrency = excluded.concurrency,
-    last_beat = excluded.last_beat, stopped_at = NULL;
+    last_beat = excluded.last_beat, beat_seconds = excluded.beat_seconds, stopped_at = NULL;
 
 -- name: worker_stopped
 UPDATE workers SET stopped_at = :now, runs_held = 0 WHERE owner = :owner;
 
 -- name: list_workers
 SELECT * FROM workers
-WHERE stopped_at IS NULL OR stopped_at > :since
+WHERE (stopped_at IS NULL AND last_beat > :since) OR stopped_at > :since
 ORDER BY started_at;
 
 -- name: stuck_runs

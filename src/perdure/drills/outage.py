@@ -1,0 +1,65 @@
+"""The database drill: the database is briefly unavailable while a step runs and commits."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from perdure.store.sqlite.store import SqliteStore
+from perdure.testing import _Row
+
+if TYPE_CHECKING:
+    from perdure.drills import Drills
+
+OUTAGE_SECONDS = 2.0
+"""How long the outage lasts (wall time): SQLite's write lock held, or PostgreSQL's
+connections ended."""
+
+
+def database_unavailable(self: Drills) -> tuple[str, bool | None]:
+    """SQLite: another connection holds the write lock; PostgreSQL (``pg``): every perdure
+    connection to the database is ended, again and again (see the package docstring)."""
+    if not self.ref.steps:
+        return "not applicable: the run completes no step", None
+    step = self.ref.steps[0]
+    if self.pg is not None:
+        return postgres_outage(self, step)
+    row = self.row("database-unavailable")
+    store = SqliteStore(row.db.removeprefix("sqlite:///"))
+    try:
+        with contextlib.ExitStack() as outage:
+            with self.held_at(row, step) as proc:
+                if proc is None:
+                    return f"could not hold step {step} open ({row.observe().status})", False
+                outage.enter_context(store.driver.write())  # BEGIN IMMEDIATE: the lock
+            time.sleep(OUTAGE_SECONDS)  # the step runs; its writes wait for the lock
+    finally:
+        store.close()
+    proc.wait(timeout=120)
+    seen, _ = row.settle(self.approve_as)
+    what = f"SQLite's write lock held {OUTAGE_SECONDS:.0f} s by another connection as {step} ran"
+    return self.judge(seen, what)
+
+
+def postgres_outage(self: Drills, step: str) -> tuple[str, bool | None]:
+    from perdure.store.postgres.store import PostgresStore  # needs perdure[postgres]
+
+    folder = self.workdir / "database-unavailable"
+    row = _Row(folder, self.app, self.workflow, self.input_json, self.durability, db=self.pg)
+    store = PostgresStore(row.db, max_connections=1)
+    ended = 0
+    try:
+        with self.held_at(row, step) as proc:
+            if proc is None:
+                return f"could not hold step {step} open ({row.observe().status})", False
+        end = time.monotonic() + OUTAGE_SECONDS
+        while time.monotonic() < end:  # the outage: the step runs, its connections die
+            ended += store.terminate_sessions()
+            time.sleep(0.05)
+    finally:
+        store.close()
+    proc.wait(timeout=120)
+    seen, _ = row.settle(self.approve_as)
+    what = f"PostgreSQL: {ended} connections ended over {OUTAGE_SECONDS:.0f} s as {step} ran"
+    return self.judge(seen, what)

@@ -1,0 +1,13 @@
+-- The run's sealed record of which state write each stored field comes from (see
+-- perdure.core.seal.StateSeal); NULL for runs without a keyring and runs sealed before it.
+
+ALTER TABLE runs ADD COLUMN state_seal TEXT;
+
+-- When the current attempt of an executing effect must have given up (its call timeout, from
+-- the effect's deadline); NULL when the effect has none.
+
+ALTER TABLE effects ADD COLUMN deadline TEXT;
+
+-- How often each worker beats (seconds): it is dead once it missed enough beats.
+
+ALTER TABLE workers ADD COLUMN beat_seconds REAL;
