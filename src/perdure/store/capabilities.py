@@ -276,6 +276,11 @@ class GraphCheckpointStore(Protocol):
         """The thread's run status (None when nothing was ever written) and quarantine reason."""
         ...
 
+    def open_graph_thread(self, tenant_id: str, thread_id: str, now: datetime) -> None:
+        """Create the thread's run (RUNNING, unowned, with a ``created`` event) unless it
+        exists, so that it can be claimed. Idempotent."""
+        ...
+
     def put_graph_checkpoint(self, put: GraphPut, hold: GraphHold | None, now: datetime) -> None:
         """Store a checkpoint and the blobs it carries, guarded as above. Blobs already stored
         at the same (channel, version) are kept; a checkpoint stored again with the same id is

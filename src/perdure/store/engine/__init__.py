@@ -88,6 +88,7 @@ class Engine:
 
     # -- graph checkpoints (perdure.langgraph) ---------------------------------------------------
     graph_thread = checkpoints.graph_thread
+    open_graph_thread = checkpoints.open_graph_thread
     put_graph_checkpoint = checkpoints.put_graph_checkpoint
     put_graph_writes = checkpoints.put_graph_writes
     get_graph_checkpoint = checkpoints.get_graph_checkpoint

@@ -53,8 +53,8 @@ def _ids(tenant_id: str, thread_id: str) -> Params:
     }
 
 
-def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now: datetime) -> Row:
-    """Create the thread's run if needed, lock it, and check that this writer may write."""
+def _create(tx: Tx, ids: Params, at: Any) -> None:
+    """Insert the thread's run (RUNNING, unowned) unless it exists."""
     created = tx.one(
         "insert_graph_thread",
         {
@@ -68,6 +68,17 @@ def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now
     )
     if created is not None:
         event(tx, ids, "created", None, None, {"workflow": GRAPH_WORKFLOW}, at)
+
+
+def open_graph_thread(self: Engine, tenant_id: str, thread_id: str, now: datetime) -> None:
+    """See :meth:`GraphCheckpointStore.open_graph_thread`."""
+    with self.driver.write() as tx:
+        _create(tx, _ids(tenant_id, thread_id), self.driver.stamp(now))
+
+
+def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now: datetime) -> Row:
+    """Create the thread's run if needed, lock it, and check that this writer may write."""
+    _create(tx, ids, at)
     row = need(tx, "lock_run", ids)
     status = RunStatus(row["status"])
     thread = ids["thread_id"]
