@@ -24,6 +24,7 @@ from perdure.core.errors import (
     StaleStateError,
 )
 from perdure.core.graph import GRAPH_WORKFLOW, GraphHold, graph_run_id
+from perdure.core.ids import checked_id
 from perdure.core.model import RunStatus
 from perdure.core.records import RunError
 from perdure.core.transitions import allowed
@@ -46,9 +47,13 @@ def where(config: RunnableConfig) -> tuple[str, str, str | None]:
         raise InvalidInputError(
             "the config names no thread", fix='pass config={"configurable": {"thread_id": ...}}'
         )
-    ns = conf.get("checkpoint_ns") or ""
+    ns = str(conf.get("checkpoint_ns") or "")
     checkpoint_id = conf.get("checkpoint_id") or None
-    return str(thread), str(ns), None if checkpoint_id is None else str(checkpoint_id)
+    return (
+        checked_id(str(thread), "thread"),
+        checked_id(ns, "checkpoint namespace") if ns else "",
+        None if checkpoint_id is None else checked_id(str(checkpoint_id), "checkpoint id"),
+    )
 
 
 def held_by(config: RunnableConfig) -> GraphHold | None:

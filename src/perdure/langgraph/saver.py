@@ -39,6 +39,7 @@ from perdure.core.graph import (
     GraphWrite,
     PruneStrategy,
 )
+from perdure.core.ids import checked_id
 from perdure.core.model import RunStatus
 from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, preview
 from perdure.langgraph.hold import Holds, held_by, where
@@ -154,7 +155,9 @@ class PerdureSaver(BaseCheckpointSaver[str]):
         """Checkpoints newest first: of the config's thread (and namespace, when the config
         names one), whose metadata matches ``filter``, older than ``before``."""
         conf = (config or {}).get("configurable", {})
-        thread = None if conf.get("thread_id") is None else str(conf["thread_id"])
+        thread = (
+            None if conf.get("thread_id") is None else checked_id(str(conf["thread_id"]), "thread")
+        )
         ns = conf.get("checkpoint_ns")
         if thread is not None:
             self._readable(thread)
@@ -265,18 +268,19 @@ class PerdureSaver(BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of the thread (the run row stays)."""
-        self.store.delete_graph_thread(self.tenant, str(thread_id), self.runtime.clock.now())
+        thread = checked_id(str(thread_id), "thread")
+        self.store.delete_graph_thread(self.tenant, thread, self.runtime.clock.now())
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) made by these LangGraph runs."""
-        ids = [str(r) for r in run_ids]
+        ids = [checked_id(str(r), "run id") for r in run_ids]
         self.store.delete_graph_runs(self.tenant, ids, self.runtime.clock.now())
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's whole history (every namespace, blobs, writes) to another thread."""
-        self.store.copy_graph_thread(
-            self.tenant, str(source_thread_id), str(target_thread_id), self.runtime.clock.now()
-        )
+        source = checked_id(str(source_thread_id), "thread")
+        target = checked_id(str(target_thread_id), "thread")
+        self.store.copy_graph_thread(self.tenant, source, target, self.runtime.clock.now())
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep the newest checkpoint of each namespace (``keep_latest``) or none (``delete``)
@@ -287,7 +291,7 @@ class PerdureSaver(BaseCheckpointSaver[str]):
             raise InvalidInputError(
                 f"unknown prune strategy {strategy!r}", fix="use 'keep_latest' or 'delete'"
             ) from exc
-        threads = [str(t) for t in thread_ids]
+        threads = [checked_id(str(t), "thread") for t in thread_ids]
         self.store.prune_graph_threads(self.tenant, threads, chosen, self.runtime.clock.now())
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:
