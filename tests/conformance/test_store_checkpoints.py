@@ -265,3 +265,17 @@ def test_copy_delete_for_runs_and_delete_thread(store: Store, clock: FakeClock) 
     store.delete_graph_thread(T, "never", clock.now())
     assert ids(store, thread_id="th") == [] and ids(store, thread_id="copy") == ["c1"]
     assert store.get_run(T, graph_run_id(T, "th")).status is RunStatus.RUNNING
+
+
+def test_an_idle_thread_is_not_a_stuck_run_but_a_held_one_can_be(
+    store: Store, clock: FakeClock
+) -> None:
+    put(store, clock, "c1")
+    clock.advance(600)
+    assert store.stuck_runs(clock.now() - timedelta(seconds=300)) == []
+    run_id = graph_run_id(T, "th")
+    lease = clock.now() + timedelta(seconds=30)
+    assert store.claim("inv", lease, clock.now(), [GRAPH_WORKFLOW], tenant_id=T, run_id=run_id)
+    clock.advance(600)
+    stuck = store.stuck_runs(clock.now() - timedelta(seconds=300))
+    assert [r.run_id for r in stuck] == [run_id]

@@ -11,6 +11,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from tests.backends import damage_graph
 from tests.conftest import ROOT, Gates, cli_env, entries, run_cli
 from tests.crash.test_crash_resume import wait_for
 
@@ -75,3 +76,26 @@ def test_a_graph_killed_mid_run_resumes_from_its_checkpoint_and_finishes_after_a
         {"agent": 2, "tool_add": 1, "check": 2, "approve": 2, "final": 1}
     )
     assert thread_run(db_url)["next_step"] == "graph"
+
+
+def test_an_unreadable_checkpoint_fails_the_invocation_and_lists_the_thread_as_quarantined(
+    db_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "entries.log"
+    assert invoke(db_url, "t-2", "start", log)["interrupts"]
+    damage_graph(db_url, "graph_blobs", "t-2", b"\xc1 not msgpack")
+    out = subprocess.run(
+        graph_cmd(db_url, "t-2", "resume=yes"),
+        env=cli_env(COUNTING_LOG=str(log)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode != 0 and "GraphCheckpointUnreadableError" in out.stderr
+    assert entries(log)["final"] == 0, "the graph did not start over"
+    listed = run_cli(db_url, "runs", "--quarantined")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [line for line in listed.stdout.splitlines() if "langgraph" in line]
+    assert "QUARANTINED" in row and "t-2" in row and "checkpoint_unreadable" in row

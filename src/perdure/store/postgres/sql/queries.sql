@@ -457,8 +457,10 @@ WHERE stopped_at IS NULL OR stopped_at > %(since)s
 ORDER BY started_at;
 
 -- name: stuck_runs
+-- (an idle LangGraph thread is RUNNING with no owner: it waits for its next invocation)
 SELECT * FROM perdure.runs
 WHERE status = 'RUNNING' AND updated_at < %(before)s
+  AND NOT (workflow = 'langgraph' AND owner IS NULL)
 ORDER BY updated_at
 LIMIT %(limit)s;
 

@@ -380,7 +380,10 @@ WHERE stopped_at IS NULL OR stopped_at > :since
 ORDER BY started_at;
 
 -- name: stuck_runs
-SELECT * FROM runs WHERE status = 'RUNNING' AND updated_at < :before ORDER BY updated_at LIMIT :limit;
+-- (an idle LangGraph thread is RUNNING with no owner: it waits for its next invocation)
+SELECT * FROM runs WHERE status = 'RUNNING' AND updated_at < :before
+  AND NOT (workflow = 'langgraph' AND owner IS NULL)
+ORDER BY updated_at LIMIT :limit;
 
 -- name: next_wake
 SELECT MIN(wake_at) AS wake_at FROM runs
