@@ -112,6 +112,8 @@ def test_an_unreadable_checkpoint_raises_and_quarantines_the_thread_never_restar
         build(saver).invoke(Command(resume="yes"), cfg())
     with pytest.raises(GraphThreadQuarantinedError), saver.hold(cfg()):
         pass
+    saver.delete_thread("t1")  # a person decides to start the thread over
+    assert to_interrupt(saver)["messages"] == PAUSED
 
 
 # -- safe encoding ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from perdure.core.errors import (
     GraphThreadQuarantinedError,
     InvalidInputError,
     PerdureError,
+    RunNotFoundError,
     StaleStateError,
 )
 from perdure.core.graph import GRAPH_WORKFLOW, GraphHold, graph_run_id
@@ -163,3 +164,23 @@ class Holds:
                 return
             except StaleStateError:
                 continue
+
+    def reopen(self, thread: str) -> None:
+        """Move a quarantined thread's run back to RUNNING (after its history was deleted)."""
+        run_id = graph_run_id(self.tenant, thread)
+        try:
+            run = self.store.get_run(self.tenant, run_id)
+        except RunNotFoundError:
+            return
+        if run.status is not RunStatus.QUARANTINED:
+            return
+        self.store.set_status(
+            self.tenant,
+            run_id,
+            expected_status=RunStatus.QUARANTINED,
+            expected_version=run.state_version,
+            status=RunStatus.RUNNING,
+            fence=None,
+            now=self.runtime.clock.now(),
+            data={"reason": "thread_deleted"},
+        )

@@ -267,9 +267,11 @@ class PerdureSaver(BaseCheckpointSaver[str]):
         )
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint, blob and write of the thread (the run row stays)."""
+        """Delete every checkpoint, blob and write of the thread (the run row stays). A
+        quarantined thread is set RUNNING again: deleting it is the decision to start over."""
         thread = checked_id(str(thread_id), "thread")
         self.store.delete_graph_thread(self.tenant, thread, self.runtime.clock.now())
+        self.holds.reopen(thread)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) made by these LangGraph runs."""
