@@ -78,8 +78,10 @@ def open_graph_thread(self: Engine, tenant_id: str, thread_id: str, now: datetim
 
 def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now: datetime) -> Row:
     """Create the thread's run if needed, lock it, and check that this writer may write."""
-    _create(tx, ids, at)
-    row = need(tx, "lock_run", ids)
+    row = tx.one("lock_run", ids)
+    if row is None:
+        _create(tx, ids, at)
+        row = need(tx, "lock_run", ids)
     status = RunStatus(row["status"])
     thread = ids["thread_id"]
     if status is RunStatus.QUARANTINED:
@@ -152,9 +154,9 @@ def put_graph_checkpoint(
                 },
             )
             tx.run("graph_thread_advanced", {**ids, "next_step": NEXT_RUN, "steps": 1, "now": at})
-        fence = None if hold is None else hold.fence
-        data: JSON = dict(put.event or {})
-        event(tx, ids, "graph_checkpoint", put.checkpoint_ns or None, fence, data, at)
+            fence = None if hold is None else hold.fence
+            data: JSON = dict(put.event or {})
+            event(tx, ids, "graph_checkpoint", put.checkpoint_ns or None, fence, data, at)
         if put.keep_last is not None:
             _trim(tx, ids, put.checkpoint_ns, put.keep_last)
 
