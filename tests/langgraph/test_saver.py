@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from perdure.core.seal import Keyring
 from perdure.langgraph import AsyncPerdureSaver, PerdureSaver
 from tests.apps.graph_app import build, summary
 from tests.backends import damage_graph, graph_rows
+from tests.conftest import Gates, entries
+from tests.crash.test_crash_resume import wait_for
 
 START = {"messages": [HumanMessage(content="add 2 and 3")]}
 PAUSED = ["add 2 and 3", "", "5", "the sum is 5"]
@@ -251,3 +254,56 @@ def test_a_config_without_a_thread_is_a_typed_error(saver: PerdureSaver) -> None
 
     with pytest.raises(InvalidInputError):
         saver.get_tuple({"configurable": {}})
+
+
+def test_two_invocations_at_once_on_one_thread_never_interleave(
+    saver: PerdureSaver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gates = Gates(tmp_path / "gates", "check")
+    log = tmp_path / "entries.log"
+    monkeypatch.setenv("COUNTING_LOG", str(log))
+    for key, value in gates.env("check").items():
+        monkeypatch.setenv(key, value)
+    results: dict[str, Any] = {}
+    first = threading.Thread(
+        target=lambda: results.setdefault("first", to_interrupt(saver, durability="sync"))
+    )
+    first.start()
+    try:
+        wait_for(lambda: entries(log)["check"] == 1, timeout=60)  # the first is mid-graph
+        written = len(list(saver.list(cfg())))
+        with pytest.raises(GraphThreadBusyError):
+            to_interrupt(saver)  # a second invocation that holds
+        with pytest.raises(GraphThreadBusyError):  # and one that does not: its first write
+            build(saver).invoke(START, cfg(), durability="sync")
+        assert len(list(saver.list(cfg()))) == written, "the second wrote nothing"
+    finally:
+        gates.open("check")
+        first.join(timeout=60)
+    assert results["first"]["messages"] == PAUSED
+    assert entries(log)["agent"] == 2, "the refused invocations ran no node"
+
+
+def test_a_held_thread_stays_held_while_its_lease_is_renewed(
+    graph_runtime: Runtime, clock: FakeClock
+) -> None:
+    saver = PerdureSaver(graph_runtime)  # renews its holds
+    with saver.hold(cfg()):
+        for _ in range(3):
+            clock.advance(graph_runtime.lease_seconds * 0.6)
+            graph_runtime.heartbeat.beat()
+        with pytest.raises(GraphThreadBusyError), PerdureSaver(graph_runtime).hold(cfg()):
+            pass
+    assert graph_runtime.heartbeat.held() == []
+    with PerdureSaver(graph_runtime).hold(cfg()):
+        pass  # given back: the next invocation takes it at once
+
+
+def test_perdure_check_leaves_langgraph_threads_alone(
+    saver: PerdureSaver, graph_runtime: Runtime
+) -> None:
+    from tests.apps.counting import counting
+
+    to_interrupt(saver)
+    graph_runtime.register(counting)
+    assert graph_runtime.check() == []

@@ -17,7 +17,6 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -41,6 +40,7 @@ from perdure.core.graph import (
 )
 from perdure.core.ids import checked_id
 from perdure.core.model import RunStatus
+from perdure.langgraph.aio import ThreadedAsync
 from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, preview
 from perdure.langgraph.hold import Holds, held_by, where
 from perdure.runtime.base import DEFAULT_TENANT, Tenant, tenant_of
@@ -48,7 +48,7 @@ from perdure.runtime.runtime import Runtime
 from perdure.store.base import Store
 
 
-class PerdureSaver(BaseCheckpointSaver[str]):
+class PerdureSaver(ThreadedAsync):
     """A LangGraph checkpointer that stores each thread as a perdure run.
 
     ``runtime`` gives the store, the clock, the lease length and the keyring (seals apply as
@@ -306,63 +306,6 @@ class PerdureSaver(BaseCheckpointSaver[str]):
         else:
             counter = int(str(current).split(".")[0])
         return f"{counter + 1:032}.{random.random():016}"
-
-    # -- the async contract: the same code in a worker thread -----------------------------------
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """:meth:`get_tuple`, from async code."""
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """:meth:`list`, from async code."""
-        found = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for tup in found:
-            yield tup
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """:meth:`put`, from async code."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """:meth:`put_writes`, from async code."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """:meth:`delete_thread`, from async code."""
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """:meth:`delete_for_runs`, from async code."""
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """:meth:`copy_thread`, from async code."""
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """:meth:`prune`, from async code."""
-        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
 
     # -- reading --------------------------------------------------------------------------------
 
