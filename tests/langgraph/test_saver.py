@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from perdure import FakeClock, Runtime
 from perdure.core.errors import (
@@ -307,3 +307,31 @@ def test_perdure_check_leaves_langgraph_threads_alone(
     to_interrupt(saver)
     graph_runtime.register(counting)
     assert graph_runtime.check() == []
+
+
+def test_a_held_graph_with_a_subgraph_checkpoints_both_namespaces(saver: PerdureSaver) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import START as BEGIN
+    from langgraph.graph import StateGraph
+
+    class S(TypedDict):
+        n: int
+
+    inner = StateGraph(S)
+    inner.add_node("bump", lambda s: {"n": s["n"] + 1})
+    inner.add_node("ask", lambda s: {"n": s["n"] + int(interrupt("more?"))})
+    inner.add_edge(BEGIN, "bump")
+    inner.add_edge("bump", "ask")
+    outer = StateGraph(S)
+    outer.add_node("sub", inner.compile())
+    outer.add_node("double", lambda s: {"n": s["n"] * 2})
+    outer.add_edge(BEGIN, "sub")
+    outer.add_edge("sub", "double")
+    graph = outer.compile(checkpointer=saver)
+    with saver.hold(cfg("sub")) as held:
+        graph.invoke({"n": 1}, held, durability="sync")
+    namespaces = {t.config["configurable"]["checkpoint_ns"] for t in saver.list(None)}
+    assert "" in namespaces and any(ns.startswith("sub:") for ns in namespaces)
+    with saver.hold(cfg("sub")) as held:
+        assert graph.invoke(Command(resume="10"), held, durability="sync") == {"n": 24}
