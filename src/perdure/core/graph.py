@@ -41,12 +41,12 @@ class PruneStrategy(StrEnum):
 @dataclass(frozen=True, slots=True)
 class GraphHold:
     """Who may write a thread: the fence of a held invocation (None: not held, refused while
-    another invocation holds the thread), the holder and until when its lease runs on a
-    write."""
+    another invocation holds the thread), the holder, and how many seconds each held write
+    extends its lease."""
 
     fence: int | None = None
     owner: str | None = None
-    lease_until_seconds: float = 0.0
+    lease_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,14 @@ def json_bytes(value: Any, what: str) -> bytes:
         ) from exc
 
 
+def json_object(data: bytes) -> dict[str, Any]:
+    """Stored metadata as a dict, or ValueError."""
+    value = orjson.loads(data)
+    if not isinstance(value, dict):
+        raise ValueError("metadata is not a JSON object")
+    return value
+
+
 def preview(value: Any, limit: int = 200) -> Any:
     """A small JSON-friendly picture of an interrupt value, for perdure's events."""
     try:

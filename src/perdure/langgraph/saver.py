@@ -41,7 +41,7 @@ from perdure.core.graph import (
 from perdure.core.ids import checked_id
 from perdure.core.model import RunStatus
 from perdure.langgraph.aio import ThreadedAsync
-from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, preview
+from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, json_object, preview
 from perdure.langgraph.hold import Holds, held_by, where
 from perdure.runtime.base import DEFAULT_TENANT, Tenant, tenant_of
 from perdure.runtime.runtime import Runtime
@@ -343,7 +343,7 @@ class PerdureSaver(ThreadedAsync):
             for w in found.writes
         ]
         try:
-            metadata = json_loads(found.metadata)
+            metadata = json_object(found.metadata)
         except ValueError as exc:
             raise GraphCheckpointUnreadableError(f"{place}: metadata is not JSON") from exc
         conf = {"thread_id": found.thread_id, "checkpoint_ns": ns}
@@ -376,16 +376,6 @@ class AsyncPerdureSaver(PerdureSaver):
             yield cls(runtime, **options)
         finally:
             await asyncio.to_thread(runtime.close)
-
-
-def json_loads(data: bytes) -> Any:
-    """Stored metadata as a dict."""
-    import orjson
-
-    value = orjson.loads(data)
-    if not isinstance(value, dict):
-        raise ValueError("metadata is not an object")
-    return value
 
 
 def _int(value: Any) -> int | None:

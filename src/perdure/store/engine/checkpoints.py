@@ -97,7 +97,7 @@ def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now
                 f"fence {row['fence']}; nothing was written"
             )
         if hold is not None and hold.owner is not None:
-            until = d.stamp(now + timedelta(seconds=hold.lease_until_seconds))
+            until = d.stamp(now + timedelta(seconds=hold.lease_seconds))
             tx.run("heartbeat", {**ids, "owner": hold.owner, "fence": fence, "lease_until": until})
     else:
         lease = d.when(row["lease_until"])
