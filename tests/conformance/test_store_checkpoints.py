@@ -279,3 +279,21 @@ def test_an_idle_thread_is_not_a_stuck_run_but_a_held_one_can_be(
     clock.advance(600)
     stuck = store.stuck_runs(clock.now() - timedelta(seconds=300))
     assert [r.run_id for r in stuck] == [run_id]
+
+
+def test_a_held_thread_cannot_be_deleted_or_pruned_under_its_invocation(
+    store: Store, clock: FakeClock
+) -> None:
+    put(store, clock, "c1")
+    put(store, clock, "c2")
+    run_id = graph_run_id(T, "th")
+    lease = clock.now() + timedelta(seconds=30)
+    assert store.claim("inv", lease, clock.now(), [GRAPH_WORKFLOW], tenant_id=T, run_id=run_id)
+    with pytest.raises(GraphThreadBusyError):
+        store.delete_graph_thread(T, "th", clock.now())
+    with pytest.raises(GraphThreadBusyError):
+        store.prune_graph_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
+    assert ids(store, thread_id="th") == ["c2", "c1"]
+    clock.advance(31)
+    store.prune_graph_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
+    assert ids(store, thread_id="th") == ["c2"]

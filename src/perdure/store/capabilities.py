@@ -332,7 +332,9 @@ class GraphCheckpointStore(Protocol):
 
     def delete_graph_thread(self, tenant_id: str, thread_id: str, now: datetime) -> None:
         """Delete every checkpoint, blob and write of the thread (all namespaces); the run
-        stays, with a ``graph_thread_deleted`` event. A thread never written is a no-op."""
+        stays, with a ``graph_thread_deleted`` event. A thread never written is a no-op; a
+        thread a live lease holds is refused (``GraphThreadBusyError``), here and by
+        :meth:`prune_graph_threads`."""
         ...
 
     def delete_graph_runs(self, tenant_id: str, graph_runs: Sequence[str], now: datetime) -> None:

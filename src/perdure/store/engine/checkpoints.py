@@ -100,13 +100,18 @@ def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now
             until = d.stamp(now + timedelta(seconds=hold.lease_seconds))
             tx.run("heartbeat", {**ids, "owner": hold.owner, "fence": fence, "lease_until": until})
     else:
-        lease = d.when(row["lease_until"])
-        if row["owner"] is not None and lease is not None and lease >= now:
-            raise GraphThreadBusyError(
-                f"thread {thread} is held by another invocation ({row['owner']}, fence "
-                f"{row['fence']}) until {lease.isoformat()}"
-            )
+        _not_held(d, row, thread, now)
     return row
+
+
+def _not_held(d: Driver, row: Row, thread: str, now: datetime) -> None:
+    """Refuse a write that holds nothing while a live lease holds the thread."""
+    lease = d.when(row["lease_until"])
+    if row["owner"] is not None and lease is not None and lease >= now:
+        raise GraphThreadBusyError(
+            f"thread {thread} is held by another invocation ({row['owner']}, fence "
+            f"{row['fence']}) until {lease.isoformat()}"
+        )
 
 
 def _trim(tx: Tx, ids: Params, ns: str | None, keep: int) -> None:
@@ -294,8 +299,10 @@ def delete_graph_thread(self: Engine, tenant_id: str, thread_id: str, now: datet
     d = self.driver
     ids = _ids(tenant_id, thread_id)
     with d.write() as tx:
-        if tx.one("lock_run", ids) is None:
+        row = tx.one("lock_run", ids)
+        if row is None:
             return
+        _not_held(d, row, thread_id, now)
         tx.run("trim_graph_checkpoints", {**ids, "checkpoint_ns": None, "keep": 0})
         tx.run("collect_graph_writes", ids)
         tx.run("collect_graph_blobs", ids)
@@ -358,7 +365,9 @@ def prune_graph_threads(
     with d.write() as tx:
         for thread in thread_ids:
             ids = _ids(tenant_id, thread)
-            if tx.one("lock_run", ids) is None:
+            row = tx.one("lock_run", ids)
+            if row is None:
                 continue
+            _not_held(d, row, thread, now)
             _trim(tx, ids, None, keep)
             event(tx, ids, "graph_pruned", None, None, {"strategy": str(strategy)}, d.stamp(now))
