@@ -254,6 +254,8 @@ def test_a_config_without_a_thread_is_a_typed_error(saver: PerdureSaver) -> None
 
     with pytest.raises(InvalidInputError):
         saver.get_tuple({"configurable": {}})
+    with pytest.raises(InvalidInputError):
+        list(saver.list(cfg(), limit=-1))
 
 
 def test_two_invocations_at_once_on_one_thread_never_interleave(

@@ -154,6 +154,8 @@ class PerdureSaver(ThreadedAsync):
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first: of the config's thread (and namespace, when the config
         names one), whose metadata matches ``filter``, older than ``before``."""
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be a whole number >= 0, not {limit!r}")
         conf = (config or {}).get("configurable", {})
         thread = (
             None if conf.get("thread_id") is None else checked_id(str(conf["thread_id"]), "thread")
