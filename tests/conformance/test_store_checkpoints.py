@@ -194,7 +194,7 @@ def test_an_unheld_write_is_refused_while_an_invocation_holds_the_thread(
     assert ids(store, thread_id="th") == ["c2", "c1"], "the stale holder wrote nothing"
 
 
-def test_a_quarantined_thread_refuses_every_write(store: Store, clock: FakeClock) -> None:
+def test_a_quarantined_thread_refuses_every_read_and_write(store: Store, clock: FakeClock) -> None:
     put(store, clock, "c1")
     run = store.get_run(T, graph_run_id(T, "th"))
     store.set_status(
@@ -208,6 +208,10 @@ def test_a_quarantined_thread_refuses_every_write(store: Store, clock: FakeClock
         data={"reason": "checkpoint_unreadable"},
     )
     assert store.graph_thread(T, "th").reason == "checkpoint_unreadable"
+    with pytest.raises(GraphThreadQuarantinedError):
+        store.get_graph_checkpoint(T, "th", "", None)
+    with pytest.raises(GraphThreadQuarantinedError):
+        store.list_graph_checkpoints(T, thread_id="th")
     with pytest.raises(GraphThreadQuarantinedError):
         put(store, clock, "c2")
     with pytest.raises(GraphThreadQuarantinedError):

@@ -28,7 +28,6 @@ from langgraph.checkpoint.serde.types import INTERRUPT
 
 from perdure.core.errors import (
     GraphCheckpointUnreadableError,
-    GraphThreadQuarantinedError,
     InvalidInputError,
 )
 from perdure.core.graph import (
@@ -39,7 +38,6 @@ from perdure.core.graph import (
     PruneStrategy,
 )
 from perdure.core.ids import checked_id
-from perdure.core.model import RunStatus
 from perdure.langgraph.aio import ThreadedAsync
 from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, json_object, preview
 from perdure.langgraph.hold import Holds, held_by, where
@@ -140,7 +138,6 @@ class PerdureSaver(ThreadedAsync):
         thread and :class:`~perdure.core.errors.GraphCheckpointUnreadableError` (quarantining
         the thread) for a checkpoint that cannot be read: never None for those."""
         thread, ns, checkpoint_id = where(config)
-        self._readable(thread)
         found = self.store.get_graph_checkpoint(self.tenant, thread, ns, checkpoint_id)
         return None if found is None else self._tuple(found)
 
@@ -161,12 +158,10 @@ class PerdureSaver(ThreadedAsync):
             None if conf.get("thread_id") is None else checked_id(str(conf["thread_id"]), "thread")
         )
         ns = conf.get("checkpoint_ns")
-        if thread is not None:
-            self._readable(thread)
-            if conf.get("checkpoint_id"):
-                one = self.get_tuple(cast(RunnableConfig, config))
-                yield from [] if one is None else [one]
-                return
+        if thread is not None and conf.get("checkpoint_id"):
+            one = self.get_tuple(cast(RunnableConfig, config))
+            yield from [] if one is None else [one]
+            return
         found = self.store.list_graph_checkpoints(
             self.tenant,
             thread_id=thread,
@@ -310,13 +305,6 @@ class PerdureSaver(ThreadedAsync):
         return f"{counter + 1:032}.{random.random():016}"
 
     # -- reading --------------------------------------------------------------------------------
-
-    def _readable(self, thread: str) -> None:
-        state = self.store.graph_thread(self.tenant, thread)
-        if state.status is RunStatus.QUARANTINED:
-            raise GraphThreadQuarantinedError(
-                f"thread {thread} is quarantined ({state.reason}); it is not read as empty"
-            )
 
     def _tuple(self, found: GraphCheckpoint) -> CheckpointTuple:
         try:

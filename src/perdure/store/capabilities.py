@@ -312,7 +312,8 @@ class GraphCheckpointStore(Protocol):
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> GraphCheckpoint | None:
         """The checkpoint with this id (the newest of the namespace when None) with its blobs
-        and writes, or None."""
+        and writes, or None. A quarantined thread raises
+        :class:`~perdure.core.errors.GraphThreadQuarantinedError` (never None)."""
         ...
 
     def list_graph_checkpoints(
@@ -327,7 +328,8 @@ class GraphCheckpointStore(Protocol):
     ) -> list[GraphCheckpoint]:
         """Checkpoints newest first (by id), of one thread and namespace when given, whose
         metadata holds every key of ``metadata_filter`` (a JSON object) with the same value,
-        with ids below ``before``, at most ``limit``."""
+        with ids below ``before``, at most ``limit``. Naming a quarantined thread raises
+        like :meth:`get_graph_checkpoint`."""
         ...
 
     def delete_graph_thread(self, tenant_id: str, thread_id: str, now: datetime) -> None:

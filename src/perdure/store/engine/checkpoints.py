@@ -76,8 +76,12 @@ def open_graph_thread(self: Engine, tenant_id: str, thread_id: str, now: datetim
         _create(tx, _ids(tenant_id, thread_id), self.driver.stamp(now))
 
 
-def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now: datetime) -> Row:
-    """Create the thread's run if needed, lock it, and check that this writer may write."""
+def _thread(
+    tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now: datetime
+) -> Params | None:
+    """Create the thread's run if needed, lock it, and check that this writer may write.
+    Returns the ``heartbeat`` parameters that extend a held lease, for the caller to send with
+    its writes (one round trip)."""
     row = tx.one("lock_run", ids)
     if row is None:
         _create(tx, ids, at)
@@ -98,10 +102,10 @@ def _thread(tx: Tx, d: Driver, ids: Params, hold: GraphHold | None, at: Any, now
             )
         if hold is not None and hold.owner is not None:
             until = d.stamp(now + timedelta(seconds=hold.lease_seconds))
-            tx.run("heartbeat", {**ids, "owner": hold.owner, "fence": fence, "lease_until": until})
-    else:
-        _not_held(d, row, thread, now)
-    return row
+            return {**ids, "owner": hold.owner, "fence": fence, "lease_until": until}
+        return None
+    _not_held(d, row, thread, now)
+    return None
 
 
 def _not_held(d: Driver, row: Row, thread: str, now: datetime) -> None:
@@ -131,8 +135,10 @@ def put_graph_checkpoint(
     ids = _ids(put.tenant_id, put.thread_id)
     place = {**ids, "checkpoint_ns": put.checkpoint_ns}
     with d.write() as tx:
-        _thread(tx, d, ids, hold, at, now)
+        extend = _thread(tx, d, ids, hold, at, now)
         with tx.batch():
+            if extend is not None:
+                tx.run("heartbeat", extend)
             for b in put.blobs:
                 tx.run(
                     "insert_graph_blob",
@@ -185,8 +191,10 @@ def put_graph_writes(
     ids = _ids(tenant_id, thread_id)
     place = {**ids, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
     with d.write() as tx:
-        _thread(tx, d, ids, hold, at, now)
+        extend = _thread(tx, d, ids, hold, at, now)
         with tx.batch():
+            if extend is not None:
+                tx.run("heartbeat", extend)
             for w in writes:
                 tx.run(
                     "upsert_graph_write" if replace else "insert_graph_write",
@@ -245,6 +253,17 @@ def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
+def _readable(tx: Tx, tenant_id: str, thread_id: str) -> None:
+    """Refuse to read a quarantined thread: it is never read as empty or as it stands."""
+    row = tx.one("get_run", _ids(tenant_id, thread_id))
+    if row is not None and row["status"] == RunStatus.QUARANTINED:
+        error = from_json(row["error"]) if row["error"] else None
+        reason = error.get("reason") if isinstance(error, dict) else None
+        raise GraphThreadQuarantinedError(
+            f"thread {thread_id} is quarantined ({reason}); it is not read as empty"
+        )
+
+
 def graph_thread(self: Engine, tenant_id: str, thread_id: str) -> GraphThreadState:
     """See :meth:`GraphCheckpointStore.graph_thread`."""
     with self.driver.read() as tx:
@@ -267,6 +286,7 @@ def get_graph_checkpoint(
         "checkpoint_id": checkpoint_id,
     }
     with self.driver.read() as tx:
+        _readable(tx, tenant_id, thread_id)
         row = tx.one("get_graph_checkpoint" if checkpoint_id else "latest_graph_checkpoint", where)
         return None if row is None else _checkpoint(tx, row)
 
@@ -291,6 +311,8 @@ def list_graph_checkpoints(
         "limit": limit,
     }
     with self.driver.read() as tx:
+        if thread_id is not None:
+            _readable(tx, tenant_id, thread_id)
         return [_checkpoint(tx, r) for r in tx.all("list_graph_checkpoints", params)]
 
 
