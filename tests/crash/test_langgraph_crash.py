@@ -1,6 +1,6 @@
 """A compiled LangGraph StateGraph (tool node, interrupt) on PerdureSaver, killed with SIGKILL
 mid-graph in one process, resumed from its last checkpoint in another, approved with
-``Command(resume=...)`` in a third; on each backend."""
+``Command(resume=...)`` in a third that is killed too, finished by a fourth; on each backend."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_a_graph_killed_mid_run_resumes_from_its_checkpoint_and_finishes_after_a
     db_url: str, tmp_path: Path
 ) -> None:
     log = tmp_path / "entries.log"
-    gates = Gates(tmp_path / "gates", "check")  # never opened: the node waits until the kill
+    gates = Gates(tmp_path / "gates", "check", "final")  # never opened: nodes wait for the kill
     proc = subprocess.Popen(
         graph_cmd(db_url, "t-1", "start"),
         env=cli_env(COUNTING_LOG=str(log), **gates.env("check")),
@@ -69,12 +69,22 @@ def test_a_graph_killed_mid_run_resumes_from_its_checkpoint_and_finishes_after_a
     assert "graph_interrupt" in shown.stdout and "send the sum?" in shown.stdout
     assert "graph_checkpoint" in shown.stdout
 
-    done = invoke(db_url, "t-1", "resume=yes", log)
+    # the approval, Command(resume=...), is killed too, after the approved step committed
+    approving = subprocess.Popen(
+        graph_cmd(db_url, "t-1", "resume=yes"),
+        env=cli_env(COUNTING_LOG=str(log), **gates.env("final")),
+        cwd=ROOT,
+    )
+    wait_for(lambda: entries(log)["final"] == 1, timeout=60)
+    approving.send_signal(signal.SIGKILL)
+    assert approving.wait(timeout=10) == -signal.SIGKILL
+
+    done = invoke(db_url, "t-1", "continue", log)
     assert done["approved"] == "yes"
     assert done["messages"] == ["add 2 and 3", "", "5", "the sum is 5", "done, approved=yes"]
     assert entries(log) == Counter(
-        {"agent": 2, "tool_add": 1, "check": 2, "approve": 2, "final": 1}
-    )
+        {"agent": 2, "tool_add": 1, "check": 2, "approve": 2, "final": 2}
+    ), "nothing committed ran again: the approval is not asked twice, the tool not called twice"
     assert thread_run(db_url)["next_step"] == "graph"
 
 
