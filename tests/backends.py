@@ -217,3 +217,42 @@ def overwrite_run_column(db_url: str, run_id: str, column: str, value: str | Non
             f"UPDATE perdure.runs SET {column} = %s WHERE run_id = %s",  # type: ignore[arg-type]
             (value, run_id),
         )
+
+
+GRAPH_COUNTS = {
+    "graph_checkpoints": "SELECT count(*) FROM {s}graph_checkpoints WHERE thread_id = {p}",
+    "graph_blobs": "SELECT count(*) FROM {s}graph_blobs WHERE thread_id = {p}",
+    "graph_writes": "SELECT count(*) FROM {s}graph_writes WHERE thread_id = {p}",
+}
+GRAPH_DAMAGE = {
+    "graph_checkpoints": "UPDATE {s}graph_checkpoints SET checkpoint = {p} WHERE thread_id = {p}",
+    "graph_blobs": "UPDATE {s}graph_blobs SET blob = {p} WHERE thread_id = {p}",
+    "graph_blobs_type": "UPDATE {s}graph_blobs SET type = {p} WHERE thread_id = {p}",
+}
+
+
+def _graph_sql(db_url: str, template: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+    if db_url.startswith("sqlite:///"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+        with conn:
+            rows = conn.execute(template.format(s="", p="?"), params).fetchall()
+        conn.close()
+        return rows
+    import psycopg
+
+    with psycopg.connect(db_url) as pg:
+        cur = pg.execute(template.format(s="perdure.", p="%s"), params)  # type: ignore[arg-type]
+        return list(cur.fetchall()) if cur.description else []
+
+
+def graph_rows(db_url: str, table: str, thread_id: str) -> int:
+    """How many rows a LangGraph thread has in one of the graph tables, read behind the store's
+    back."""
+    (row,) = _graph_sql(db_url, GRAPH_COUNTS[table], (thread_id,))
+    return int(row[0])  # type: ignore[call-overload]
+
+
+def damage_graph(db_url: str, what: str, thread_id: str, value: bytes | str) -> None:
+    """Overwrite a thread's stored checkpoints or channel values (``what`` in GRAPH_DAMAGE)
+    behind the store's back."""
+    _graph_sql(db_url, GRAPH_DAMAGE[what], (value, thread_id))

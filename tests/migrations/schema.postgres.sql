@@ -64,6 +64,51 @@ CREATE TABLE perdure.events (
     CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
 );
 
+-- table graph_blobs
+CREATE TABLE perdure.graph_blobs (
+    tenant_id text NOT NULL,
+    thread_id text NOT NULL,
+    checkpoint_ns text NOT NULL,
+    channel text NOT NULL,
+    version text NOT NULL,
+    type text NOT NULL,
+    blob bytea,
+    CONSTRAINT graph_blobs_pkey PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, channel, version)
+);
+
+-- table graph_checkpoints
+CREATE TABLE perdure.graph_checkpoints (
+    tenant_id text NOT NULL,
+    thread_id text NOT NULL,
+    checkpoint_ns text NOT NULL,
+    checkpoint_id text NOT NULL,
+    run_id text NOT NULL,
+    parent_id text,
+    graph_run_id text,
+    checkpoint_type text NOT NULL,
+    checkpoint bytea NOT NULL,
+    metadata jsonb NOT NULL,
+    channel_versions jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT graph_checkpoints_pkey PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id),
+    CONSTRAINT graph_checkpoints_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
+);
+
+-- table graph_writes
+CREATE TABLE perdure.graph_writes (
+    tenant_id text NOT NULL,
+    thread_id text NOT NULL,
+    checkpoint_ns text NOT NULL,
+    checkpoint_id text NOT NULL,
+    task_id text NOT NULL,
+    idx integer NOT NULL,
+    channel text NOT NULL,
+    type text NOT NULL,
+    blob bytea,
+    task_path text DEFAULT ''::text NOT NULL,
+    CONSTRAINT graph_writes_pkey PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+);
+
 -- table messages
 CREATE TABLE perdure.messages (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -260,6 +305,9 @@ CREATE INDEX effects_by_status ON perdure.effects USING btree (tenant_id, status
 
 -- index events_by_run
 CREATE INDEX events_by_run ON perdure.events USING btree (run_id, seq);
+
+-- index graph_checkpoints_by_run
+CREATE INDEX graph_checkpoints_by_run ON perdure.graph_checkpoints USING btree (tenant_id, graph_run_id);
 
 -- index runs_by_tenant
 CREATE INDEX runs_by_tenant ON perdure.runs USING btree (tenant_id, created_at);

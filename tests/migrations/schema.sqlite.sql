@@ -13,6 +13,9 @@ CREATE INDEX effects_by_status ON effects (tenant_id, status);
 -- index events_by_run
 CREATE INDEX events_by_run ON events (run_id, seq);
 
+-- index graph_checkpoints_by_run
+CREATE INDEX graph_checkpoints_by_run ON graph_checkpoints (tenant_id, graph_run_id);
+
 -- index runs_by_tenant
 CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at);
 
@@ -93,6 +96,50 @@ CREATE TABLE events (
     data      TEXT,
     at        TEXT NOT NULL
 );
+
+-- table graph_blobs
+CREATE TABLE graph_blobs (
+    tenant_id     TEXT NOT NULL,
+    thread_id     TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL,
+    channel       TEXT NOT NULL,
+    version       TEXT NOT NULL,
+    type          TEXT NOT NULL,
+    blob          BLOB,
+    PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, channel, version)
+) WITHOUT ROWID;
+
+-- table graph_checkpoints
+CREATE TABLE graph_checkpoints (
+    tenant_id        TEXT NOT NULL,
+    thread_id        TEXT NOT NULL,
+    checkpoint_ns    TEXT NOT NULL,
+    checkpoint_id    TEXT NOT NULL,
+    run_id           TEXT NOT NULL REFERENCES runs (run_id),
+    parent_id        TEXT,
+    graph_run_id     TEXT,
+    checkpoint_type  TEXT NOT NULL,
+    checkpoint       BLOB NOT NULL,
+    metadata         TEXT NOT NULL,
+    channel_versions TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id)
+) WITHOUT ROWID;
+
+-- table graph_writes
+CREATE TABLE graph_writes (
+    tenant_id     TEXT NOT NULL,
+    thread_id     TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task_id       TEXT NOT NULL,
+    idx           INTEGER NOT NULL,
+    channel       TEXT NOT NULL,
+    type          TEXT NOT NULL,
+    blob          BLOB,
+    task_path     TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+) WITHOUT ROWID;
 
 -- table messages
 CREATE TABLE messages (

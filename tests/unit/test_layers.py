@@ -28,6 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": {"core", "runtime"},
     "__main__": {"cli"},
     "providers": {"core"},
+    "langgraph": {"core", "store", "runtime"},
 }
 PURE_CORE_FORBIDDEN = {"sqlite3", "psycopg", "psycopg_pool", "socket", "subprocess", "urllib"}
 
@@ -86,3 +87,14 @@ def test_only_the_store_speaks_sql() -> None:
     for path in MODULES:
         if layer_of(path) not in {"store", "demos"}:
             assert not imports_of(path) & {"sqlite3", "psycopg", "psycopg_pool"}, path.name
+
+
+def test_a_bare_import_of_perdure_never_imports_langgraph() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, perdure; print('langgraph' in sys.modules or 'langchain_core' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -184,3 +184,34 @@ class StreamClosedError(PerdureError):
 
     code = "stream_closed"
     fix = "write through the sink of the current attempt; a finished message is never reopened"
+
+
+class GraphThreadBusyError(RunBusyError):
+    """Another invocation holds this LangGraph thread (perdure.langgraph): this write would
+    interleave with its checkpoints, so nothing was written."""
+
+    code = "thread_busy"
+    fix = "wait for the other invocation to finish, or give it another thread_id"
+
+
+class GraphThreadQuarantinedError(PerdureError):
+    """The LangGraph thread is quarantined: one of its checkpoints could not be read or
+    verified, so it is neither read as empty nor written over."""
+
+    code = "thread_quarantined"
+    fix = (
+        "see why with `perdure runs --quarantined`; repair or restore the checkpoint, or "
+        "delete the thread to start it over"
+    )
+
+
+class GraphCheckpointUnreadableError(PerdureError):
+    """A stored LangGraph checkpoint, channel value or write cannot be decoded or verified
+    (unknown or refused serializer type, failed seal, corrupt bytes); the thread is
+    quarantined."""
+
+    code = "checkpoint_unreadable"
+    fix = (
+        "restore the checkpoint from a backup, or configure the serializer and keys that wrote "
+        "it; `perdure runs --quarantined` lists the thread"
+    )

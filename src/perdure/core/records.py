@@ -55,6 +55,12 @@ class EventType(StrEnum):
     LATE_APPROVAL = "late_approval"
     LATE_SIGNAL = "late_signal"
     LATE_STATUS = "late_status"
+    GRAPH_CHECKPOINT = "graph_checkpoint"
+    GRAPH_INTERRUPT = "graph_interrupt"
+    GRAPH_THREAD_DELETED = "graph_thread_deleted"
+    GRAPH_RUNS_DELETED = "graph_runs_deleted"
+    GRAPH_THREAD_COPIED = "graph_thread_copied"
+    GRAPH_PRUNED = "graph_pruned"
 
 
 class StopReason(StrEnum):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from perdure.core import transitions
 from perdure.core.errors import InvalidInputError
+from perdure.core.graph import GRAPH_WORKFLOW
 from perdure.core.model import TERMINAL, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.versions import Quarantine
@@ -67,6 +68,8 @@ class Versions:
             else self.parts.store.scan_runs(LIVE, limit=limit)
         )
         for run in runs:
+            if run.workflow == GRAPH_WORKFLOW:
+                continue  # a LangGraph thread: perdure.langgraph checks its checkpoints on read
             rows.append(self._check_one(run))
         return rows
 

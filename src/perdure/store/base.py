@@ -40,6 +40,7 @@ from perdure.core.threads import ThreadPolicy
 from perdure.store.capabilities import (
     EffectLedger,
     FleetStore,
+    GraphCheckpointStore,
     StreamsStore,
     ThreadsStore,
     UpgradesStore,
@@ -100,7 +101,14 @@ class Boundary:
 
 
 class Store(
-    EffectLedger, WaitsStore, UpgradesStore, FleetStore, ThreadsStore, StreamsStore, Protocol
+    EffectLedger,
+    WaitsStore,
+    UpgradesStore,
+    FleetStore,
+    ThreadsStore,
+    StreamsStore,
+    GraphCheckpointStore,
+    Protocol,
 ):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,
     the other capabilities in :mod:`perdure.store.capabilities`."""

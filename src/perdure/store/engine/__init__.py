@@ -18,13 +18,24 @@ first parameter is the engine (``self``), and named in the class body below:
 * :mod:`~perdure.store.engine.fleet`: workers, the watchdog, timers;
 * :mod:`~perdure.store.engine.threads`: one writer per thread, thread policies, the inbox;
 * :mod:`~perdure.store.engine.streams`: durable token streams;
+* :mod:`~perdure.store.engine.checkpoints`: LangGraph threads' checkpoints, blobs and writes;
 * :mod:`~perdure.store.engine.tx`: what they share inside one transaction.
 """
 
 from __future__ import annotations
 
 from perdure.store.driver import Driver
-from perdure.store.engine import commits, effects, fleet, runs, streams, threads, versions, waits
+from perdure.store.engine import (
+    checkpoints,
+    commits,
+    effects,
+    fleet,
+    runs,
+    streams,
+    threads,
+    versions,
+    waits,
+)
 
 
 class Engine:
@@ -96,6 +107,17 @@ class Engine:
     stream_entries = streams.stream_entries
     stream_info = streams.stream_info
     watch_streams = streams.watch_streams
+    # -- graph checkpoints (perdure.langgraph) ---------------------------------------------------
+    graph_thread = checkpoints.graph_thread
+    open_graph_thread = checkpoints.open_graph_thread
+    put_graph_checkpoint = checkpoints.put_graph_checkpoint
+    put_graph_writes = checkpoints.put_graph_writes
+    get_graph_checkpoint = checkpoints.get_graph_checkpoint
+    list_graph_checkpoints = checkpoints.list_graph_checkpoints
+    delete_graph_thread = checkpoints.delete_graph_thread
+    delete_graph_runs = checkpoints.delete_graph_runs
+    copy_graph_thread = checkpoints.copy_graph_thread
+    prune_graph_threads = checkpoints.prune_graph_threads
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

@@ -1,0 +1,383 @@
+"""``PerdureSaver``: a LangGraph checkpointer on perdure's store (SQLite or PostgreSQL).
+
+Every method is written once, synchronously, on :class:`~perdure.store.base.Store` calls; the
+``a``-methods run the same code in a worker thread (``asyncio.to_thread``), so the sync and the
+async API cannot drift apart. :class:`AsyncPerdureSaver` is the same saver with an async
+``from_conn_string``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import INTERRUPT
+
+from perdure.core.errors import (
+    GraphCheckpointUnreadableError,
+    InvalidInputError,
+)
+from perdure.core.graph import (
+    GraphBlob,
+    GraphCheckpoint,
+    GraphPut,
+    GraphWrite,
+    PruneStrategy,
+)
+from perdure.core.ids import checked_id
+from perdure.langgraph.aio import ThreadedAsync
+from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, json_object, preview
+from perdure.langgraph.hold import Holds, held_by, where
+from perdure.runtime.base import DEFAULT_TENANT, Tenant, tenant_of
+from perdure.runtime.runtime import Runtime
+from perdure.store.base import Store
+
+
+class PerdureSaver(ThreadedAsync):
+    """A LangGraph checkpointer that stores each thread as a perdure run.
+
+    ``runtime`` gives the store, the clock, the lease length and the keyring (seals apply as
+    for perdure runs). ``tenant`` scopes every thread. ``serde`` is LangGraph's serializer
+    protocol (default: strict ``JsonPlusSerializer``, never pickle; widen msgpack types with
+    ``allowed_msgpack_modules``). ``keep_last`` is the retention setting: each namespace of a
+    thread keeps its newest ``keep_last`` checkpoints, trimmed in the same transaction as each
+    put (None keeps all). ``renew`` keeps a held thread's lease alive in the background.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        serde: SerializerProtocol | None = None,
+        allowed_msgpack_modules: Iterable[tuple[str, ...]] = (),
+        allow_pickle: bool = False,
+        keep_last: int | None = None,
+        renew: bool = True,
+    ) -> None:
+        super().__init__(serde=serde or default_serde(allowed_msgpack_modules))
+        if keep_last is not None and keep_last < 1:
+            raise InvalidInputError(
+                f"keep_last must be at least 1 (got {keep_last})",
+                fix="pass keep_last=None to keep every checkpoint",
+            )
+        self.runtime = runtime
+        self.store: Store = runtime.store
+        self.tenant = tenant = tenant_of(tenant)
+        self.keep_last = keep_last
+        self.codec = Codec(self.serde, runtime.parts.keyring, tenant, allow_pickle=allow_pickle)
+        self.holds = Holds(runtime, tenant, renew=renew)
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, url: str, **options: Any) -> Iterator[PerdureSaver]:
+        """A saver on a new runtime for database ``url`` (``sqlite:///path`` or
+        ``postgresql://...``), closed when the block ends. Call :meth:`setup` once."""
+        runtime = Runtime(url, migrate=False)
+        try:
+            yield cls(runtime, **options)
+        finally:
+            runtime.close()
+
+    @classmethod
+    def from_store(cls, store: Store, **options: Any) -> PerdureSaver:
+        """A saver on an open store (not migrated here; see :meth:`setup`)."""
+        return cls(Runtime(store, migrate=False), **options)
+
+    def setup(self) -> None:
+        """Apply perdure's migrations (idempotent), the graph checkpoint tables among them."""
+        self.store.migrate(self.runtime.clock.now())
+
+    async def asetup(self) -> None:
+        """:meth:`setup`, from async code."""
+        await asyncio.to_thread(self.setup)
+
+    # -- ownership ------------------------------------------------------------------------------
+
+    @contextmanager
+    def hold(self, config: RunnableConfig) -> Iterator[RunnableConfig]:
+        """Hold the config's thread for one invocation: ``with saver.hold(cfg) as cfg:
+        graph.invoke(x, cfg)``. A second invocation on a held thread gets
+        :class:`~perdure.core.errors.GraphThreadBusyError`; once another invocation took the
+        thread over, this one's writes get :class:`~perdure.core.errors.LeaseLostError`."""
+        held, lease = self.holds.take(config)
+        try:
+            yield held
+        finally:
+            self.holds.give_back(lease)
+
+    @asynccontextmanager
+    async def ahold(self, config: RunnableConfig) -> AsyncIterator[RunnableConfig]:
+        """:meth:`hold` for ``await graph.ainvoke(x, cfg)``."""
+        held, lease = await asyncio.to_thread(self.holds.take, config)
+        try:
+            yield held
+        finally:
+            await asyncio.to_thread(self.holds.give_back, lease)
+
+    # -- the checkpointer contract --------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint the config names (the thread's newest without ``checkpoint_id``).
+        Raises :class:`~perdure.core.errors.GraphThreadQuarantinedError` for a quarantined
+        thread and :class:`~perdure.core.errors.GraphCheckpointUnreadableError` (quarantining
+        the thread) for a checkpoint that cannot be read: never None for those."""
+        thread, ns, checkpoint_id = where(config)
+        found = self.store.get_graph_checkpoint(self.tenant, thread, ns, checkpoint_id)
+        return None if found is None else self._tuple(found)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first: of the config's thread (and namespace, when the config
+        names one), whose metadata matches ``filter``, older than ``before``."""
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be a whole number >= 0, not {limit!r}")
+        conf = (config or {}).get("configurable", {})
+        thread = (
+            None if conf.get("thread_id") is None else checked_id(str(conf["thread_id"]), "thread")
+        )
+        ns = conf.get("checkpoint_ns")
+        if thread is not None and conf.get("checkpoint_id"):
+            one = self.get_tuple(cast(RunnableConfig, config))
+            yield from [] if one is None else [one]
+            return
+        found = self.store.list_graph_checkpoints(
+            self.tenant,
+            thread_id=thread,
+            checkpoint_ns=ns,
+            metadata_filter=None if filter is None else json_bytes(filter, "filter"),
+            before=(before or {}).get("configurable", {}).get("checkpoint_id"),
+            limit=limit,
+        )
+        for row in found:
+            yield self._tuple(row)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint with the values of the channels in ``new_versions`` (the others
+        are read from the blobs of their versions). Guarded by the thread's hold."""
+        thread, ns, parent = where(config)
+        body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        values = checkpoint.get("channel_values", {})
+        blobs = []
+        for channel, version in new_versions.items():
+            v = str(version)
+            if channel in values:
+                place = self.codec.blob_place(ns, channel, v)
+                blobs.append(GraphBlob(channel, v, *self.codec.dump(place, values[channel])))
+            else:
+                blobs.append(GraphBlob(channel, v, EMPTY, None))
+        ctype, cbytes = self.codec.dump(self.codec.checkpoint_place(ns, checkpoint["id"]), body)
+        meta = get_serializable_checkpoint_metadata(config, metadata)
+        conf = config.get("configurable", {})
+        graph_run = meta.get("run_id")
+        versions = {k: str(v) for k, v in checkpoint.get("channel_versions", {}).items()}
+        put = GraphPut(
+            tenant_id=self.tenant,
+            thread_id=thread,
+            checkpoint_ns=ns,
+            checkpoint_id=checkpoint["id"],
+            parent_id=parent,
+            graph_run=None if graph_run is None else str(graph_run),
+            checkpoint_type=ctype,
+            checkpoint=cbytes,
+            metadata=json_bytes(meta, "metadata"),
+            channel_versions=json_bytes(versions, "channel versions"),
+            blobs=tuple(blobs),
+            keep_last=self.keep_last,
+            event={
+                "checkpoint_id": checkpoint["id"],
+                "step": _int(meta.get("step")),
+                "source": _str(meta.get("source")),
+                "durability": _str(conf.get("__pregel_durability")),
+            },
+        )
+        self.store.put_graph_checkpoint(put, held_by(config), self.runtime.clock.now())
+        return {
+            "configurable": {
+                "thread_id": thread,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes on the config's checkpoint. Idempotent per (task,
+        index); writes of special channels (errors, interrupts, resumes) replace earlier ones.
+        An interrupt is recorded on the thread's run (``perdure show``)."""
+        thread, ns, checkpoint_id = where(config)
+        if checkpoint_id is None:
+            raise InvalidInputError("put_writes needs a config with a checkpoint_id")
+        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        records = []
+        interrupts: list[Any] = []
+        for idx, (channel, value) in enumerate(writes):
+            i = WRITES_IDX_MAP.get(channel, idx)
+            place = self.codec.write_place(ns, checkpoint_id, task_id, i)
+            records.append(
+                GraphWrite(task_id, i, channel, *self.codec.dump(place, value), task_path)
+            )
+            if channel == INTERRUPT:
+                interrupts.extend(value if isinstance(value, (list, tuple)) else [value])
+        self.store.put_graph_writes(
+            self.tenant,
+            thread,
+            ns,
+            checkpoint_id,
+            records,
+            held_by(config),
+            self.runtime.clock.now(),
+            replace=replace,
+            interrupts=[_interrupt(x) for x in interrupts] if interrupts else None,
+        )
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, blob and write of the thread (the run row stays). A
+        quarantined thread is set RUNNING again: deleting it is the decision to start over."""
+        thread = checked_id(str(thread_id), "thread")
+        self.store.delete_graph_thread(self.tenant, thread, self.runtime.clock.now())
+        self.holds.reopen(thread)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) made by these LangGraph runs."""
+        ids = [checked_id(str(r), "run id") for r in run_ids]
+        self.store.delete_graph_runs(self.tenant, ids, self.runtime.clock.now())
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's whole history (every namespace, blobs, writes) to another thread."""
+        source = checked_id(str(source_thread_id), "thread")
+        target = checked_id(str(target_thread_id), "thread")
+        self.store.copy_graph_thread(self.tenant, source, target, self.runtime.clock.now())
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep the newest checkpoint of each namespace (``keep_latest``) or none (``delete``)
+        of each thread, with the writes and blobs they still need."""
+        try:
+            chosen = PruneStrategy(strategy)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"unknown prune strategy {strategy!r}", fix="use 'keep_latest' or 'delete'"
+            ) from exc
+        threads = [checked_id(str(t), "thread") for t in thread_ids]
+        self.store.prune_graph_threads(self.tenant, threads, chosen, self.runtime.clock.now())
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
+        """The next channel version: a zero-padded counter (so versions sort as text) and a
+        random tie-breaker, as LangGraph's PostgreSQL saver makes them."""
+        if current is None:
+            counter = 0
+        elif isinstance(current, int):
+            counter = current
+        else:
+            counter = int(str(current).split(".")[0])
+        return f"{counter + 1:032}.{random.random():016}"
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _tuple(self, found: GraphCheckpoint) -> CheckpointTuple:
+        try:
+            return self._decode(found)
+        except GraphCheckpointUnreadableError as exc:
+            self.holds.quarantine(found.thread_id, found.checkpoint_ns, found.checkpoint_id, exc)
+            raise
+
+    def _decode(self, found: GraphCheckpoint) -> CheckpointTuple:
+        c, ns = self.codec, found.checkpoint_ns
+        place = c.checkpoint_place(ns, found.checkpoint_id)
+        checkpoint = c.load(place, found.checkpoint_type, found.checkpoint)
+        if not isinstance(checkpoint, dict):
+            raise GraphCheckpointUnreadableError(f"{place} does not hold a checkpoint")
+        checkpoint["channel_values"] = {
+            b.channel: c.load(c.blob_place(ns, b.channel, b.version), b.type, b.data)
+            for b in found.blobs
+            if b.type != EMPTY
+        }
+        writes = [
+            (
+                w.task_id,
+                w.channel,
+                c.load(c.write_place(ns, found.checkpoint_id, w.task_id, w.idx), w.type, w.data),
+            )
+            for w in found.writes
+        ]
+        try:
+            metadata = json_object(found.metadata)
+        except ValueError as exc:
+            raise GraphCheckpointUnreadableError(f"{place}: metadata is not JSON") from exc
+        conf = {"thread_id": found.thread_id, "checkpoint_ns": ns}
+        parent = None
+        if found.parent_id:
+            parent = cast(
+                RunnableConfig, {"configurable": {**conf, "checkpoint_id": found.parent_id}}
+            )
+        return CheckpointTuple(
+            config={"configurable": {**conf, "checkpoint_id": found.checkpoint_id}},
+            checkpoint=cast(Checkpoint, checkpoint),
+            metadata=cast(CheckpointMetadata, metadata),
+            parent_config=parent,
+            pending_writes=writes,
+        )
+
+
+class AsyncPerdureSaver(PerdureSaver):
+    """:class:`PerdureSaver` built from async code: ``async with
+    AsyncPerdureSaver.from_conn_string(url) as saver: await saver.asetup()``."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]
+        cls, url: str, **options: Any
+    ) -> AsyncIterator[AsyncPerdureSaver]:
+        """A saver on a new runtime for database ``url``, closed when the block ends."""
+        runtime = await asyncio.to_thread(Runtime, url, migrate=False)
+        try:
+            yield cls(runtime, **options)
+        finally:
+            await asyncio.to_thread(runtime.close)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _interrupt(value: Any) -> dict[str, Any]:
+    return {
+        "id": _str(getattr(value, "id", None)),
+        "value": preview(getattr(value, "value", value)),
+    }
