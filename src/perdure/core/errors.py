@@ -165,3 +165,17 @@ class NotAuthorizedError(PerdureError):
 
     code = "not_authorized"
     fix = "ask someone who holds the required role"
+
+
+class NotAuthenticatedError(PerdureError):
+    """A request carried no API key, a malformed one, or one that is unknown or revoked."""
+
+    code = "not_authenticated"
+    fix = "send a valid key: `Authorization: Bearer pdk_...` (make one with `perdure keys create`)"
+
+
+class KeyNotFoundError(PerdureError):
+    """No API key with this id exists in this tenant."""
+
+    code = "key_not_found"
+    fix = "see the tenant's keys with `perdure keys list`"

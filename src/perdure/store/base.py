@@ -36,7 +36,13 @@ from perdure.core.model import (
     StepRecord,
 )
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
-from perdure.store.capabilities import EffectLedger, FleetStore, UpgradesStore, WaitsStore
+from perdure.store.capabilities import (
+    AccessStore,
+    EffectLedger,
+    FleetStore,
+    UpgradesStore,
+    WaitsStore,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +91,7 @@ class Boundary:
     state_schema: int | None = None
 
 
-class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
+class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, AccessStore, Protocol):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,
     the other capabilities in :mod:`perdure.store.capabilities`."""
 

@@ -107,6 +107,10 @@ class Driver(Protocol):
         """See :meth:`perdure.store.base.Store.wait_for_work`."""
         ...
 
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """See :meth:`perdure.store.capabilities.AccessStore.wait_for_events`."""
+        ...
+
     def close(self) -> None:
         """Close every connection the driver opened."""
         ...

@@ -16,13 +16,14 @@ first parameter is the engine (``self``), and named in the class body below:
 * :mod:`~perdure.store.engine.waits`: approvals, signals, resumes, requests;
 * :mod:`~perdure.store.engine.versions`: migrations and upgrades of stored runs;
 * :mod:`~perdure.store.engine.fleet`: workers, the watchdog, timers;
+* :mod:`~perdure.store.engine.access`: API keys, event feeds, operator counts;
 * :mod:`~perdure.store.engine.tx`: what they share inside one transaction.
 """
 
 from __future__ import annotations
 
 from perdure.store.driver import Driver
-from perdure.store.engine import commits, effects, fleet, runs, versions, waits
+from perdure.store.engine import access, commits, effects, fleet, runs, versions, waits
 
 
 class Engine:
@@ -84,6 +85,19 @@ class Engine:
     workers = fleet.workers
     stuck_runs = fleet.stuck_runs
     next_wake = fleet.next_wake
+
+    # -- keys, event feeds and counts -------------------------------------------------------------
+    create_key = access.create_key
+    find_key = access.find_key
+    list_keys = access.list_keys
+    revoke_key = access.revoke_key
+    tenant_events = access.tenant_events
+    events_since = access.events_since
+    last_event_seq = access.last_event_seq
+    run_counts = access.run_counts
+    effect_counts = access.effect_counts
+    queue = access.queue
+    wait_for_events = access.wait_for_events
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

@@ -136,6 +136,10 @@ class SqliteDriver:
         """See :meth:`Driver.wait_for_work`: no notifications; returns at once."""
         return False
 
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """See :meth:`Driver.wait_for_events`: no notifications; None at once."""
+        return None
+
     def close(self) -> None:
         """Close every connection this driver opened, from any thread."""
         with self._lock:
