@@ -152,6 +152,8 @@ class Run:
     budget: BudgetState | None = None
     workflow_version: int = 1
     state_schema: int = 1
+    previous_owner: str | None = field(default=None, compare=False)
+    """Only on a run just returned by a claim: who held the lease before (None: nobody)."""
 
     @property
     def durability(self) -> Durability:

@@ -32,6 +32,7 @@ from perdure.runtime.aio import EventLoop
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.crashpoints import crashpoint
+from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 
 if TYPE_CHECKING:
@@ -60,7 +61,9 @@ class EffectRunner:
         workflow: Workflow[Any],
         committer: Committer,
         loop: EventLoop,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        self.telemetry = telemetry or Telemetry()
         self.store = store
         self.clock = clock
         self.loop = loop
@@ -173,7 +176,8 @@ class EffectRunner:
         crashpoint("after_intent", new.name)
         record = self.move(record, S.EXECUTING, attempts_delta=1)
         try:
-            out = self._awaited(execute(new.request, new.key))
+            with self.telemetry.effect(self.claim.run, new.step, new.key, new.name):
+                out = self._awaited(execute(new.request, new.key))
         except Exception as exc:
             crashpoint("after_call", new.name)
             return self._failed(record, exc, reconcile, retry)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -29,7 +30,9 @@ from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claim
 from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
+from perdure.runtime.operator import Operator
 from perdure.runtime.services import RunView, Services, Stopped
+from perdure.runtime.telemetry import Telemetry, current_trace
 from perdure.runtime.versions import Versions
 from perdure.runtime.waits import Waits
 from perdure.store.base import Store
@@ -103,9 +106,11 @@ class Runtime:
             parts.limits,
             self.loop,
         )
+        self.telemetry: Telemetry = self.services.telemetry
         self.waits = Waits(parts)
         self.effect_admin = EffectAdmin(parts)
         self.versions = Versions(parts)
+        self.operator = Operator(parts)
         if migrate:
             store.migrate(parts.clock.now())
 
@@ -133,6 +138,7 @@ class Runtime:
         release: dict[str, str] | None = None,
         messages: Sequence[Message] = (),
         budget: Budget | None = None,
+        trace_context: dict[str, str] | None = None,
     ) -> Run:
         """Create a PENDING run and return it; it runs when a worker (or
         :meth:`run_until_idle`) claims it.
@@ -144,16 +150,20 @@ class Runtime:
         ``model``, ``tools``), recorded with the workflow version, state schema and
         ``durability`` as the run's release manifest. ``messages`` are appended to the thread in
         the same transaction that creates the run. ``budget`` overrides the workflow's default
-        :class:`~perdure.core.budget.Budget`.
+        :class:`~perdure.core.budget.Budget`. ``trace_context`` (W3C ``traceparent`` and
+        ``tracestate``; default: the caller's current OpenTelemetry span, if any) is kept with
+        the run, and the span of whichever worker runs it continues that trace.
         """
         wf = workflow if isinstance(workflow, Workflow) else self.parts.workflow(workflow)
         self.register(wf)
         options = StartOptions(
             thread, idempotency_key, durability, release, tuple(messages), budget
         )
-        run, _created = self.store.create_run(
-            new_run(self.parts, wf, input, tenant_of(tenant), options), self.clock.now()
-        )
+        new = new_run(self.parts, wf, input, tenant_of(tenant), options)
+        trace = trace_context if trace_context is not None else current_trace()
+        if trace:
+            new = replace(new, trace={str(k): str(v) for k, v in trace.items()})
+        run, _created = self.store.create_run(new, self.clock.now())
         return run
 
     # -- advancing ------------------------------------------------------------------------------
@@ -332,6 +342,18 @@ class Runtime:
     recover_readable = _part(Versions.recover_readable, "versions")
     fail = _part(Versions.fail, "versions")
     repair = _part(Versions.repair, "versions")
+    create_key = _part(Operator.create_key, "operator")
+    keys = _part(Operator.keys, "operator")
+    revoke_key = _part(Operator.revoke_key, "operator")
+    authenticate = _part(Operator.authenticate, "operator")
+    events = _part(Operator.events, "operator")
+    feed = _part(Operator.feed, "operator")
+    run_counts = _part(Operator.run_counts, "operator")
+    effect_counts = _part(Operator.effect_counts, "operator")
+    queue = _part(Operator.queue, "operator")
+    moved_since = _part(Operator.moved_since, "operator")
+    last_event_seq = _part(Operator.last_event_seq, "operator")
+    wait_for_events = _part(Operator.wait_for_events, "operator")
 
     # -- the fleet ------------------------------------------------------------------------------
 

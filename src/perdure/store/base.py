@@ -59,6 +59,9 @@ class NewRun:
     idempotency_key: str | None = None
     messages: tuple[Message, ...] = ()
     budget: BudgetState | None = None
+    trace: dict[str, str] | None = None
+    """A W3C trace context (``traceparent``, ``tracestate``) kept in the ``created`` event, so
+    whichever worker runs the run continues the caller's trace."""
 
 
 @dataclass(frozen=True, slots=True)

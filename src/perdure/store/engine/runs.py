@@ -5,6 +5,7 @@ the history reads (steps, events, messages). Methods of
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,10 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
             return run_from_row(need(tx, "run_by_key", key), d.when), False
         write_fields(tx, ids, new.state)
         write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
-        event(tx, ids, "created", None, None, {"workflow": new.workflow}, at)
+        created: dict[str, JSON] = {"workflow": new.workflow}
+        if new.trace:
+            created["trace"] = dict(new.trace)
+        event(tx, ids, "created", None, None, created, at)
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when), True
 
@@ -126,7 +130,7 @@ def claim(
             return None
         ids = {"tenant_id": picked["tenant_id"], "run_id": picked["run_id"]}
         row = need(tx, "claim_run", {**params, **ids})
-        run = run_from_row(row, d.when)
+        run = replace(run_from_row(row, d.when), previous_owner=picked["owner"])
         claimed = {"owner": owner, "previous_owner": picked["owner"]}
         event(tx, ids, "claimed", None, run.fence, claimed, at)
         if picked["status"] != row["status"]:
