@@ -12,6 +12,7 @@ import orjson
 
 from perdure.cli import render
 from perdure.cli.effects import chaos, effects
+from perdure.cli.serve import LOG_FORMAT, keys, serve, serve_metrics
 from perdure.cli.support import (
     EXIT_ERROR,
     Settings,
@@ -24,6 +25,7 @@ from perdure.cli.support import (
 )
 from perdure.cli.versions import check, fail_run, repair
 from perdure.cli.waits import approvals, approve, reject, signal
+from perdure.cli.watch import watch, watch_runs
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import Durability, RunStatus
@@ -31,6 +33,7 @@ from perdure.demos.cli import demo
 from perdure.demos.refund_cli import refund_demo
 from perdure.runtime.base import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
+from perdure.runtime.logs import configure as configure_logs
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.worker import Worker
 from perdure.store.url import default_url, open_store, safe_url
@@ -128,6 +131,7 @@ def start(
 @click.option("--thread", help="Filter by thread id.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--watch", "watching", is_flag=True, help="Refresh every second until Ctrl-C.")
 @pass_settings
 @run_command
 def runs(
@@ -140,8 +144,12 @@ def runs(
     thread: str | None,
     limit: int,
     as_json: bool,
+    watching: bool,
 ) -> None:
     """List runs, newest first."""
+    if watching:
+        watch_runs(settings, statuses, workflow, thread, limit)
+        return
     if stuck:
         with settings.runtime() as rt:
             found = rt.stuck(threshold_seconds=threshold, limit=limit)
@@ -254,6 +262,11 @@ def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None)
 @click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
 @click.option("--lease", "lease_seconds", default=30.0, show_default=True)
 @click.option("--poll", "poll_interval", default=0.2, show_default=True)
+@click.option(
+    "--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port."
+)
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@LOG_FORMAT
 @pass_settings
 @run_command
 def worker(
@@ -263,9 +276,15 @@ def worker(
     until_idle: bool,
     lease_seconds: float,
     poll_interval: float,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: str,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
+    configure_logs(log_format)
     rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
+    if metrics_port is not None:
+        serve_metrics(rt, metrics_port, metrics_host)
     w = Worker(
         rt,
         concurrency=concurrency,
@@ -305,6 +324,8 @@ main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)
+for command in (serve, keys, watch):
+    main.add_command(command)
 
 
 def run() -> None:

@@ -1,0 +1,87 @@
+"""Workflows for the server and browser tests.
+
+``job`` ticks ``ticks`` times, each tick waiting for a permit of :data:`GATE` (the test
+releases them, so a worker advances the run exactly as far as the test allows, with no
+sleep), then asks a person with role ``approver`` and finishes. ``charge`` makes an effect
+whose outcome is unknown, so the run needs a person. ``plain`` ends at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from perdure import Context, Workflow, done, goto, step
+from perdure.core.effects import UnknownOutcomeError
+from perdure.core.workflow import Outcome, wait_for_approval
+
+GATE = threading.Semaphore(0)
+"""One permit per tick; ``GATE.release(n)`` lets ``n`` ticks run."""
+
+
+@dataclass
+class Job:
+    ticks: int = 0
+    done_ticks: int = 0
+    amount: int = 10
+
+
+@step(next=["tick", "ask"])
+def begin(ctx: Context, s: Job) -> Outcome:
+    return goto("tick" if s.ticks > 0 else "ask")
+
+
+@step(next=["tick", "ask"])
+def tick(ctx: Context, s: Job) -> Outcome:
+    if not GATE.acquire(timeout=120):  # a safeguard for a broken test, not a timing
+        raise RuntimeError("the test never opened the gate")
+    s.done_ticks += 1
+    return goto("tick" if s.done_ticks < s.ticks else "ask")
+
+
+@step(next=["finish", "refuse"])
+def ask(ctx: Context, s: Job) -> Outcome:
+    return wait_for_approval(
+        "approver", {"amount": s.amount}, on_approve="finish", on_reject="refuse"
+    )
+
+
+@step
+def finish(ctx: Context, s: Job) -> Outcome:
+    return done({"ticks": s.done_ticks, "approved": True})
+
+
+@step
+def refuse(ctx: Context, s: Job) -> Outcome:
+    return done({"ticks": s.done_ticks, "approved": False})
+
+
+job = Workflow("job", state=Job, steps=[begin, tick, ask, finish, refuse])
+
+
+@dataclass
+class Bill:
+    amount: int = 5
+
+
+@step
+def pay(ctx: Context, s: Bill) -> Outcome:
+    def execute(request: Any, key: str) -> Any:
+        raise UnknownOutcomeError("the provider timed out after the request was sent")
+
+    ctx.effect(
+        "charge", target="bank", operation="charge", request={"amount": s.amount}, execute=execute
+    )
+    return done({"paid": s.amount})
+
+
+charge = Workflow("charge", state=Bill, steps=[pay])
+
+
+@step
+def only(ctx: Context, s: Bill) -> Outcome:
+    return done({"ok": True})
+
+
+plain = Workflow("plain", state=Bill, steps=[only])
