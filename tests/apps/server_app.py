@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from perdure import Context, Workflow, done, goto, step
+from perdure import Context, RetryPolicy, TransientError, Workflow, done, goto, step
 from perdure.core.effects import UnknownOutcomeError
 from perdure.core.workflow import Outcome, wait_for_approval
 
@@ -85,3 +85,18 @@ def only(ctx: Context, s: Bill) -> Outcome:
 
 
 plain = Workflow("plain", state=Bill, steps=[only])
+
+
+ATTEMPTS: dict[str, int] = {}
+"""Calls of ``wobble`` by run: its first call fails."""
+
+
+@step(retry=RetryPolicy(max_attempts=3, initial_delay=1.0, jitter=False))
+def wobble(ctx: Context, s: Bill) -> Outcome:
+    ATTEMPTS[ctx.run_id] = ATTEMPTS.get(ctx.run_id, 0) + 1
+    if ATTEMPTS[ctx.run_id] < 2:
+        raise TransientError("the service is warming up")
+    return done({"attempts": ATTEMPTS[ctx.run_id]})
+
+
+flaky = Workflow("flaky", state=Bill, steps=[wobble])

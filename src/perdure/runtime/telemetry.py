@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -128,36 +128,38 @@ class Telemetry:
         for the observers."""
         report = StepReport()
         fields = fields_of(run, step, attempt)
-        started = time.perf_counter()
-        try:
-            if _trace is None:
-                yield report
-            else:
-                attributes = {f"perdure.{k}": v for k, v in fields.items()}
-                tracer = _trace.get_tracer("perdure")
-                with tracer.start_as_current_span("perdure.step", attributes=attributes) as span:
-                    yield report
-                    span.set_attribute("perdure.outcome", report.outcome)
-        except RetryLater:
-            report.outcome = "retry"
-            raise
-        except Escalate:
-            report.outcome = "escalated"
-            raise
-        except Cancelled:
-            report.outcome = "cancelled"
-            raise
-        finally:
-            seconds = time.perf_counter() - started
-            log.info(
-                "step %s %s in %.3fs",
-                step,
-                report.outcome,
-                seconds,
-                extra={**fields, "outcome": report.outcome},
+        span_of: AbstractContextManager[Any] = nullcontext()
+        if _trace is not None:
+            attributes = {f"perdure.{k}": v for k, v in fields.items()}
+            span_of = _trace.get_tracer("perdure").start_as_current_span(
+                "perdure.step", attributes=attributes
             )
-            for o in self.observers:
-                o.step_finished(run, step, report.outcome, seconds)
+        started = time.perf_counter()
+        with span_of as span:
+            try:
+                yield report
+            except RetryLater:
+                report.outcome = "retry"
+                raise
+            except Escalate:
+                report.outcome = "escalated"
+                raise
+            except Cancelled:
+                report.outcome = "cancelled"
+                raise
+            finally:
+                seconds = time.perf_counter() - started
+                if span is not None:
+                    span.set_attribute("perdure.outcome", report.outcome)
+                log.info(
+                    "step %s %s in %.3fs",
+                    step,
+                    report.outcome,
+                    seconds,
+                    extra={**fields, "outcome": report.outcome},
+                )
+                for o in self.observers:
+                    o.step_finished(run, step, report.outcome, seconds)
 
     @contextmanager
     def effect(self, run: Run, step: str, key: str, name: str) -> Iterator[None]:
