@@ -51,7 +51,13 @@ class ServerThread:
 
 def start_server(app: object) -> ServerThread:
     """Start uvicorn on a free port of 127.0.0.1 in a thread; return once it listens."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")  # type: ignore[arg-type]
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
