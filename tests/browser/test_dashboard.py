@@ -115,9 +115,7 @@ def test_a_person_logs_in_watches_a_run_live_approves_it_and_sees_it_finish(
     page.close()
 
 
-def test_a_person_without_the_role_sees_no_decision_buttons(
-    browser: Browser, site: Site
-) -> None:
+def test_a_person_without_the_role_sees_no_decision_buttons(browser: Browser, site: Site) -> None:
     run = site.runtime.start("job", {"ticks": 0}, tenant="t1")
     page = browser.new_page()
     log_in(page, site, "bob")
