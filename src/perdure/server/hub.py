@@ -11,11 +11,27 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, Protocol
+
+from starlette.concurrency import run_in_threadpool
 
 from perdure.core.errors import PerdureError
 from perdure.runtime.runtime import Runtime
 
 log = logging.getLogger("perdure.server")
+
+
+class Shareable(Protocol):
+    """A source of stream items (see :class:`perdure.server.sse.Source`), hashable."""
+
+    def read(self, after: int) -> Any:
+        """Items after ``after``."""
+        ...
+
+    def __hash__(self) -> int:
+        """Equal sources read the same items."""
+        ...
+
 
 Topic = tuple[str, str | None]
 """What a stream follows: ``(tenant, run_id)``, or ``(tenant, None)`` for every run."""
@@ -33,6 +49,7 @@ class Hub:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._reads: dict[tuple[Shareable, int], asyncio.Future[Any]] = {}
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the wake-up thread for streams served on ``loop``."""
@@ -62,6 +79,18 @@ class Hub:
                     found.discard(event)
                     if not found:
                         del self._waiters[topic]
+
+    async def shared(self, source: Shareable, after: int) -> Any:
+        """``source.read(after)`` off the event loop, once for all the streams that ask for the
+        same source at the same position at the same time (a wake-up of a run followed by
+        many streams costs one read, not one per stream)."""
+        key = (source, after)
+        running = self._reads.get(key)
+        if running is None:
+            running = asyncio.ensure_future(run_in_threadpool(source.read, after))
+            self._reads[key] = running
+            running.add_done_callback(lambda _: self._reads.pop(key, None))
+        return await asyncio.shield(running)
 
     @property
     def subscribers(self) -> int:

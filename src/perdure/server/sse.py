@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 
 from perdure.core.errors import InvalidInputError
-from perdure.core.model import Event
+from perdure.core.model import TERMINAL, Event
 from perdure.core.shapes import event_json
 from perdure.runtime.runtime import Runtime
 from perdure.server.hub import Hub
 
 PAGE = 500
+TERMINAL_NAMES = frozenset(str(s) for s in TERMINAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,11 @@ class Source(Protocol):
         """Items after position ``after``, oldest first (at most a page)."""
         ...
 
+    def __hash__(self) -> int:
+        """Sources that read the same items are equal (streams at one position share one
+        read)."""
+        ...
+
 
 def _payload(event: Event, run_id: str | None) -> bytes:
     body = event_json(event)
@@ -66,19 +71,29 @@ def _payload(event: Event, run_id: str | None) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class RunEvents:
-    """The events of one run; finished once the run ended and its events are read."""
+    """The events of one run; finished once the run ended and its events are sent."""
 
     runtime: Runtime
     tenant: str
     run_id: str
 
     def read(self, after: int) -> Batch:
-        """See :meth:`Source.read`: the run is read before its events, so when it had already
-        ended, the events read after it include its last ones."""
-        run = self.runtime.get(self.run_id, tenant=self.tenant)
-        found = self.runtime.events(self.run_id, tenant=self.tenant, after=after, limit=PAGE)
-        items = [(e.seq, _payload(e, self.run_id)) for e in found]
-        return Batch(items, finished=run.status.terminal and len(found) < PAGE)
+        """See :meth:`Source.read`: one query while events flow. The stream is finished at
+        the status event that ends the run, or, when nothing is new, once the run (read
+        before its events, so nothing it committed is missed) has ended."""
+        found = self._events(after)
+        if not found:
+            run = self.runtime.get(self.run_id, tenant=self.tenant)
+            found = self._events(after)
+            if not found:
+                return Batch((), finished=run.status.terminal)
+        last = found[-1]
+        data = last.data if isinstance(last.data, dict) else {}
+        ended = last.type == "status" and data.get("to") in TERMINAL_NAMES
+        return Batch([(e.seq, _payload(e, self.run_id)) for e in found], finished=ended)
+
+    def _events(self, after: int) -> list[Event]:
+        return self.runtime.events(self.run_id, tenant=self.tenant, after=after, limit=PAGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +140,7 @@ async def stream(
     with hub.subscribe(source.tenant, source.run_id) as wake:
         while True:
             wake.clear()
-            batch = await run_in_threadpool(source.read, cursor)
+            batch = await hub.shared(source, cursor)
             for position, data in batch.items:
                 yield b"id: %d\ndata: %s\n\n" % (position, data)
                 cursor = position
