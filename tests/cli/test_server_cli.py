@@ -4,9 +4,11 @@ decisions made through a server, ``watch``, and a worker's metrics port and JSON
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
@@ -31,6 +33,29 @@ def until(condition: object, what: str, seconds: float = 60) -> None:
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def read_until(proc: subprocess.Popen[str], text: str, seconds: float = 60) -> list[str]:
+    """Lines of ``proc``'s stdout up to the first one holding ``text`` (bounded: a reader
+    thread, so a process that never prints it fails the test instead of hanging it)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+            if text in line:
+                return
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + seconds
+    while not seen or text not in seen[-1]:
+        line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        assert line is not None, f"the process ended without printing {text!r}: {seen}"
+        seen.append(line)
+    return seen
 
 
 def reachable(url: str) -> bool:
@@ -141,3 +166,39 @@ def test_a_worker_serves_metrics_and_logs_json_lines(db_url: str) -> None:
     steps = [r for r in records if r.get("step") == "only" and r.get("outcome") == "done"]
     assert sorted(r["run_id"] for r in steps) == sorted(ids)
     assert all(r["fence"] == 1 and r["attempt"] == 1 for r in steps)
+
+
+def test_watch_shows_a_long_wait_then_follows_the_run_to_its_end(db_url: str) -> None:
+    run_id = run_cli(db_url, "start", "job", "--app", APP, "--wait").stdout.split()[1]
+    proc = subprocess.Popen(
+        perdure_cmd(db_url, "watch", run_id, "--poll", "0.05"),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = read_until(proc, "waiting for a decision")
+    assert '"role":"approver"' in lines[-1]
+    decided = run_cli(db_url, "approve", run_id, "--as", "dana", "--role", "approver")
+    assert decided.returncode == 0, decided.stderr
+    assert run_cli(db_url, "worker", "--app", APP, "--until-idle").returncode == 0
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "approval_decided" in out and out.rstrip().endswith("ended SUCCEEDED")
+
+
+def test_runs_watch_prints_the_table_until_interrupted(db_url: str) -> None:
+    run_id = run_cli(db_url, "start", "plain", "--app", APP).stdout.split()[1]
+    proc = subprocess.Popen(
+        perdure_cmd(db_url, "runs", "--watch"),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert "PENDING" in read_until(proc, run_id)[-1]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
