@@ -75,6 +75,14 @@ def test_another_tenants_run_is_not_found_on_every_verb(served: Served) -> None:
         assert c.get("/v1/approvals").json()["approvals"] == []
         assert c.get("/v1/effects", params={"run_id": run_id}).json()["effects"] == []
     assert served.runtime.get(run_id, tenant="t1").status is RunStatus.WAITING_APPROVAL
+    charged = start(served, "charge")
+    served.runtime.run_until_idle()
+    (effect,) = served.runtime.effects(tenant="t1", run_id=charged)
+    with served.client("other") as c:
+        r = c.post(f"/v1/effects/{effect.key}/resolve", json={"applied": True, "reason": "x"})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "effect_not_found"
+        assert c.get("/v1/quarantined").json()["runs"] == []
+        assert c.get("/v1/stuck", params={"threshold": 0}).json()["runs"] == []
 
 
 def test_roles_are_checked_on_decisions_and_administrative_verbs(served: Served) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 
-from perdure.server import api
+from perdure.server import admin, api
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +123,14 @@ ENDPOINTS = (
     Endpoint(
         "/v1/effects",
         ("GET",),
-        api.list_effects,
+        admin.list_effects,
         "Effects, by run and status",
         query=("run_id", "status", "limit"),
     ),
     Endpoint(
         "/v1/effects/{key:path}/resolve",
         ("POST",),
-        api.resolve_effect,
+        admin.resolve_effect,
         "Record whether an ambiguous effect happened",
         role=ADMIN,
         body=("applied", "reason", "receipt", "result", "request_id"),
@@ -138,17 +138,17 @@ ENDPOINTS = (
     Endpoint(
         "/v1/stuck",
         ("GET",),
-        api.stuck_runs,
+        admin.stuck_runs,
         "RUNNING runs with no progress for threshold seconds",
         query=("threshold",),
     ),
-    Endpoint("/v1/quarantined", ("GET",), api.quarantined_runs, "QUARANTINED runs"),
-    Endpoint("/v1/workers", ("GET",), api.list_workers, "Workers of the fleet", role=ADMIN),
-    Endpoint("/v1/me", ("GET",), api.me, "Who the key speaks for"),
+    Endpoint("/v1/quarantined", ("GET",), admin.quarantined_runs, "QUARANTINED runs"),
+    Endpoint("/v1/workers", ("GET",), admin.list_workers, "Workers of the fleet", role=ADMIN),
+    Endpoint("/v1/me", ("GET",), admin.me, "Who the key speaks for"),
     Endpoint(
         "/v1/keys",
         ("GET", "POST"),
-        api.keys,
+        admin.keys,
         "List the tenant's API keys, or make one (its token is shown once)",
         role=ADMIN,
         body=("name", "roles"),
@@ -156,7 +156,7 @@ ENDPOINTS = (
     Endpoint(
         "/v1/keys/{key_id}",
         ("DELETE",),
-        api.revoke_key,
+        admin.revoke_key,
         "Revoke an API key",
         role=ADMIN,
     ),

@@ -312,6 +312,7 @@ class AccessStore(Protocol):
     def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
         """Block up to ``timeout`` seconds until events are committed; return the
         ``(tenant_id, run_id)`` pairs they belong to (PostgreSQL LISTEN/NOTIFY; ``[]`` on
-        timeout). A store without notifications (SQLite) returns None at once and the caller
-        polls :meth:`events_since`. Callers re-read the events either way."""
+        timeout). A store without notifications (SQLite), or one whose listening connection
+        was just lost, returns None at once and the caller polls :meth:`events_since`. Callers
+        re-read the events either way."""
         ...

@@ -190,7 +190,8 @@ class PostgresDriver:
         """See :meth:`Driver.wait_for_events`: LISTEN on ``perdure_events`` (a trigger notifies
         ``tenant/run`` for each event when its transaction commits) with a connection of its
         own; every notification already queued is taken, after the first one within
-        ``timeout``. A lost connection returns ``[]`` and is opened again on the next call."""
+        ``timeout``. A lost connection returns None (poll this once) and is opened again on
+        the next call."""
         woken: list[tuple[str, str]] = []
         with self._event_lock:
             try:
@@ -206,6 +207,7 @@ class PostgresDriver:
                 if self._event_listener is not None:
                     self._event_listener.close()
                 self._event_listener = None
+                return None  # not listening now: the caller polls (and catches up) instead
         return woken
 
     def close(self) -> None:
