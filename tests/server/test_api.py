@@ -52,6 +52,11 @@ def test_a_start_over_http_is_idempotent_by_header_or_field(served: Served) -> N
         theirs = c.post("/v1/runs", json={"workflow": "plain", "idempotency_key": "k1"})
     assert theirs.json()["run_id"] != first.json()["run_id"]
     assert theirs.json()["tenant_id"] == "t2"
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with served.client() as c:
+        traced = c.post("/v1/runs", json={"workflow": "plain"}, headers={"traceparent": parent})
+        created = c.get(f"/v1/runs/{traced.json()['run_id']}").json()["events"][0]
+    assert created["type"] == "created" and created["data"]["trace"] == {"traceparent": parent}
 
 
 def test_another_tenants_run_is_not_found_on_every_verb(served: Served) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 
 import httpx
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from perdure import FakeClock, Runtime
@@ -86,8 +87,10 @@ def test_a_worker_metrics_port_shows_every_tenant_the_queue_and_takeovers(
     try:
         port = free_port()
         metrics.serve(rt, port)
+        lost = metrics.registry_for(crashed)
         taken = crashed.start("plain", tenant="t1")
-        assert crashed.claim_next() is not None  # claimed, then its owner "dies"
+        stale = crashed.claim_next()  # claimed, then its owner "freezes"
+        assert stale is not None
         crashed.start("plain", tenant="t2")
         crashed.start("plain", tenant="t2")
         clock.advance(30)
@@ -101,6 +104,9 @@ def test_a_worker_metrics_port_shows_every_tenant_the_queue_and_takeovers(
         assert value(m, "perdure_claims_total", workflow="plain") == 3
         assert value(m, "perdure_queue_depth") == 0
         assert rt.get(taken.run_id, tenant="t1").status == "SUCCEEDED"
+        assert crashed.advance_claimed(stale).reason == "lost"  # it wakes up too late
+        m = samples(generate_latest(lost).decode())
+        assert value(m, "perdure_leases_lost_total", workflow="plain") == 1
     finally:
         rt.close()
         crashed.close()
