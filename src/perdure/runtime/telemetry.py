@@ -75,9 +75,17 @@ def fields_of(run: Run, step: str | None = None, attempt: int | None = None) -> 
     return found
 
 
+def tracing() -> bool:
+    """True when an OpenTelemetry tracer provider is set (not the API's default proxy)."""
+    if _trace is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    return not isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider)
+
+
 def current_trace() -> dict[str, str] | None:
     """The W3C trace context of the caller's current span, if tracing is on."""
-    if _propagate is None:
+    if _propagate is None or not tracing():
         return None
     carrier: dict[str, str] = {}
     _propagate.inject(carrier)
@@ -103,8 +111,9 @@ class Telemetry:
 
     @property
     def tracing(self) -> bool:
-        """True when opentelemetry-api is importable."""
-        return _trace is not None
+        """True when the application installed an OpenTelemetry tracer provider (with only
+        the API, or no provider set, spans are skipped and cost nothing)."""
+        return tracing()
 
     @contextmanager
     def run(self, run: Run, trace: dict[str, str] | None, takeover: bool) -> Iterator[None]:
@@ -113,7 +122,7 @@ class Telemetry:
         for o in self.observers:
             o.claimed(run, takeover)
         log.info("run %s claimed", run.run_id, extra=fields_of(run, run.next_step))
-        if _trace is None or _propagate is None:
+        if _trace is None or _propagate is None or not tracing():
             yield
             return
         parent = _propagate.extract(trace) if trace else None
@@ -129,7 +138,7 @@ class Telemetry:
         report = StepReport()
         fields = fields_of(run, step, attempt)
         span_of: AbstractContextManager[Any] = nullcontext()
-        if _trace is not None:
+        if _trace is not None and tracing():
             attributes = {f"perdure.{k}": v for k, v in fields.items()}
             span_of = _trace.get_tracer("perdure").start_as_current_span(
                 "perdure.step", attributes=attributes
@@ -164,7 +173,7 @@ class Telemetry:
     @contextmanager
     def effect(self, run: Run, step: str, key: str, name: str) -> Iterator[None]:
         """Around one call of an effect: a ``perdure.effect`` span."""
-        if _trace is None:
+        if _trace is None or not tracing():
             yield
             return
         attributes = {f"perdure.{k}": v for k, v in fields_of(run, step).items()}
