@@ -48,7 +48,14 @@ def serve(settings: Settings, app: str | None, host: str, port: int, log_format:
     rt = Runtime(settings.db, workflows=load_app(app))
     try:
         click.echo(f"serving on http://{host}:{port}/ (dashboard at /, API at /v1)")
-        uvicorn.run(create_app(rt), host=host, port=port, log_level="warning")
+        # open event streams end 5 s after SIGTERM; clients reconnect with Last-Event-ID
+        uvicorn.run(
+            create_app(rt),
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+        )
     finally:
         rt.close()
 
