@@ -11,9 +11,10 @@ from typing import Any
 import httpx
 import orjson
 
-from perdure import Runtime
+from perdure import FakeClock, Runtime
+from perdure.server import create_app
 from tests.apps.server_app import GATE
-from tests.server.conftest import Served
+from tests.server.conftest import WORKFLOWS, Served, start_server, stop_server
 
 
 @dataclass
@@ -126,3 +127,28 @@ def test_the_tenant_feed_shows_only_the_tenants_runs_filtered_by_type(
                 if ended == set(mine):
                     break
     assert before not in ended
+
+
+def test_on_postgresql_streams_wake_on_notify_without_polling(
+    pg_url: str, clock: FakeClock
+) -> None:
+    """No poll and no heartbeat for an hour: only LISTEN/NOTIFY can deliver the signal's event
+    within the read timeout."""
+    rt = Runtime(pg_url, clock=clock, workflows=WORKFLOWS)
+    token = rt.create_key("n", tenant="t1").token
+    running = start_server(create_app(rt, heartbeat=3600, poll=3600))
+    try:
+        run = rt.start("order", tenant="t1")
+        rt.run_until_idle()
+        headers = {"Authorization": f"Bearer {token}"}
+        url = f"http://127.0.0.1:{running.port}/v1/runs/{run.run_id}/events"
+        with httpx.stream("GET", url, headers=headers, timeout=20) as r:
+            for f in frames(r):
+                if f.data["type"] == "status" and f.data["data"]["to"] == "WAITING_EXTERNAL":
+                    rt.signal(run.run_id, "other", tenant="t1", signal_id="x1")
+                if f.data["type"] == "signal_received":
+                    break
+        assert f.data["data"]["signal_id"] == "x1"
+    finally:
+        stop_server(running)
+        rt.close()
