@@ -18,6 +18,8 @@ from perdure.server import create_app
 from tests.apps import server_app
 from tests.server.conftest import WORKFLOWS, start_server, stop_server
 
+expect.set_options(timeout=30_000)  # a loaded CI machine gets time; nothing waits for a timer
+
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",

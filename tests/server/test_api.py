@@ -142,6 +142,7 @@ def test_the_run_view_holds_state_waits_budget_and_effects(served: Served) -> No
         run = c.get(f"/v1/runs/{run_id}").json()
         effects = c.get("/v1/effects", params={"status": "ambiguous"}).json()["effects"]
     assert run["status"] == "NEEDS_ATTENTION" and run["next_step"] == "pay"
+    assert run["state"] == {"amount": 5} and run["state_error"] is None
     assert run["error"]["reason"] == "ambiguous_effect"
     assert [e["status"] for e in run["effects"]] == ["ambiguous"]
     assert [e["key"] for e in effects] == [run["effects"][0]["key"]]

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from perdure.core.errors import NotAuthenticatedError
 from perdure.core.ids import checked_id
 from perdure.core.keys import ApiKey, NewKey, checked_roles, matches, new_key, parse_token
-from perdure.core.model import Event, Principal
+from perdure.core.model import JSON, Event, Principal
 from perdure.core.observed import EffectCount, Queue, RunCount
+from perdure.core.seal import open_fields
+from perdure.core.serde import loads
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
 
@@ -53,6 +55,16 @@ class Operator:
         if key.revoked_at is not None:
             raise NotAuthenticatedError(f"the API key {key_id} was revoked")
         return key.principal
+
+    def state(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> dict[str, JSON]:
+        """The run's current state fields as JSON (opened with the keyring when state is
+        sealed; :class:`IntegrityError` when a field was tampered with). Read-only; needs no
+        workflow loaded."""
+        tenant_id = tenant_of(tenant)
+        self.parts.store.get_run(tenant_id, run_id)  # another tenant's run is not found
+        stored = self.parts.store.load_state(tenant_id, run_id)
+        fields = open_fields(self.parts.keyring, tenant_id, run_id, stored)
+        return {name: loads(value) for name, value in sorted(fields.items())}
 
     # -- feeds ----------------------------------------------------------------------------------
 

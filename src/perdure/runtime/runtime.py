@@ -346,6 +346,7 @@ class Runtime:
     keys = _part(Operator.keys, "operator")
     revoke_key = _part(Operator.revoke_key, "operator")
     authenticate = _part(Operator.authenticate, "operator")
+    state = _part(Operator.state, "operator")
     events = _part(Operator.events, "operator")
     feed = _part(Operator.feed, "operator")
     run_counts = _part(Operator.run_counts, "operator")

@@ -149,8 +149,15 @@ async def run_detail(rt: Runtime, who: Principal, run_id: str) -> dict[str, JSON
     """Everything about one run: the run, its steps, messages, effects, waits and events."""
     view = await call(rt.status, run_id, tenant=who, events=200)
     approvals = await call(rt.approvals, tenant=who, run_id=run_id, pending=False)
+    try:
+        state: JSON = await call(rt.state, run_id, tenant=who)
+        unreadable = None
+    except PerdureError as exc:  # tampered or unreadable: say so, show the rest
+        state, unreadable = None, exc.code
     return {
         **run_json(view.run),
+        "state": state,
+        "state_error": unreadable,
         "completed_steps": view.completed_steps,
         "steps": [
             {
