@@ -202,3 +202,28 @@ def test_runs_watch_prints_the_table_until_interrupted(db_url: str) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+
+
+def test_start_signal_and_cancel_through_the_server_act_in_the_keys_tenant(
+    db_url: str, server: str
+) -> None:
+    token = run_cli(db_url, "--tenant", "t9", "keys", "create", "svc").stdout.strip()
+    remote = ["--server", server, "--key", token]
+    started = run_cli(db_url, "start", "plain", *remote, "--idempotency-key", "k1", "--json")
+    assert started.returncode == 0, started.stderr
+    run = json.loads(started.stdout)
+    assert run["tenant_id"] == "t9" and run["status"] == "PENDING"
+    again = json.loads(
+        run_cli(db_url, "start", "plain", *remote, "--idempotency-key", "k1", "--json").stdout
+    )
+    assert again["run_id"] == run["run_id"]
+    sent = run_cli(db_url, "signal", run["run_id"], "nudge", "--id", "n1", *remote)
+    assert sent.returncode == 0 and "kept in the run's inbox" in sent.stdout
+    cancelled = run_cli(db_url, "cancel", run["run_id"], "--reason", "no longer needed", *remote)
+    assert cancelled.returncode == 0 and "CANCELLED" in cancelled.stdout
+    hidden = run_cli(db_url, "show", run["run_id"])  # the default tenant does not see it
+    assert hidden.returncode == 1 and "error[run_not_found]" in hidden.stderr
+    waited = run_cli(db_url, "start", "plain", *remote, "--wait")
+    assert waited.returncode == 1 and "perdure watch RUN --server" in waited.stderr
+    bad = run_cli(db_url, "start", "plain", "--server", server, "--key", "pdk_nope")
+    assert bad.returncode == 1 and bad.stderr.startswith("error[not_authenticated]")

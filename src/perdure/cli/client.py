@@ -5,9 +5,10 @@ does is recorded as the key's principal, not as a name they typed."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+import click
 import orjson
 
 from perdure.core.errors import ConfigError, PerdureError, StoreUnavailableError
@@ -102,3 +103,15 @@ class Client:
                     raise StoreUnavailableError(
                         f"lost the server at {self.url}: {exc}", fix="check the server"
                     ) from None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def server_options(fn: F) -> F:
+    """``--server URL`` (or ``PERDURE_SERVER``) and ``--key KEY`` (or ``PERDURE_KEY``): do the
+    command through a perdure server, as the key's principal, instead of on the database."""
+    fn = click.option("--key", help="API key for --server (default: PERDURE_KEY).")(fn)
+    return click.option(
+        "--server", envvar="PERDURE_SERVER", help="Act through a perdure server at this URL."
+    )(fn)

@@ -11,6 +11,7 @@ import click
 import orjson
 
 from perdure.cli import render
+from perdure.cli.client import Client, server_options
 from perdure.cli.effects import chaos, effects
 from perdure.cli.serve import LOG_FORMAT, keys, serve, serve_metrics
 from perdure.cli.support import (
@@ -77,6 +78,7 @@ def migrate(settings: Settings) -> None:
 @click.option("--release", "releases", multiple=True, help="Release id, e.g. code=abc123.")
 @click.option("--wait", is_flag=True, help="Advance the run here until it ends or waits.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@server_options
 @pass_settings
 @run_command
 def start(
@@ -90,6 +92,8 @@ def start(
     releases: tuple[str, ...],
     wait: bool,
     as_json: bool,
+    server: str | None,
+    key: str | None,
 ) -> None:
     """Start a run of WORKFLOW (a worker or `perdure resume` advances it).
 
@@ -102,6 +106,24 @@ def start(
             f"--release {bad[0]!r} is not NAME=VALUE", fix="write e.g. --release code=abc123"
         )
     release = dict(r.partition("=")[::2] for r in releases)
+    if server:
+        if wait:
+            raise InvalidInputError(
+                "--wait advances the run in this process; through a server workers do",
+                fix="leave --wait out and follow it with `perdure watch RUN --server URL`",
+            )
+        body = {
+            "workflow": workflow,
+            "input": parse_json(input_json, "--input"),
+            "thread": thread,
+            "idempotency_key": idempotency_key,
+            "durability": durability,
+            "release": release,
+        }
+        found = Client(server, key).call("POST", "/v1/runs", body)
+        line = f"run {found['run_id']} {found['status']} (next step {found['next_step']})"
+        click.echo(orjson.dumps(found).decode() if as_json else line)
+        return
     with settings.runtime(app, with_workflows=True) as rt:
         run = rt.start(
             workflow,
@@ -239,10 +261,23 @@ def resume(
 @click.argument("run_id")
 @click.option("--reason", default="", help="Why (recorded in the run's events).")
 @click.option("--request-id", help="Repeat-safe id of this request.")
+@server_options
 @pass_settings
 @run_command
-def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None) -> None:
+def cancel(
+    settings: Settings,
+    run_id: str,
+    reason: str,
+    request_id: str | None,
+    server: str | None,
+    key: str | None,
+) -> None:
     """Cancel a run at its next step boundary (confirmed effects are compensated)."""
+    if server:
+        body = {"reason": reason, "request_id": request_id}
+        found = Client(server, key).call("POST", f"/v1/runs/{run_id}/cancel", body)
+        click.echo(f"run {run_id} {found['status']}")
+        return
     with settings.runtime() as rt:
         before = rt.get(run_id, tenant=settings.tenant)
         run = rt.cancel(run_id, tenant=settings.tenant, reason=reason, request_id=request_id)

@@ -9,7 +9,7 @@ import click
 import orjson
 
 from perdure.cli import render
-from perdure.cli.client import Client
+from perdure.cli.client import Client, server_options
 from perdure.cli.support import Settings, parse_json, pass_settings, run_command
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import Principal
@@ -128,23 +128,36 @@ def reject(
 @click.argument("name")
 @click.option("--payload", help="The signal's payload as JSON.")
 @click.option("--id", "signal_id", help="Delivery id; the same id twice is delivered once.")
+@server_options
 @pass_settings
 @run_command
 def signal(
-    settings: Settings, run_id: str, name: str, payload: str | None, signal_id: str | None
+    settings: Settings,
+    run_id: str,
+    name: str,
+    payload: str | None,
+    signal_id: str | None,
+    server: str | None,
+    key: str | None,
 ) -> None:
     """Send signal NAME to RUN_ID (kept in its inbox if it does not wait for it yet)."""
-    with Runtime(settings.db) as rt:
-        sent, what = rt.signal(
-            run_id,
-            name,
-            parse_json(payload, "--payload"),
-            tenant=settings.tenant,
-            signal_id=signal_id,
-        )
+    if server:
+        body = {"name": name, "payload": parse_json(payload, "--payload"), "signal_id": signal_id}
+        found = Client(server, key).call("POST", f"/v1/runs/{run_id}/signals", body)
+        sent_id, sent_name, what = found["signal_id"], found["name"], found["outcome"]
+    else:
+        with Runtime(settings.db) as rt:
+            sent, what = rt.signal(
+                run_id,
+                name,
+                parse_json(payload, "--payload"),
+                tenant=settings.tenant,
+                signal_id=signal_id,
+            )
+        sent_id, sent_name = sent.signal_id, sent.name
     said = {
         "woke": "the run was waiting for it and continues",
         "queued": "kept in the run's inbox until it waits for it",
         "duplicate": "already delivered; nothing changed",
     }[what]
-    click.echo(f"signal {sent.name} ({sent.signal_id}): {said}")
+    click.echo(f"signal {sent_name} ({sent_id}): {said}")
