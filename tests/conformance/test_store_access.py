@@ -93,3 +93,15 @@ def test_counts_and_the_queue_show_what_operators_watch(store: Store, clock: Fak
 def test_a_store_without_notifications_says_so_at_once(store: Store) -> None:
     woken = store.wait_for_events(0.01)
     assert woken is None if not store.notifies else woken == []
+
+
+def test_stuck_runs_can_be_read_for_one_tenant(store: Store, clock: FakeClock) -> None:
+    claimed(store, clock, "r1")
+    store.create_run(new_run("r2", tenant="t2", thread="x"), clock.now())
+    other = store.claim("w", clock.now() + LEASE, clock.now(), ["wf"], tenant_id="t2")
+    assert other is not None
+    clock.advance(600)
+    before = clock.now() - timedelta(seconds=300)
+    assert {r.run_id for r in store.stuck_runs(before)} == {"r1", "r2"}
+    assert [r.run_id for r in store.stuck_runs(before, tenant_id="t2")] == ["r2"]
+    assert store.stuck_runs(before, tenant_id="t3") == []

@@ -192,6 +192,14 @@ def test_operator_views_list_the_tenants_stuck_quarantined_runs_and_workers(
         assert c.get("/v1/workers").json() == {"workers": []}
         me = c.get("/v1/me").json()
     assert me == {"tenant": "t1", "name": "admin", "roles": ["admin", "approver"]}
+    run_id = start(served, "plain")
+    assert served.runtime.claim_next() is not None  # claimed; its worker makes no progress
+    served.runtime.clock.advance(600)  # type: ignore[attr-defined]
+    with served.client("reader") as c:
+        stuck = c.get("/v1/stuck", params={"threshold": 300}).json()["runs"]
+    with served.client("other") as c:
+        theirs = c.get("/v1/stuck", params={"threshold": 300}).json()["runs"]
+    assert [r["run_id"] for r in stuck] == [run_id] and theirs == []
 
 
 def test_keys_are_managed_over_http_and_shown_once(served: Served) -> None:

@@ -362,11 +362,19 @@ class Runtime:
         """Live workers of this database, and those that left in the last hour."""
         return self.store.workers(self.clock.now() - timedelta(hours=1))
 
-    def stuck(self, *, threshold_seconds: float = 300.0, limit: int = 100) -> list[Run]:
-        """The watchdog's view: RUNNING runs of every tenant with no progress (no commit, no
-        claim) for ``threshold_seconds``. Once their lease expires any worker reclaims them."""
+    def stuck(
+        self,
+        *,
+        threshold_seconds: float = 300.0,
+        limit: int = 100,
+        tenant: Tenant | None = None,
+    ) -> list[Run]:
+        """The watchdog's view: RUNNING runs of every tenant (or of ``tenant``) with no
+        progress (no commit, no claim) for ``threshold_seconds``. Once their lease expires any
+        worker reclaims them."""
         before = self.clock.now() - timedelta(seconds=threshold_seconds)
-        return self.store.stuck_runs(before, limit=limit)
+        tenant_id = None if tenant is None else tenant_of(tenant)
+        return self.store.stuck_runs(before, limit=limit, tenant_id=tenant_id)
 
     def close(self) -> None:
         """Stop the heartbeat thread and the event loop, and close the store."""

@@ -56,9 +56,8 @@ async def resolve_effect(request: Request, who: Principal, rt: Runtime) -> Respo
 async def stuck_runs(request: Request, who: Principal, rt: Runtime) -> Response:
     """The tenant's RUNNING runs with no progress for ``threshold`` seconds."""
     threshold = number(request, "threshold", 300, 0, 10**7)
-    found = await call(rt.stuck, threshold_seconds=float(threshold), limit=10_000)
-    mine = [r for r in found if r.tenant_id == who.tenant_id]
-    return json_response({"runs": [run_json(r) for r in mine], "threshold": threshold})
+    found = await call(rt.stuck, threshold_seconds=float(threshold), limit=1000, tenant=who)
+    return json_response({"runs": [run_json(r) for r in found], "threshold": threshold})
 
 
 @endpoint

@@ -216,7 +216,7 @@ async def attention_page(request: Request, who: Principal, rt: Runtime) -> Respo
     quarantined runs, with their evidence and the actions that resolve them."""
 
     def read() -> dict[str, Any]:
-        stuck = [r for r in rt.stuck(limit=1000) if r.tenant_id == who.tenant_id]
+        stuck = rt.stuck(limit=500, tenant=who)
         return {
             "stuck": stuck,
             "ambiguous": rt.effects(tenant=who, status=[EffectStatus.AMBIGUOUS]),

@@ -234,9 +234,11 @@ class FleetStore(Protocol):
         """Workers still running, and those that stopped after ``since``, oldest first."""
         ...
 
-    def stuck_runs(self, before: datetime, *, limit: int = 100) -> list[Run]:
-        """RUNNING runs of every tenant with no progress since ``before`` (the watchdog's view;
-        their leases expire and any worker reclaims them)."""
+    def stuck_runs(
+        self, before: datetime, *, limit: int = 100, tenant_id: str | None = None
+    ) -> list[Run]:
+        """RUNNING runs of every tenant (or of ``tenant_id``) with no progress since ``before``
+        (the watchdog's view; their leases expire and any worker reclaims them)."""
         ...
 
     def next_wake(self, now: datetime) -> datetime | None:

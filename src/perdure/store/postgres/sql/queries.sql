@@ -459,6 +459,7 @@ ORDER BY started_at;
 -- name: stuck_runs
 SELECT * FROM perdure.runs
 WHERE status = 'RUNNING' AND updated_at < %(before)s
+  AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
 ORDER BY updated_at
 LIMIT %(limit)s;
 

@@ -380,7 +380,10 @@ WHERE stopped_at IS NULL OR stopped_at > :since
 ORDER BY started_at;
 
 -- name: stuck_runs
-SELECT * FROM runs WHERE status = 'RUNNING' AND updated_at < :before ORDER BY updated_at LIMIT :limit;
+SELECT * FROM runs
+WHERE status = 'RUNNING' AND updated_at < :before
+  AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+ORDER BY updated_at LIMIT :limit;
 
 -- name: next_wake
 SELECT MIN(wake_at) AS wake_at FROM runs
