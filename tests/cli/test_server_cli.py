@@ -227,3 +227,15 @@ def test_start_signal_and_cancel_through_the_server_act_in_the_keys_tenant(
     assert waited.returncode == 1 and "perdure watch RUN --server" in waited.stderr
     bad = run_cli(db_url, "start", "plain", "--server", server, "--key", "pdk_nope")
     assert bad.returncode == 1 and bad.stderr.startswith("error[not_authenticated]")
+
+
+def test_a_port_in_use_is_one_line_not_a_traceback(db_url: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        served = run_cli(db_url, "serve", "--app", APP, "--port", port)
+        assert served.returncode == 1 and served.stderr.startswith("error[invalid_config]")
+        metrics = run_cli(db_url, "worker", "--app", APP, "--metrics-port", port, "--until-idle")
+        assert metrics.returncode == 1 and metrics.stderr.startswith("error[invalid_config]")
+        assert "Traceback" not in served.stderr + metrics.stderr

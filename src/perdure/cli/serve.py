@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import click
 import orjson
 
@@ -45,6 +47,7 @@ def serve(settings: Settings, app: str | None, host: str, port: int, log_format:
     from perdure.runtime.logs import configure
 
     configure(log_format)
+    check_free(host, port)
     rt = Runtime(settings.db, workflows=load_app(app))
     try:
         click.echo(f"serving on http://{host}:{port}/ (dashboard at /, API at /v1)")
@@ -60,6 +63,19 @@ def serve(settings: Settings, app: str | None, host: str, port: int, log_format:
         rt.close()
 
 
+def check_free(host: str, port: int) -> None:
+    """Refuse at once, in one line, an address this process cannot listen on."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            fix="pick a free --port (or another --host)",
+        ) from None
+
+
 def serve_metrics(rt: Runtime, port: int, host: str) -> None:
     """Serve the runtime's metrics on ``host:port`` (``perdure worker --metrics-port``)."""
     try:
@@ -69,7 +85,13 @@ def serve_metrics(rt: Runtime, port: int, host: str) -> None:
             f"metrics need the server extra ({exc.name} is missing)",
             fix="pip install 'perdure[server]'",
         ) from None
-    serve_on(rt, port, host)
+    try:
+        serve_on(rt, port, host)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}",
+            fix="pick a free --metrics-port (or --metrics-host)",
+        ) from None
     click.echo(f"metrics on http://{host}:{port}/metrics")
 
 
