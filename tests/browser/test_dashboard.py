@@ -91,7 +91,7 @@ def test_a_person_logs_in_watches_a_run_live_approves_it_and_sees_it_finish(
     expect(page.locator("#login-error")).to_be_visible()
     log_in(page, site, "alice")
     run = site.runtime.start("job", {"ticks": 3, "amount": 42}, tenant="t1")
-    page.goto(site.url + "/")
+    expect(page.locator("#runs")).to_contain_text(run.run_id)  # the list refreshed itself
     page.click(f"text={run.run_id}")
     expect(page.locator("#status")).to_have_text("RUNNING")
     rows = page.locator("#timeline tbody tr")

@@ -123,6 +123,7 @@ async def runs_page(request: Request, who: Principal, rt: Runtime) -> Response:
     counts: dict[str, int] = {}
     for c in await run_in_threadpool(lambda: rt.run_counts(tenant=who)):
         counts[str(c.status)] = counts.get(str(c.status), 0) + c.count
+    since = await run_in_threadpool(rt.last_event_seq)  # the page goes live from here
     return render(
         request,
         "runs.html",
@@ -130,6 +131,7 @@ async def runs_page(request: Request, who: Principal, rt: Runtime) -> Response:
         runs=found,
         counts=counts,
         status=status,
+        since=since,
         statuses=[s for s in STATUS_ORDER if s in counts],
         total=sum(counts.values()),
         iso=iso,
