@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from perdure import Context, RetryPolicy, TransientError, Workflow, done, goto, step
+from perdure import Budget, Context, RetryPolicy, TransientError, Workflow, done, goto, step
 from perdure.core.effects import UnknownOutcomeError
 from perdure.core.workflow import Outcome, wait_for_approval
 
@@ -100,3 +100,12 @@ def wobble(ctx: Context, s: Bill) -> Outcome:
 
 
 flaky = Workflow("flaky", state=Bill, steps=[wobble])
+
+
+@step
+def think(ctx: Context, s: Bill) -> Outcome:
+    ctx.charge(tokens=50, cost=0.125)  # what a model call would record
+    return done({"thought": True})
+
+
+spend = Workflow("spend", state=Bill, steps=[think], budget=Budget(tokens=10_000))

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from perdure import FakeClock
+from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, KeyNotFoundError
 from perdure.core.keys import matches, new_key, parse_token
 from perdure.core.model import RunStatus
-from perdure.core.observed import RunCount
+from perdure.core.observed import RunCount, SpendCount
 from perdure.store.base import Store
 from tests.conformance.conftest import LEASE, claimed, new_run
 
@@ -105,3 +107,16 @@ def test_stuck_runs_can_be_read_for_one_tenant(store: Store, clock: FakeClock) -
     assert {r.run_id for r in store.stuck_runs(before)} == {"r1", "r2"}
     assert [r.run_id for r in store.stuck_runs(before, tenant_id="t2")] == ["r2"]
     assert store.stuck_runs(before, tenant_id="t3") == []
+
+
+def test_spend_counts_sum_what_the_budgets_recorded(store: Store, clock: FakeClock) -> None:
+    used = Budget(tokens=1000).start().charged(tokens=120, cost=0.25)
+    for run_id in ("s1", "s2"):
+        store.create_run(replace(new_run(run_id, thread=run_id), budget=used), clock.now())
+    store.create_run(new_run("s3", thread="s3"), clock.now())  # no budget: nothing recorded
+    store.create_run(replace(new_run("s4", tenant="t2", thread="s4"), budget=used), clock.now())
+    assert store.spend_counts() == [
+        SpendCount("t1", "wf", 240, 0.5),
+        SpendCount("t2", "wf", 120, 0.25),
+    ]
+    assert store.spend_counts("t2") == [SpendCount("t2", "wf", 120, 0.25)]

@@ -20,7 +20,14 @@ from tests.apps import server_app, waits_app
 from tests.backends import BACKENDS
 from tests.conftest import fresh_db_url
 
-WORKFLOWS = [server_app.job, server_app.charge, server_app.plain, server_app.flaky, waits_app.order]
+WORKFLOWS = [
+    server_app.job,
+    server_app.charge,
+    server_app.plain,
+    server_app.flaky,
+    server_app.spend,
+    waits_app.order,
+]
 KEYS = {
     "admin": ("t1", ("admin", "approver")),
     "approver": ("t1", ("approver",)),

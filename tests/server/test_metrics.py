@@ -37,6 +37,8 @@ def test_the_server_metrics_count_a_known_workload(served: Served, clock: FakeCl
     rt.start("job", {"ticks": 0}, tenant="t1")
     flaky = rt.start("flaky", tenant="t1")
     rt.start("plain", tenant="t2")
+    for _ in range(2):
+        rt.start("spend", tenant="t1")
     rt.run_until_idle(tenant="t1")
     clock.advance(2)  # the retry of flaky comes due
     rt.run_until_idle(tenant="t1")
@@ -66,9 +68,11 @@ def test_the_server_metrics_count_a_known_workload(served: Served, clock: FakeCl
     assert value(m, "perdure_step_duration_seconds_count", workflow="plain", step="only") == 3
     assert value(m, "perdure_claims_total", workflow="plain") == 3
     assert value(m, "perdure_claims_total", workflow="flaky") == 2
-    # plain 3, flaky 1, job 2 (begin, ask): one commit each in sync mode
-    assert value(m, "perdure_commit_duration_seconds_count") == 6
+    # plain 3, flaky 1, job 2 (begin, ask), spend 2: one commit per step in sync mode
+    assert value(m, "perdure_commit_duration_seconds_count") == 8
     assert value(m, "perdure_lease_takeovers_total", workflow="plain") == 0
+    assert value(m, "perdure_tokens_used", tenant="t1", workflow="spend") == 100
+    assert value(m, "perdure_cost_used", tenant="t1", workflow="spend") == 0.25
 
 
 def free_port() -> int:

@@ -36,3 +36,14 @@ class Queue:
 
     depth: int
     oldest: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpendCount:
+    """What the runs of ``workflow`` in ``tenant_id`` used so far, as their budgets record it
+    (model tokens and cost charged with ``ctx.charge``); runs without a budget record none."""
+
+    tenant_id: str
+    workflow: str
+    tokens: int
+    cost: float

@@ -9,7 +9,7 @@ from perdure.core.errors import NotAuthenticatedError
 from perdure.core.ids import checked_id
 from perdure.core.keys import ApiKey, NewKey, checked_roles, matches, new_key, parse_token
 from perdure.core.model import JSON, Event, Principal
-from perdure.core.observed import EffectCount, Queue, RunCount
+from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
 from perdure.core.seal import open_fields
 from perdure.core.serde import loads
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
@@ -115,6 +115,10 @@ class Operator:
         ``(tenant_id, run_id)`` pairs that moved; None at once when the store cannot notify
         (SQLite: poll :meth:`moved_since` instead)."""
         return self.parts.store.wait_for_events(timeout)
+
+    def spend_counts(self, *, tenant: Tenant | None = None) -> list[SpendCount]:
+        """Model tokens and cost recorded in the runs' budgets, by tenant and workflow."""
+        return self.parts.store.spend_counts(None if tenant is None else tenant_of(tenant))
 
     def queue(self) -> Queue:
         """Runs of every tenant claimable now, and since when the oldest has been."""

@@ -351,6 +351,7 @@ class Runtime:
     feed = _part(Operator.feed, "operator")
     run_counts = _part(Operator.run_counts, "operator")
     effect_counts = _part(Operator.effect_counts, "operator")
+    spend_counts = _part(Operator.spend_counts, "operator")
     queue = _part(Operator.queue, "operator")
     moved_since = _part(Operator.moved_since, "operator")
     last_event_seq = _part(Operator.last_event_seq, "operator")

@@ -66,7 +66,20 @@ class StoreCollector(Collector):
             effects.add_metric([e.tenant_id, str(e.status)], e.count)
             if e.status is EffectStatus.AMBIGUOUS:
                 ambiguous.add_metric([e.tenant_id], e.count)
-        yield from (runs, quarantined, effects, ambiguous)
+        tokens = GaugeMetricFamily(
+            "perdure_tokens_used",
+            "Model tokens the runs' budgets recorded (ctx.charge)",
+            labels=["tenant", "workflow"],
+        )
+        cost = GaugeMetricFamily(
+            "perdure_cost_used",
+            "Cost the runs' budgets recorded (ctx.charge)",
+            labels=["tenant", "workflow"],
+        )
+        for s in rt.spend_counts(tenant=self.tenant):
+            tokens.add_metric([s.tenant_id, s.workflow], s.tokens)
+            cost.add_metric([s.tenant_id, s.workflow], s.cost)
+        yield from (runs, quarantined, effects, ambiguous, tokens, cost)
         if self.tenant is None:  # the queue is the fleet's, across tenants
             queue = rt.queue()
             age = (rt.clock.now() - queue.oldest).total_seconds() if queue.oldest else 0.0

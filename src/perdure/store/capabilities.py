@@ -16,7 +16,7 @@ from perdure.core.budget import BudgetState
 from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
 from perdure.core.keys import ApiKey
 from perdure.core.model import JSON, Approval, Event, Run, RunStatus, Signal, WorkerInfo
-from perdure.core.observed import EffectCount, Queue, RunCount
+from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
 
 
 class EffectLedger(Protocol):
@@ -304,6 +304,11 @@ class AccessStore(Protocol):
 
     def effect_counts(self, tenant_id: str | None = None) -> list[EffectCount]:
         """How many effects there are by tenant and status (one tenant, or all)."""
+        ...
+
+    def spend_counts(self, tenant_id: str | None = None) -> list[SpendCount]:
+        """Tokens and cost the runs' budgets recorded, summed by tenant and workflow (one
+        tenant, or all)."""
         ...
 
     def queue(self, now: datetime) -> Queue:

@@ -96,6 +96,7 @@ class Engine:
     last_event_seq = access.last_event_seq
     run_counts = access.run_counts
     effect_counts = access.effect_counts
+    spend_counts = access.spend_counts
     queue = access.queue
     wait_for_events = access.wait_for_events
 

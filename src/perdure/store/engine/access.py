@@ -13,7 +13,7 @@ from perdure.core.effects import EffectStatus
 from perdure.core.errors import InvalidInputError, KeyNotFoundError, StoreError
 from perdure.core.keys import ApiKey
 from perdure.core.model import Event, RunStatus
-from perdure.core.observed import EffectCount, Queue, RunCount
+from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
 from perdure.store.engine.tx import fetch, need
 from perdure.store.rows import Row, When, event_from_row
 
@@ -125,6 +125,14 @@ def effect_counts(self: Engine, tenant_id: str | None = None) -> list[EffectCoun
     """See :meth:`AccessStore.effect_counts`."""
     found = fetch(self.driver, "effect_counts", {"tenant_id": tenant_id})
     return [EffectCount(r["tenant_id"], EffectStatus(r["status"]), int(r["n"])) for r in found]
+
+
+def spend_counts(self: Engine, tenant_id: str | None = None) -> list[SpendCount]:
+    """See :meth:`AccessStore.spend_counts`."""
+    found = fetch(self.driver, "spend_counts", {"tenant_id": tenant_id})
+    return [
+        SpendCount(r["tenant_id"], r["workflow"], int(r["tokens"]), float(r["cost"])) for r in found
+    ]
 
 
 def queue(self: Engine, now: datetime) -> Queue:

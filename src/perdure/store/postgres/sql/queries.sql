@@ -539,3 +539,12 @@ WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
 
 -- name: listen_events
 LISTEN perdure_events;
+
+-- name: spend_counts
+SELECT tenant_id, workflow,
+       COALESCE(SUM((budget -> 'used' ->> 'tokens')::bigint), 0) AS tokens,
+       COALESCE(SUM((budget -> 'used' ->> 'cost')::float8), 0.0) AS cost
+FROM perdure.runs
+WHERE budget IS NOT NULL AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+GROUP BY tenant_id, workflow
+ORDER BY tenant_id, workflow;

@@ -449,3 +449,12 @@ WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < :now)
   AND (wake_at IS NULL OR wake_at <= :now);
+
+-- name: spend_counts
+SELECT tenant_id, workflow,
+       COALESCE(SUM(CAST(json_extract(budget, '$.used.tokens') AS INTEGER)), 0) AS tokens,
+       COALESCE(SUM(CAST(json_extract(budget, '$.used.cost') AS REAL)), 0.0) AS cost
+FROM runs
+WHERE budget IS NOT NULL AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+GROUP BY tenant_id, workflow
+ORDER BY tenant_id, workflow;
