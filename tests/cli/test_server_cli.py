@@ -140,7 +140,16 @@ def test_a_worker_serves_metrics_and_logs_json_lines(db_url: str) -> None:
     port = free_port()
     proc = subprocess.Popen(
         perdure_cmd(
-            db_url, "worker", "--app", APP, "--metrics-port", str(port), "--log-format", "json"
+            db_url,
+            "worker",
+            "--app",
+            APP,
+            "--metrics-port",
+            str(port),
+            "--log-format",
+            "json",
+            "--log-level",
+            "info",
         ),
         env=cli_env(),
         cwd=ROOT,

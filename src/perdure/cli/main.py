@@ -13,7 +13,7 @@ import orjson
 from perdure.cli import render
 from perdure.cli.client import Client, server_options
 from perdure.cli.effects import chaos, effects
-from perdure.cli.serve import LOG_FORMAT, keys, serve, serve_metrics
+from perdure.cli.serve import keys, log_options, serve, serve_metrics
 from perdure.cli.support import (
     EXIT_ERROR,
     Settings,
@@ -301,7 +301,7 @@ def cancel(
     "--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port."
 )
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
-@LOG_FORMAT
+@log_options
 @pass_settings
 @run_command
 def worker(
@@ -314,9 +314,10 @@ def worker(
     metrics_port: int | None,
     metrics_host: str,
     log_format: str,
+    log_level: str,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
-    configure_logs(log_format)
+    configure_logs(log_format, log_level.upper())
     rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
     if metrics_port is not None:
         serve_metrics(rt, metrics_port, metrics_host)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 import orjson
@@ -13,23 +15,43 @@ from perdure.core.keys import ApiKey
 from perdure.core.shapes import iso
 from perdure.runtime.runtime import Runtime
 
-LOG_FORMAT = click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How the process logs (JSON: one object per line with run_id, step, fence...).",
-)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def log_options(fn: F) -> F:
+    """``--log-format text|json`` and ``--log-level``: how the process logs to stderr (JSON:
+    one object per line with run_id, step, attempt, fence...; ``info`` logs every step)."""
+    fn = click.option(
+        "--log-level",
+        type=click.Choice(["debug", "info", "warning", "error"]),
+        default="warning",
+        show_default=True,
+        help="Lowest level logged (info: every claim and step).",
+    )(fn)
+    return click.option(
+        "--log-format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="How the process logs (JSON: one object per line with run_id, step, fence...).",
+    )(fn)
 
 
 @click.command()
 @app_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@LOG_FORMAT
+@log_options
 @pass_settings
 @run_command
-def serve(settings: Settings, app: str | None, host: str, port: int, log_format: str) -> None:
+def serve(
+    settings: Settings,
+    app: str | None,
+    host: str,
+    port: int,
+    log_format: str,
+    log_level: str,
+) -> None:
     """Serve the HTTP API, live event streams, the dashboard and /metrics.
 
     Requests authenticate with API keys (`perdure keys create`). The server starts runs and
@@ -46,7 +68,7 @@ def serve(settings: Settings, app: str | None, host: str, port: int, log_format:
         ) from None
     from perdure.runtime.logs import configure
 
-    configure(log_format)
+    configure(log_format, log_level.upper())
     check_free(host, port)
     rt = Runtime(settings.db, workflows=load_app(app))
     try:
