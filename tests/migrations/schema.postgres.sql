@@ -1,3 +1,15 @@
+-- table api_keys
+CREATE TABLE perdure.api_keys (
+    key_id text NOT NULL,
+    tenant_id text NOT NULL,
+    name text NOT NULL,
+    roles json NOT NULL,
+    secret_hash text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone,
+    CONSTRAINT api_keys_pkey PRIMARY KEY (key_id)
+);
+
 -- table approvals
 CREATE TABLE perdure.approvals (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -291,6 +303,9 @@ CREATE TABLE perdure.workers (
     CONSTRAINT workers_pkey PRIMARY KEY (owner)
 );
 
+-- index api_keys_live_name
+CREATE UNIQUE INDEX api_keys_live_name ON perdure.api_keys USING btree (tenant_id, name) WHERE (revoked_at IS NULL);
+
 -- index approvals_by_run
 CREATE INDEX approvals_by_run ON perdure.approvals USING btree (run_id, id);
 
@@ -305,6 +320,9 @@ CREATE INDEX effects_by_status ON perdure.effects USING btree (tenant_id, status
 
 -- index events_by_run
 CREATE INDEX events_by_run ON perdure.events USING btree (run_id, seq);
+
+-- index events_by_tenant
+CREATE INDEX events_by_tenant ON perdure.events USING btree (tenant_id, seq);
 
 -- index graph_checkpoints_by_run
 CREATE INDEX graph_checkpoints_by_run ON perdure.graph_checkpoints USING btree (tenant_id, graph_run_id);
@@ -332,6 +350,17 @@ CREATE INDEX signals_inbox ON perdure.signals USING btree (run_id, name, consume
 
 -- index thread_inbox_pending
 CREATE INDEX thread_inbox_pending ON perdure.thread_inbox USING btree (tenant_id, thread_id, delivered_at, id);
+
+-- function notify_event
+CREATE OR REPLACE FUNCTION perdure.notify_event()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM pg_notify('perdure_events', NEW.tenant_id || '/' || NEW.run_id);
+    RETURN NULL;
+END
+$function$;
 
 -- function notify_stream
 CREATE OR REPLACE FUNCTION perdure.notify_stream()
@@ -365,6 +394,9 @@ BEGIN
         USING ERRCODE = 'RT001', CONSTRAINT = 'runs_terminal_is_final';
 END;
 $function$;
+
+-- trigger events_notify
+CREATE TRIGGER events_notify AFTER INSERT ON perdure.events FOR EACH ROW EXECUTE FUNCTION perdure.notify_event();
 
 -- trigger runs_notify_thread_free
 CREATE TRIGGER runs_notify_thread_free AFTER UPDATE OF status ON perdure.runs FOR EACH ROW WHEN ((new.status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.status <> ALL (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text]))) EXECUTE FUNCTION perdure.notify_work();

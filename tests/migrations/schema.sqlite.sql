@@ -1,3 +1,6 @@
+-- index api_keys_live_name
+CREATE UNIQUE INDEX api_keys_live_name ON api_keys (tenant_id, name) WHERE revoked_at IS NULL;
+
 -- index approvals_by_run
 CREATE INDEX approvals_by_run ON approvals (run_id, id);
 
@@ -12,6 +15,9 @@ CREATE INDEX effects_by_status ON effects (tenant_id, status);
 
 -- index events_by_run
 CREATE INDEX events_by_run ON events (run_id, seq);
+
+-- index events_by_tenant
+CREATE INDEX events_by_tenant ON events (tenant_id, seq);
 
 -- index graph_checkpoints_by_run
 CREATE INDEX graph_checkpoints_by_run ON graph_checkpoints (tenant_id, graph_run_id);
@@ -39,6 +45,17 @@ CREATE INDEX signals_inbox ON signals (run_id, name, consumed_at, id);
 
 -- index thread_inbox_pending
 CREATE INDEX thread_inbox_pending ON thread_inbox (tenant_id, thread_id, delivered_at, id);
+
+-- table api_keys
+CREATE TABLE api_keys (
+    key_id      TEXT PRIMARY KEY,
+    tenant_id   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    roles       TEXT NOT NULL,
+    secret_hash TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    revoked_at  TEXT
+) WITHOUT ROWID;
 
 -- table approvals
 CREATE TABLE approvals (

@@ -105,6 +105,7 @@ DRIVER_QUERIES = {
         "lock_migrations",
         "listen_work",
         "listen_streams",
+        "listen_events",
         "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }

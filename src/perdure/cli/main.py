@@ -11,8 +11,10 @@ import click
 import orjson
 
 from perdure.cli import render
+from perdure.cli.client import Client, server_options
 from perdure.cli.drills import drills
 from perdure.cli.effects import chaos, effects
+from perdure.cli.serve import keys, log_options, serve, serve_metrics
 from perdure.cli.streams import stream, thread
 from perdure.cli.support import (
     EXIT_ERROR,
@@ -26,6 +28,7 @@ from perdure.cli.support import (
 )
 from perdure.cli.versions import check, fail_run, repair
 from perdure.cli.waits import approvals, approve, reject, signal
+from perdure.cli.watch import watch, watch_runs
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import Durability, RunStatus
@@ -35,6 +38,7 @@ from perdure.demos.gate import demo_gate
 from perdure.demos.refund_cli import refund_demo
 from perdure.runtime.base import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
+from perdure.runtime.logs import configure as configure_logs
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.worker import Worker
 from perdure.store.url import default_url, open_store, safe_url
@@ -83,6 +87,7 @@ def migrate(settings: Settings) -> None:
     type=click.Choice(["enqueue", "interrupt", "reject"]),
     help="When the thread is busy: wait behind its run, interrupt it, or refuse.",
 )
+@server_options
 @pass_settings
 @run_command
 def start(
@@ -97,6 +102,8 @@ def start(
     wait: bool,
     as_json: bool,
     policy: str | None,
+    server: str | None,
+    key: str | None,
 ) -> None:
     """Start a run of WORKFLOW (a worker or `perdure resume` advances it).
 
@@ -109,6 +116,25 @@ def start(
             f"--release {bad[0]!r} is not NAME=VALUE", fix="write e.g. --release code=abc123"
         )
     release = dict(r.partition("=")[::2] for r in releases)
+    if server:
+        if wait:
+            raise InvalidInputError(
+                "--wait advances the run in this process; through a server workers do",
+                fix="leave --wait out and follow it with `perdure watch RUN --server URL`",
+            )
+        body = {
+            "workflow": workflow,
+            "input": parse_json(input_json, "--input"),
+            "thread": thread,
+            "idempotency_key": idempotency_key,
+            "durability": durability,
+            "release": release,
+            "policy": policy,
+        }
+        found = Client(server, key).call("POST", "/v1/runs", body)
+        line = f"run {found['run_id']} {found['status']} (next step {found['next_step']})"
+        click.echo(orjson.dumps(found).decode() if as_json else line)
+        return
     with settings.runtime(app, with_workflows=True) as rt:
         run = rt.start(
             workflow,
@@ -139,6 +165,7 @@ def start(
 @click.option("--thread", help="Filter by thread id.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--watch", "watching", is_flag=True, help="Refresh every second until Ctrl-C.")
 @pass_settings
 @run_command
 def runs(
@@ -151,8 +178,12 @@ def runs(
     thread: str | None,
     limit: int,
     as_json: bool,
+    watching: bool,
 ) -> None:
     """List runs, newest first."""
+    if watching:
+        watch_runs(settings, statuses, workflow, thread, limit)
+        return
     if stuck:
         with settings.runtime() as rt:
             found = rt.stuck(threshold_seconds=threshold, limit=limit)
@@ -242,10 +273,23 @@ def resume(
 @click.argument("run_id")
 @click.option("--reason", default="", help="Why (recorded in the run's events).")
 @click.option("--request-id", help="Repeat-safe id of this request.")
+@server_options
 @pass_settings
 @run_command
-def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None) -> None:
+def cancel(
+    settings: Settings,
+    run_id: str,
+    reason: str,
+    request_id: str | None,
+    server: str | None,
+    key: str | None,
+) -> None:
     """Cancel a run at its next step boundary (confirmed effects are compensated)."""
+    if server:
+        body = {"reason": reason, "request_id": request_id}
+        found = Client(server, key).call("POST", f"/v1/runs/{run_id}/cancel", body)
+        click.echo(f"run {run_id} {found['status']}")
+        return
     with settings.runtime() as rt:
         before = rt.get(run_id, tenant=settings.tenant)
         run = rt.cancel(run_id, tenant=settings.tenant, reason=reason, request_id=request_id)
@@ -265,6 +309,11 @@ def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None)
 @click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
 @click.option("--lease", "lease_seconds", default=30.0, show_default=True)
 @click.option("--poll", "poll_interval", default=0.2, show_default=True)
+@click.option(
+    "--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port."
+)
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@log_options
 @pass_settings
 @run_command
 def worker(
@@ -274,9 +323,16 @@ def worker(
     until_idle: bool,
     lease_seconds: float,
     poll_interval: float,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: str,
+    log_level: str,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
+    configure_logs(log_format, log_level.upper())
     rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
+    if metrics_port is not None:
+        serve_metrics(rt, metrics_port, metrics_host)
     w = Worker(
         rt,
         concurrency=concurrency,
@@ -321,6 +377,8 @@ main.add_command(chaos)
 main.add_command(stream)
 main.add_command(thread)
 main.add_command(drills)
+for command in (serve, keys, watch):
+    main.add_command(command)
 
 
 def run() -> None:

@@ -7,33 +7,13 @@ from typing import Any
 
 import orjson
 
-from perdure.core.effects import EffectRecord
-from perdure.core.model import JSON, Approval, Event, Message, Run, RunStatus, WorkerInfo
+from perdure.core.model import JSON, Approval, Message, Run, RunStatus, WorkerInfo
+from perdure.core.shapes import approval_json, effect_json, event_json, iso, run_json
+
+__all__ = ["approval_json", "effect_json", "event_json", "run_json"]  # used by other commands
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.services import RunView
 from perdure.runtime.versions import CheckRow
-
-
-def _ts(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat(timespec="seconds")
-
-
-def approval_json(a: Approval) -> dict[str, JSON]:
-    """An approval request (and its decision) as a JSON object."""
-    return {
-        "id": a.id,
-        "run_id": a.run_id,
-        "step": a.step,
-        "role": a.role,
-        "request": a.request,
-        "status": a.status,
-        "on_approve": a.on_approve,
-        "on_reject": a.on_reject,
-        "decided_by": a.decided_by,
-        "comment": a.comment,
-        "requested_at": _ts(a.requested_at),
-        "decided_at": _ts(a.decided_at),
-    }
 
 
 def approval_line(a: Approval) -> str:
@@ -43,64 +23,6 @@ def approval_line(a: Approval) -> str:
         f"{a.run_id}  {a.status}{decided}  role={a.role}  step={a.step}  "
         f"request={orjson.dumps(a.request).decode()}"
     )
-
-
-def effect_json(e: EffectRecord) -> dict[str, JSON]:
-    """An effect record as a JSON object."""
-    return {
-        "key": e.key,
-        "run_id": e.run_id,
-        "step": e.step,
-        "name": e.name,
-        "target": e.target,
-        "operation": e.operation,
-        "status": str(e.status),
-        "attempts": e.attempts,
-        "receipt": e.receipt,
-        "result": e.result,
-        "last_error": e.last_error,
-        "request": e.request,
-        "request_hash": e.request_hash,
-        "resolution": e.resolution,
-        "updated_at": _ts(e.updated_at),
-    }
-
-
-def run_json(run: Run) -> dict[str, JSON]:
-    """A run as a JSON object."""
-    return {
-        "run_id": run.run_id,
-        "tenant_id": run.tenant_id,
-        "thread_id": run.thread_id,
-        "workflow": run.workflow,
-        "status": str(run.status),
-        "next_step": run.next_step,
-        "state_version": run.state_version,
-        "fence": run.fence,
-        "owner": run.owner,
-        "lease_until": _ts(run.lease_until),
-        "release": run.release.to_json(),
-        "idempotency_key": run.idempotency_key,
-        "steps_done": run.steps_done,
-        "result": run.result,
-        "error": None if run.error is None else run.error.to_json(),
-        "waiting": None if run.waiting is None else run.waiting.to_json(),
-        "budget": None if run.budget is None else run.budget.to_json(),
-        "created_at": _ts(run.created_at),
-        "updated_at": _ts(run.updated_at),
-    }
-
-
-def event_json(event: Event) -> dict[str, JSON]:
-    """An event as a JSON object."""
-    return {
-        "seq": event.seq,
-        "type": str(event.type),
-        "step": event.step,
-        "fence": event.fence,
-        "data": event.data,
-        "at": _ts(event.at),
-    }
 
 
 def view_json(view: RunView) -> dict[str, JSON]:
@@ -132,7 +54,7 @@ def view_text(view: RunView) -> str:
     """What ``perdure show`` prints."""
     run = view.run
     lease = (
-        f"held by {run.owner} until {_ts(run.lease_until)} (fence {run.fence})"
+        f"held by {run.owner} until {iso(run.lease_until)} (fence {run.fence})"
         if run.owner
         else f"free (fence {run.fence})"
     )
@@ -171,7 +93,7 @@ def view_text(view: RunView) -> str:
     lines.append(f"events     last {len(view.events)}")
     for e in view.events:
         data = "" if e.data is None else orjson.dumps(e.data).decode()
-        lines.append(f"  {e.seq:>5}  {_ts(e.at)}  {e.type:<15} {e.step or '':<10} {data}")
+        lines.append(f"  {e.seq:>5}  {iso(e.at)}  {e.type:<15} {e.step or '':<10} {data}")
     return "\n".join(lines)
 
 
@@ -188,7 +110,7 @@ def runs_table(runs: list[Run]) -> str:
             r.next_step or "-",
             str(r.steps_done),
             r.thread_id,
-            _ts(r.updated_at) or "",
+            iso(r.updated_at) or "",
             _why(r),
         )
         for r in runs
@@ -265,10 +187,10 @@ def worker_json(w: WorkerInfo, now: datetime) -> dict[str, JSON]:
         "pid": w.pid,
         "concurrency": w.concurrency,
         "runs_held": w.runs_held,
-        "started_at": _ts(w.started_at),
-        "last_beat": _ts(w.last_beat),
+        "started_at": iso(w.started_at),
+        "last_beat": iso(w.last_beat),
         "seconds_since_beat": round((now - w.last_beat).total_seconds(), 1),
-        "stopped_at": _ts(w.stopped_at),
+        "stopped_at": iso(w.stopped_at),
         "state": str(w.state),
     }
 

@@ -215,3 +215,17 @@ class GraphCheckpointUnreadableError(PerdureError):
         "restore the checkpoint from a backup, or configure the serializer and keys that wrote "
         "it; `perdure runs --quarantined` lists the thread"
     )
+
+
+class NotAuthenticatedError(PerdureError):
+    """A request carried no API key, a malformed one, or one that is unknown or revoked."""
+
+    code = "not_authenticated"
+    fix = "send a valid key: `Authorization: Bearer pdk_...` (make one with `perdure keys create`)"
+
+
+class KeyNotFoundError(PerdureError):
+    """No API key with this id exists in this tenant."""
+
+    code = "key_not_found"
+    fix = "see the tenant's keys with `perdure keys list`"

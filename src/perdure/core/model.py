@@ -155,6 +155,8 @@ class Run:
     state_seal: str | None = None
     """The sealed record of which state write each field comes from (None without a keyring,
     and for runs sealed before it existed); see :class:`perdure.core.seal.StateSeal`."""
+    previous_owner: str | None = field(default=None, compare=False)
+    """Only on a run just returned by a claim: who held the lease before (None: nobody)."""
 
     @property
     def durability(self) -> Durability:

@@ -28,8 +28,15 @@ class Committer:
     first commit error (for example :class:`~perdure.core.errors.LeaseLostError`)."""
 
     def __init__(
-        self, store: Store, claim: Claim, now: Callable[[], datetime], retry_for: float = 60.0
+        self,
+        store: Store,
+        claim: Claim,
+        now: Callable[[], datetime],
+        retry_for: float = 60.0,
+        on_commit: Callable[[int, float], None] | None = None,
     ) -> None:
+        self.on_commit = on_commit
+        """Told how many boundaries each commit carried and how long it took."""
         self.store = store
         self.claim = claim
         self.mode = claim.run.durability
@@ -81,10 +88,13 @@ class Committer:
         while True:
             try:
                 c = self.claim
+                started = time.perf_counter()
                 version = self.store.commit(
                     c.tenant_id, c.run_id, c.fence, c.version, batch, self._now()
                 )
                 c.committed(version, len(batch))
+                if self.on_commit is not None:
+                    self.on_commit(len(batch), time.perf_counter() - started)
                 return
             except StoreUnavailableError:
                 if time.monotonic() + delay > deadline:

@@ -35,6 +35,7 @@ from perdure.runtime.aio import EventLoop
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.crashpoints import crashpoint, fault
+from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ class EffectRunner:
         workflow: Workflow[Any],
         committer: Committer,
         loop: EventLoop,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        self.telemetry = telemetry or Telemetry()
         self.store = store
         self.clock = clock
         self.loop = loop
@@ -214,14 +217,15 @@ class EffectRunner:
         until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
         record = self.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
         try:
-            out = (
-                execute(new.request, new.key)
-                if deadline is None
-                else execute(new.request, new.key, timeout=deadline)
-            )
-            out = (yield from out) if isinstance(out, Generator) else self.awaited(out)
-            if fault("unknown", new.name):
-                raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
+            with self.telemetry.effect(self.claim.run, new.step, new.key, new.name):
+                out = (
+                    execute(new.request, new.key)
+                    if deadline is None
+                    else execute(new.request, new.key, timeout=deadline)
+                )
+                out = (yield from out) if isinstance(out, Generator) else self.awaited(out)
+                if fault("unknown", new.name):
+                    raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
         except Exception as exc:
             crashpoint("after_call", new.name)
             return self._failed(record, exc, reconcile, retry)

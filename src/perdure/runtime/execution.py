@@ -57,10 +57,16 @@ class Execution:
         self.limits = services.limits
         self.claim = Claim(run)
         self.workflow = workflow
-        self.committer = Committer(store, self.claim, clock.now)
+        self.telemetry = telemetry = services.telemetry
+        self.committer = Committer(
+            store,
+            self.claim,
+            clock.now,
+            on_commit=lambda n, seconds: telemetry.committed(self.claim.run, n, seconds),
+        )
         self.bridge = services.loop.bridge()
         self.effects = EffectRunner(
-            store, clock, self.claim, workflow, self.committer, services.loop
+            store, clock, self.claim, workflow, self.committer, services.loop, telemetry
         )
         self.compensation = Compensation(self.effects)
         self.host = StepHost(store, clock, self.claim, self.effects, self.bridge)
@@ -75,7 +81,29 @@ class Execution:
         return self.claim.run
 
     def execute(self) -> Stopped:
-        """Run steps until the run stops; never raises for a run-level problem."""
+        """Run steps until the run stops; never raises for a run-level problem. Reported to
+        the runtime's telemetry (a span around it, the claim, a lost lease, the stop)."""
+        run = self.run
+        takeover = run.previous_owner is not None and run.previous_owner != run.owner
+        with self.telemetry.run(run, self._trace(), takeover):
+            stopped = self._execute()
+        if stopped.reason is StopReason.LOST:
+            self.telemetry.lease_lost(run)
+        self.telemetry.stopped(run, str(stopped.reason))
+        return stopped
+
+    def _trace(self) -> dict[str, str] | None:
+        """The trace context the run was started with (kept in its ``created`` event)."""
+        if not self.telemetry.tracing:
+            return None
+        first = self.store.events(self.run.tenant_id, self.run.run_id, limit=1)
+        data = first[0].data if first else None
+        trace = data.get("trace") if isinstance(data, dict) else None
+        if not isinstance(trace, dict):
+            return None
+        return {str(k): str(v) for k, v in trace.items()}
+
+    def _execute(self) -> Stopped:
         run = self.run
         lease = self.heartbeat.hold(run.tenant_id, run.run_id, run.fence)
         try:
@@ -128,9 +156,12 @@ class Execution:
                 return self._release()
             current = step_name
             try:
-                self.host.check_budget()
-                boundary, state, step_name = self._step(current, state, fields)
+                with self.telemetry.step(run, current, self.step_attempts + 1) as report:
+                    self.host.check_budget()
+                    boundary, state, step_name = self._step(current, state, fields)
+                    report.outcome = str(boundary.outcome)
             except RetryLater as wait:
+                self.telemetry.retried(run, current)
                 return self._defer(wait)
             except Escalate as esc:
                 return self._escalate(esc, current)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -31,8 +32,10 @@ from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.fleet import Fleet
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
+from perdure.runtime.operator import Operator
 from perdure.runtime.services import RunView, Services, Stopped
 from perdure.runtime.stream_reader import Streams
+from perdure.runtime.telemetry import Telemetry, current_trace
 from perdure.runtime.threads import Threads
 from perdure.runtime.versions import Versions
 from perdure.runtime.waits import Waits
@@ -107,12 +110,14 @@ class Runtime:
             parts.limits,
             self.loop,
         )
+        self.telemetry: Telemetry = self.services.telemetry
         self.waits = Waits(parts)
         self.effect_admin = EffectAdmin(parts)
         self.versions = Versions(parts)
         self.threads = Threads(parts)
         self.streams = Streams(parts, self.shutdown)
         self.fleet = Fleet(store, parts.clock, parts.owner)
+        self.operator = Operator(parts)
         if migrate:
             store.migrate(parts.clock.now())
 
@@ -141,6 +146,7 @@ class Runtime:
         messages: Sequence[Message] = (),
         budget: Budget | None = None,
         policy: ThreadPolicy | str | None = None,
+        trace_context: dict[str, str] | None = None,
     ) -> Run:
         """Create a PENDING run and return it; it runs when a worker (or
         :meth:`run_until_idle`) claims it.
@@ -160,6 +166,10 @@ class Runtime:
         ``messages`` joining the thread when it starts; ``interrupt`` cancels the unfinished
         runs at their next boundary (compensating as :meth:`cancel` does), then runs;
         ``reject`` raises :class:`~perdure.core.errors.ThreadBusyError` and writes nothing.
+
+        ``trace_context`` (W3C ``traceparent`` and ``tracestate``; default: the caller's current
+        OpenTelemetry span, if any) is kept with the run, and the span of whichever worker runs
+        it continues that trace.
         """
         wf = workflow if isinstance(workflow, Workflow) else self.parts.workflow(workflow)
         self.register(wf)
@@ -167,9 +177,11 @@ class Runtime:
             thread, idempotency_key, durability, release, tuple(messages), budget, policy
         )
         tenant_id = tenant_of(tenant)
-        run, created = self.store.create_run(
-            new_run(self.parts, wf, input, tenant_id, options), self.clock.now()
-        )
+        new = new_run(self.parts, wf, input, tenant_id, options)
+        trace = trace_context if trace_context is not None else current_trace()
+        if trace:
+            new = replace(new, trace={str(k): str(v) for k, v in trace.items()})
+        run, created = self.store.create_run(new, self.clock.now())
         if created and thread is not None:
             self.threads.finish_interrupts(tenant_id, run.thread_id)
         return run
@@ -360,6 +372,20 @@ class Runtime:
     set_thread_policy = _part(Threads.set_thread_policy, "threads")
     add_message = _part(Threads.post, "threads")
     stream = _part(Streams.stream, "streams")
+    create_key = _part(Operator.create_key, "operator")
+    keys = _part(Operator.keys, "operator")
+    revoke_key = _part(Operator.revoke_key, "operator")
+    authenticate = _part(Operator.authenticate, "operator")
+    state = _part(Operator.state, "operator")
+    events = _part(Operator.events, "operator")
+    feed = _part(Operator.feed, "operator")
+    run_counts = _part(Operator.run_counts, "operator")
+    effect_counts = _part(Operator.effect_counts, "operator")
+    spend_counts = _part(Operator.spend_counts, "operator")
+    queue = _part(Operator.queue, "operator")
+    moved_since = _part(Operator.moved_since, "operator")
+    last_event_seq = _part(Operator.last_event_seq, "operator")
+    wait_for_events = _part(Operator.wait_for_events, "operator")
 
     # -- the fleet ------------------------------------------------------------------------------
 
@@ -368,11 +394,19 @@ class Runtime:
         hour (``stopped``); see :class:`~perdure.runtime.fleet.Fleet`."""
         return self.fleet.workers()
 
-    def stuck(self, *, threshold_seconds: float = 300.0, limit: int = 100) -> list[Run]:
-        """The watchdog's view: RUNNING runs of every tenant with no progress (no commit, no
-        claim) for ``threshold_seconds``. Once their lease expires any worker reclaims them."""
+    def stuck(
+        self,
+        *,
+        threshold_seconds: float = 300.0,
+        limit: int = 100,
+        tenant: Tenant | None = None,
+    ) -> list[Run]:
+        """The watchdog's view: RUNNING runs of every tenant (or of ``tenant``) with no
+        progress (no commit, no claim) for ``threshold_seconds``. Once their lease expires any
+        worker reclaims them."""
         before = self.clock.now() - timedelta(seconds=threshold_seconds)
-        return self.store.stuck_runs(before, limit=limit)
+        tenant_id = None if tenant is None else tenant_of(tenant)
+        return self.store.stuck_runs(before, limit=limit, tenant_id=tenant_id)
 
     def close(self) -> None:
         """Stop the heartbeat thread and the event loop, and close the store."""

@@ -4,7 +4,7 @@ what ``Runtime.status`` returns."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perdure.core.clock import Clock
 from perdure.core.effects import EffectRecord
@@ -14,6 +14,7 @@ from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.leases import Heartbeat
+from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 
 SUGGESTIONS = {
@@ -55,6 +56,7 @@ class Services:
     keyring: Keyring | None
     limits: Limits
     loop: EventLoop
+    telemetry: Telemetry = field(default_factory=Telemetry)
 
 
 @dataclass(frozen=True, slots=True)

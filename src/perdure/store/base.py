@@ -38,6 +38,7 @@ from perdure.core.model import (
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
 from perdure.core.threads import ThreadPolicy
 from perdure.store.capabilities import (
+    AccessStore,
     EffectLedger,
     FleetStore,
     GraphCheckpointStore,
@@ -66,6 +67,9 @@ class NewRun:
     """What to do when the thread is busy (None: the thread's own policy, else enqueue)."""
     state_seal: str | None = None
     """The run row's sealed record of its state (see :class:`perdure.core.seal.StateSeal`)."""
+    trace: dict[str, str] | None = None
+    """A W3C trace context (``traceparent``, ``tracestate``) kept in the ``created`` event, so
+    whichever worker runs the run continues the caller's trace."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,7 @@ class Store(
     ThreadsStore,
     StreamsStore,
     GraphCheckpointStore,
+    AccessStore,
     Protocol,
 ):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,

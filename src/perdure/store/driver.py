@@ -139,6 +139,9 @@ class Driver(Protocol):
 
     def watch(self, listen: str) -> Watch:
         """A :class:`Watch` on the channel the named query ``listen`` listens to."""
+
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """See :meth:`perdure.store.capabilities.AccessStore.wait_for_events`."""
         ...
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ first parameter is the engine (``self``), and named in the class body below:
 * :mod:`~perdure.store.engine.threads`: one writer per thread, thread policies, the inbox;
 * :mod:`~perdure.store.engine.streams`: durable token streams;
 * :mod:`~perdure.store.engine.checkpoints`: LangGraph threads' checkpoints, blobs and writes;
+* :mod:`~perdure.store.engine.access`: API keys, event feeds, operator counts;
 * :mod:`~perdure.store.engine.tx`: what they share inside one transaction.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from perdure.store.driver import Driver
 from perdure.store.engine import (
+    access,
     checkpoints,
     commits,
     effects,
@@ -118,6 +120,19 @@ class Engine:
     delete_graph_runs = checkpoints.delete_graph_runs
     copy_graph_thread = checkpoints.copy_graph_thread
     prune_graph_threads = checkpoints.prune_graph_threads
+    # -- keys, event feeds and counts -------------------------------------------------------------
+    create_key = access.create_key
+    find_key = access.find_key
+    list_keys = access.list_keys
+    revoke_key = access.revoke_key
+    tenant_events = access.tenant_events
+    events_since = access.events_since
+    last_event_seq = access.last_event_seq
+    run_counts = access.run_counts
+    effect_counts = access.effect_counts
+    spend_counts = access.spend_counts
+    queue = access.queue
+    wait_for_events = access.wait_for_events
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

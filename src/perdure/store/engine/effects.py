@@ -76,10 +76,16 @@ def update_effect(
     resolution: JSON = None,
     deadline: datetime | None = None,
 ) -> EffectRecord:
-    """See :meth:`Store.update_effect`."""
+    """See :meth:`Store.update_effect`. Every writer of a run's events holds the run's row
+    first (with ``fence`` the query share-locks it), so a run's events commit in number
+    order."""
     d = self.driver
     at = d.stamp(now)
     with d.write() as tx:
+        if fence is None:  # a person's decision: lock the run as its other writers do
+            current = tx.one("get_effect", {"tenant_id": tenant_id, "key": key})
+            if current is not None:
+                tx.one("lock_run", {"tenant_id": tenant_id, "run_id": current["run_id"]})
         row = tx.one(
             "update_effect",
             {

@@ -51,9 +51,11 @@ def workers(self: Engine, since: datetime) -> list[WorkerInfo]:
     return [worker_from_row(r, self.driver.when) for r in found]
 
 
-def stuck_runs(self: Engine, before: datetime, *, limit: int = 100) -> list[Run]:
+def stuck_runs(
+    self: Engine, before: datetime, *, limit: int = 100, tenant_id: str | None = None
+) -> list[Run]:
     """See :meth:`Store.stuck_runs`."""
-    params = {"before": self.driver.stamp(before), "limit": limit}
+    params = {"before": self.driver.stamp(before), "limit": limit, "tenant_id": tenant_id}
     return [run_from_row(r, self.driver.when) for r in fetch(self.driver, "stuck_runs", params)]
 
 

@@ -5,6 +5,7 @@ the history reads (steps, events, messages). Methods of
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -88,6 +89,8 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
             threads.queue_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
         else:
             write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
+        if new.trace:
+            created["trace"] = dict(new.trace)
         event(tx, ids, "created", None, None, created, at)
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when), True
@@ -161,7 +164,7 @@ def claim(
             return None
         ids = {"tenant_id": picked["tenant_id"], "run_id": picked["run_id"]}
         row = need(tx, "claim_run", {**params, **ids})
-        run = run_from_row(row, d.when)
+        run = replace(run_from_row(row, d.when), previous_owner=picked["owner"])
         threads.deliver(tx, run.tenant_id, run.thread_id, run.run_id, at)
         claimed = {"owner": owner, "previous_owner": picked["owner"]}
         event(tx, ids, "claimed", None, run.fence, claimed, at)

@@ -187,9 +187,12 @@ def reopen(
 def record_event(
     self: Engine, tenant_id: str, run_id: str, type: str, data: JSON, now: datetime
 ) -> None:
-    """See :meth:`Store.record_event`."""
+    """See :meth:`Store.record_event`. The run's row is locked first, as by every other
+    writer of a run's events, so a run's events commit in the order of their numbers (a live
+    stream that resumes after the last number it saw misses none)."""
     ids = {"tenant_id": tenant_id, "run_id": run_id}
     with self.driver.write() as tx:
+        tx.one("lock_run", ids)
         event(tx, ids, type, None, None, data, self.driver.stamp(now))
 
 

@@ -131,6 +131,8 @@ class PostgresDriver:
         )
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
+        self._event_listener: psycopg.Connection[Any] | None = None
+        self._event_lock = threading.Lock()
 
     def when(self, value: datetime | None) -> datetime | None:
         """See :meth:`Driver.when`: psycopg returns aware datetimes (session zone UTC)."""
@@ -189,12 +191,40 @@ class PostgresDriver:
         named ``LISTEN`` query; opened on the first wait."""
         return PostgresWatch(self.url, Q[listen])
 
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """See :meth:`Driver.wait_for_events`: LISTEN on ``perdure_events`` (a trigger notifies
+        ``tenant/run`` for each event when its transaction commits) with a connection of its
+        own; every notification already queued is taken, after the first one within
+        ``timeout``. A lost connection returns None (poll this once) and is opened again on
+        the next call."""
+        woken: list[tuple[str, str]] = []
+        with self._event_lock:
+            try:
+                if self._event_listener is None or self._event_listener.closed:
+                    conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+                    conn.execute(Q["listen_events"])
+                    self._event_listener = conn
+                for note in self._event_listener.notifies(timeout=timeout, stop_after=1):
+                    woken.append(_tenant_run(note.payload))
+                for note in self._event_listener.notifies(timeout=0):
+                    woken.append(_tenant_run(note.payload))
+            except psycopg.Error:
+                if self._event_listener is not None:
+                    self._event_listener.close()
+                self._event_listener = None
+                return None  # not listening now: the caller polls (and catches up) instead
+        return woken
+
     def close(self) -> None:
-        """Close the listener, the pool and every connection in it."""
+        """Close the listeners, the pool and every connection in it."""
         with self._listen_lock:
             if self._listener is not None:
                 self._listener.close()
                 self._listener = None
+        with self._event_lock:
+            if self._event_listener is not None:
+                self._event_listener.close()
+                self._event_listener = None
         self._pool.close()
 
 
@@ -227,6 +257,11 @@ class PostgresWatch:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _tenant_run(payload: str) -> tuple[str, str]:
+    tenant, _, run = payload.partition("/")
+    return tenant, run
 
 
 def _configure(conn: Conn) -> None:

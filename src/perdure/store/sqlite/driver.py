@@ -140,6 +140,10 @@ class SqliteDriver:
         """See :meth:`Driver.watch`: no notifications; readers poll."""
         return NoWatch()
 
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """See :meth:`Driver.wait_for_events`: no notifications; None at once."""
+        return None
+
     def close(self) -> None:
         """Close every connection this driver opened, from any thread."""
         with self._lock:

@@ -494,6 +494,7 @@ ORDER BY started_at;
 SELECT * FROM perdure.runs
 WHERE status = 'RUNNING' AND updated_at < %(before)s
   AND NOT (workflow = 'langgraph' AND owner IS NULL)
+  AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
 ORDER BY updated_at
 LIMIT %(limit)s;
 
@@ -826,3 +827,72 @@ SELECT tenant_id, %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, channe
 FROM perdure.graph_writes
 WHERE tenant_id = %(tenant_id)s AND thread_id = %(source)s
 ON CONFLICT DO NOTHING;
+
+-- name: insert_key
+INSERT INTO perdure.api_keys (key_id, tenant_id, name, roles, secret_hash, created_at)
+VALUES (%(key_id)s, %(tenant_id)s, %(name)s, %(roles)s, %(secret_hash)s, %(now)s);
+
+-- name: live_key_by_name
+SELECT key_id FROM perdure.api_keys
+WHERE tenant_id = %(tenant_id)s AND name = %(name)s AND revoked_at IS NULL;
+
+-- name: get_key
+SELECT key_id, tenant_id, name, roles, secret_hash, created_at, revoked_at
+FROM perdure.api_keys WHERE key_id = %(key_id)s;
+
+-- name: list_keys
+SELECT key_id, tenant_id, name, roles, secret_hash, created_at, revoked_at
+FROM perdure.api_keys
+WHERE tenant_id = %(tenant_id)s AND (%(revoked)s OR revoked_at IS NULL)
+ORDER BY created_at, key_id;
+
+-- name: revoke_key
+UPDATE perdure.api_keys SET revoked_at = COALESCE(revoked_at, %(now)s)
+WHERE tenant_id = %(tenant_id)s AND key_id = %(key_id)s;
+
+-- name: tenant_events
+SELECT e.run_id, e.seq, e.type, e.step, e.fence, e.data, e.at
+FROM perdure.events e JOIN perdure.runs r ON r.run_id = e.run_id
+WHERE e.tenant_id = %(tenant_id)s AND e.seq > %(after)s
+  AND (%(any_type)s OR e.type = ANY (%(types)s::text[]))
+  AND (%(workflow)s::text IS NULL OR r.workflow = %(workflow)s)
+ORDER BY e.seq
+LIMIT %(limit)s;
+
+-- name: events_since
+SELECT seq, tenant_id, run_id FROM perdure.events WHERE seq > %(after)s ORDER BY seq
+LIMIT %(limit)s;
+
+-- name: last_event_seq
+SELECT COALESCE(MAX(seq), 0) AS seq FROM perdure.events;
+
+-- name: run_counts
+SELECT tenant_id, workflow, status, COUNT(*) AS n FROM perdure.runs
+WHERE (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+GROUP BY tenant_id, workflow, status
+ORDER BY tenant_id, workflow, status;
+
+-- name: effect_counts
+SELECT tenant_id, status, COUNT(*) AS n FROM perdure.effects
+WHERE (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+GROUP BY tenant_id, status
+ORDER BY tenant_id, status;
+
+-- name: runnable_summary
+SELECT COUNT(*) AS n, MIN(COALESCE(wake_at, created_at)) AS oldest FROM perdure.runs
+WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
+  AND (lease_until IS NULL OR lease_until < %(now)s)
+  AND (wake_at IS NULL OR wake_at <= %(now)s);
+
+-- name: listen_events
+LISTEN perdure_events;
+
+-- name: spend_counts
+SELECT tenant_id, workflow,
+       COALESCE(SUM((budget -> 'used' ->> 'tokens')::bigint), 0) AS tokens,
+       COALESCE(SUM((budget -> 'used' ->> 'cost')::float8), 0.0) AS cost
+FROM perdure.runs
+WHERE budget IS NOT NULL AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+GROUP BY tenant_id, workflow
+ORDER BY tenant_id, workflow;

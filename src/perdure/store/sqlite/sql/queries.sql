@@ -406,7 +406,9 @@ ORDER BY started_at;
 
 -- name: stuck_runs
 -- (an idle LangGraph thread is RUNNING with no owner: it waits for its next invocation)
-SELECT * FROM runs WHERE status = 'RUNNING' AND updated_at < :before
+SELECT * FROM runs
+WHERE status = 'RUNNING' AND updated_at < :before
+  AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
   AND NOT (workflow = 'langgraph' AND owner IS NULL)
 ORDER BY updated_at LIMIT :limit;
 
@@ -711,3 +713,64 @@ SELECT tenant_id, :target, checkpoint_ns, checkpoint_id, task_id, idx, channel, 
 FROM graph_writes
 WHERE tenant_id = :tenant_id AND thread_id = :source
 ON CONFLICT DO NOTHING;
+
+-- name: insert_key
+INSERT INTO api_keys (key_id, tenant_id, name, roles, secret_hash, created_at)
+VALUES (:key_id, :tenant_id, :name, :roles, :secret_hash, :now);
+
+-- name: live_key_by_name
+SELECT key_id FROM api_keys WHERE tenant_id = :tenant_id AND name = :name AND revoked_at IS NULL;
+
+-- name: get_key
+SELECT * FROM api_keys WHERE key_id = :key_id;
+
+-- name: list_keys
+SELECT * FROM api_keys
+WHERE tenant_id = :tenant_id AND (:revoked OR revoked_at IS NULL)
+ORDER BY created_at, key_id;
+
+-- name: revoke_key
+UPDATE api_keys SET revoked_at = COALESCE(revoked_at, :now)
+WHERE tenant_id = :tenant_id AND key_id = :key_id;
+
+-- name: tenant_events
+SELECT e.* FROM events e JOIN runs r ON r.run_id = e.run_id
+WHERE e.tenant_id = :tenant_id AND e.seq > :after
+  AND (:any_type OR e.type IN (SELECT value FROM json_each(:types)))
+  AND (:workflow IS NULL OR r.workflow = :workflow)
+ORDER BY e.seq
+LIMIT :limit;
+
+-- name: events_since
+SELECT seq, tenant_id, run_id FROM events WHERE seq > :after ORDER BY seq LIMIT :limit;
+
+-- name: last_event_seq
+SELECT COALESCE(MAX(seq), 0) AS seq FROM events;
+
+-- name: run_counts
+SELECT tenant_id, workflow, status, COUNT(*) AS n FROM runs
+WHERE (:tenant_id IS NULL OR tenant_id = :tenant_id)
+GROUP BY tenant_id, workflow, status
+ORDER BY tenant_id, workflow, status;
+
+-- name: effect_counts
+SELECT tenant_id, status, COUNT(*) AS n FROM effects
+WHERE (:tenant_id IS NULL OR tenant_id = :tenant_id)
+GROUP BY tenant_id, status
+ORDER BY tenant_id, status;
+
+-- name: runnable_summary
+SELECT COUNT(*) AS n, MIN(COALESCE(wake_at, created_at)) AS oldest FROM runs
+WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+       OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
+  AND (lease_until IS NULL OR lease_until < :now)
+  AND (wake_at IS NULL OR wake_at <= :now);
+
+-- name: spend_counts
+SELECT tenant_id, workflow,
+       COALESCE(SUM(CAST(json_extract(budget, '$.used.tokens') AS INTEGER)), 0) AS tokens,
+       COALESCE(SUM(CAST(json_extract(budget, '$.used.cost') AS REAL)), 0.0) AS cost
+FROM runs
+WHERE budget IS NOT NULL AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+GROUP BY tenant_id, workflow
+ORDER BY tenant_id, workflow;

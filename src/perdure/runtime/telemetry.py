@@ -1,0 +1,205 @@
+"""Traces, logs and measurements of runs, steps, effects and commits.
+
+Every execution reports to its runtime's :class:`Telemetry`: it logs through the stdlib
+logger ``perdure`` with the fields ``run_id``, ``tenant``, ``workflow``, ``step``, ``attempt``
+and ``fence`` (see :mod:`perdure.runtime.logs` for a JSON format); when ``opentelemetry-api``
+is installed it opens spans ``perdure.run``, ``perdure.step`` and ``perdure.effect`` with those
+attributes (exporting them is the application's choice: without an SDK they cost nothing);
+and it tells each registered :class:`Observer` (the Prometheus metrics do this) how long a step
+took and how it ended, each retry, commit, claim and lost lease.
+
+A trace context given at start (or the caller's current span) is kept with the run; the
+``perdure.run`` span of whichever worker later runs it is a child of that context.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from perdure.core.model import Run
+from perdure.core.signals import Cancelled, Escalate, RetryLater
+
+log = logging.getLogger("perdure")
+
+try:  # an optional dependency: spans only when the application installed opentelemetry-api
+    from opentelemetry import propagate as _propagate
+    from opentelemetry import trace as _trace
+except ImportError:  # pragma: no cover - exercised by the bare install
+    _trace = None  # type: ignore[assignment]
+    _propagate = None  # type: ignore[assignment]
+
+
+class Observer(Protocol):
+    """What an execution reports, as it happens (called on the worker's threads)."""
+
+    def step_finished(self, run: Run, step: str, outcome: str, seconds: float) -> None:
+        """A step ended with ``outcome`` (a step outcome, ``retry``, ``escalated``,
+        ``cancelled`` or ``error``) after ``seconds``."""
+        ...
+
+    def retried(self, run: Run, step: str) -> None:
+        """A failed step was scheduled to run again."""
+        ...
+
+    def committed(self, run: Run, boundaries: int, seconds: float) -> None:
+        """A step-boundary commit of ``boundaries`` boundaries took ``seconds``."""
+        ...
+
+    def claimed(self, run: Run, takeover: bool) -> None:
+        """A run was claimed; ``takeover`` when it was taken from another owner whose lease
+        had expired."""
+        ...
+
+    def lease_lost(self, run: Run) -> None:
+        """An execution lost its run to another owner (or to a cancel) and stopped."""
+        ...
+
+
+def fields_of(run: Run, step: str | None = None, attempt: int | None = None) -> dict[str, Any]:
+    """The fields every log record and span of a run carries."""
+    found: dict[str, Any] = {
+        "run_id": run.run_id,
+        "tenant": run.tenant_id,
+        "workflow": run.workflow,
+        "fence": run.fence,
+    }
+    if step is not None:
+        found["step"] = step
+    if attempt is not None:
+        found["attempt"] = attempt
+    return found
+
+
+def tracing() -> bool:
+    """True when an OpenTelemetry tracer provider is set (not the API's default proxy)."""
+    if _trace is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    return not isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider)
+
+
+def current_trace() -> dict[str, str] | None:
+    """The W3C trace context of the caller's current span, if tracing is on."""
+    if _propagate is None or not tracing():
+        return None
+    carrier: dict[str, str] = {}
+    _propagate.inject(carrier)
+    return carrier or None
+
+
+@dataclass
+class StepReport:
+    """Filled in by the execution while a step runs: how it ended."""
+
+    outcome: str = "error"
+
+
+@dataclass
+class Telemetry:
+    """One runtime's logs, spans and observers (see the module docstring)."""
+
+    observers: list[Observer] = field(default_factory=list)
+
+    def add(self, observer: Observer) -> None:
+        """Report to ``observer`` from now on."""
+        self.observers.append(observer)
+
+    @property
+    def tracing(self) -> bool:
+        """True when the application installed an OpenTelemetry tracer provider (with only
+        the API, or no provider set, spans are skipped and cost nothing)."""
+        return tracing()
+
+    @contextmanager
+    def run(self, run: Run, trace: dict[str, str] | None, takeover: bool) -> Iterator[None]:
+        """Around one execution of a claimed run: a ``perdure.run`` span (child of ``trace``)
+        and a log line when it starts."""
+        for o in self.observers:
+            o.claimed(run, takeover)
+        log.info("run %s claimed", run.run_id, extra=fields_of(run, run.next_step))
+        if _trace is None or _propagate is None or not tracing():
+            yield
+            return
+        parent = _propagate.extract(trace) if trace else None
+        tracer = _trace.get_tracer("perdure")
+        attributes = {f"perdure.{k}": v for k, v in fields_of(run, run.next_step).items()}
+        with tracer.start_as_current_span("perdure.run", context=parent, attributes=attributes):
+            yield
+
+    @contextmanager
+    def step(self, run: Run, step: str, attempt: int) -> Iterator[StepReport]:
+        """Around one step: a ``perdure.step`` span, a log line, and its duration and outcome
+        for the observers."""
+        report = StepReport()
+        fields = fields_of(run, step, attempt)
+        span_of: AbstractContextManager[Any] = nullcontext()
+        if _trace is not None and tracing():
+            attributes = {f"perdure.{k}": v for k, v in fields.items()}
+            span_of = _trace.get_tracer("perdure").start_as_current_span(
+                "perdure.step", attributes=attributes
+            )
+        started = time.perf_counter()
+        with span_of as span:
+            try:
+                yield report
+            except RetryLater:
+                report.outcome = "retry"
+                raise
+            except Escalate:
+                report.outcome = "escalated"
+                raise
+            except Cancelled:
+                report.outcome = "cancelled"
+                raise
+            finally:
+                seconds = time.perf_counter() - started
+                if span is not None:
+                    span.set_attribute("perdure.outcome", report.outcome)
+                log.info(
+                    "step %s %s in %.3fs",
+                    step,
+                    report.outcome,
+                    seconds,
+                    extra={**fields, "outcome": report.outcome},
+                )
+                for o in self.observers:
+                    o.step_finished(run, step, report.outcome, seconds)
+
+    @contextmanager
+    def effect(self, run: Run, step: str, key: str, name: str) -> Iterator[None]:
+        """Around one call of an effect: a ``perdure.effect`` span."""
+        if _trace is None or not tracing():
+            yield
+            return
+        attributes = {f"perdure.{k}": v for k, v in fields_of(run, step).items()}
+        attributes.update({"perdure.effect.key": key, "perdure.effect.name": name})
+        with _trace.get_tracer("perdure").start_as_current_span(
+            "perdure.effect", attributes=attributes
+        ):
+            yield
+
+    def retried(self, run: Run, step: str) -> None:
+        """See :meth:`Observer.retried`."""
+        log.info("step %s will retry", step, extra=fields_of(run, step))
+        for o in self.observers:
+            o.retried(run, step)
+
+    def committed(self, run: Run, boundaries: int, seconds: float) -> None:
+        """See :meth:`Observer.committed`."""
+        for o in self.observers:
+            o.committed(run, boundaries, seconds)
+
+    def lease_lost(self, run: Run) -> None:
+        """See :meth:`Observer.lease_lost`."""
+        log.warning("run %s was lost; stopping", run.run_id, extra=fields_of(run))
+        for o in self.observers:
+            o.lease_lost(run)
+
+    def stopped(self, run: Run, reason: str) -> None:
+        """An execution stopped (the run may go on later)."""
+        log.info("run %s stopped: %s", run.run_id, reason, extra=fields_of(run))

@@ -1,0 +1,321 @@
+"""The JSON API under ``/v1``: the Runtime's verbs, scoped to the tenant of the key that
+authenticated and checked against its roles (see :mod:`perdure.server.auth`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from perdure.core.budget import Budget
+from perdure.core.errors import InvalidInputError, PerdureError
+from perdure.core.model import JSON, Principal
+from perdure.core.shapes import approval_json, effect_json, event_json, iso, run_json
+from perdure.runtime.runtime import Runtime
+from perdure.server import sse
+from perdure.server.auth import ADMIN, principal_of, require
+from perdure.server.hub import Hub
+
+T = TypeVar("T")
+MAX_BODY = 1_000_000
+"""The largest request body accepted, in bytes."""
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    """A JSON response (orjson: datetimes as ISO 8601)."""
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking Runtime call off the event loop."""
+    return await run_in_threadpool(fn, *args, **kwargs)
+
+
+async def body_of(request: Request) -> dict[str, Any]:
+    """The request's JSON object (an empty body is ``{}``); bad JSON is ``invalid_input``."""
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise InvalidInputError(f"the request body is over {MAX_BODY} bytes", fix="send less")
+    if not raw.strip():
+        return {}
+    try:
+        found = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidInputError(f"the body is not valid JSON ({exc})") from None
+    if not isinstance(found, dict):
+        raise InvalidInputError("the body must be a JSON object")
+    return found
+
+
+def text(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
+    """A string field of a body (missing: ``default``); any other type is ``invalid_input``."""
+    value = body.get(name, default)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"field {name!r} must be a string")
+    return value
+
+
+def number(request: Request, name: str, default: int, low: int, high: int) -> int:
+    """A whole-number query parameter within bounds."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInputError(f"query parameter {name}={raw!r} is not a number") from None
+    if not low <= value <= high:
+        raise InvalidInputError(f"query parameter {name} must be from {low} to {high}")
+    return value
+
+
+Handler = Callable[[Request, Principal, Runtime], Awaitable[Response]]
+
+
+def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint that authenticates first and hands the handler the principal and runtime."""
+
+    async def wrapped(request: Request) -> Response:
+        principal = await principal_of(request)
+        return await handler(request, principal, request.app.state.runtime)
+
+    wrapped.__name__ = handler.__name__
+    wrapped.__doc__ = handler.__doc__
+    return wrapped
+
+
+def run_id_of(request: Request) -> str:
+    """The run id of the path."""
+    return str(request.path_params["run_id"])
+
+
+# -- runs -----------------------------------------------------------------------------------------
+
+
+@endpoint
+async def start_run(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Start a run; a repeated idempotency key returns the first run."""
+    body = await body_of(request)
+    workflow = text(body, "workflow")
+    if not workflow:
+        raise InvalidInputError("field 'workflow' is required", fix="name a loaded workflow")
+    key = request.headers.get("idempotency-key") or text(body, "idempotency_key")
+    release = body.get("release")
+    if release is not None and not isinstance(release, dict):
+        raise InvalidInputError("field 'release' must be an object of release ids")
+    run = await call(
+        rt.start,
+        workflow,
+        body.get("input"),
+        tenant=who,
+        thread=text(body, "thread"),
+        idempotency_key=key,
+        durability=text(body, "durability", "sync") or "sync",
+        release=release,
+        policy=text(body, "policy"),
+        trace_context=trace_of(request),
+    )
+    return json_response(run_json(run), 201)
+
+
+def trace_of(request: Request) -> dict[str, str] | None:
+    """The W3C trace context headers of a request, if it carries them."""
+    found = {k: v for k in ("traceparent", "tracestate") if (v := request.headers.get(k))}
+    return found or None
+
+
+@endpoint
+async def list_runs(request: Request, who: Principal, rt: Runtime) -> Response:
+    """The tenant's runs, newest first, with counts by status."""
+    statuses = request.query_params.getlist("status")
+    found = await call(
+        rt.runs,
+        tenant=who,
+        status=statuses,
+        workflow=request.query_params.get("workflow"),
+        thread=request.query_params.get("thread"),
+        limit=number(request, "limit", 100, 1, 10_000),
+    )
+    counts: dict[str, int] = {}
+    for c in await call(rt.run_counts, tenant=who):
+        counts[str(c.status)] = counts.get(str(c.status), 0) + c.count
+    return json_response({"runs": [run_json(r) for r in found], "counts": counts})
+
+
+async def run_detail(rt: Runtime, who: Principal, run_id: str) -> dict[str, JSON]:
+    """Everything about one run: the run, its steps, messages, effects, waits and events."""
+    view = await call(rt.status, run_id, tenant=who, events=200)
+    approvals = await call(rt.approvals, tenant=who, run_id=run_id, pending=False)
+    try:
+        state: JSON = await call(rt.state, run_id, tenant=who)
+        unreadable = None
+    except PerdureError as exc:  # tampered or unreadable: say so, show the rest
+        state, unreadable = None, exc.code
+    return {
+        **run_json(view.run),
+        "state": state,
+        "state_error": unreadable,
+        "completed_steps": view.completed_steps,
+        "steps": [
+            {
+                "seq": s.seq,
+                "name": s.name,
+                "outcome": str(s.outcome),
+                "fence": s.fence,
+                "next_step": s.next_step,
+                "started_at": iso(s.started_at),
+                "finished_at": iso(s.finished_at),
+            }
+            for s in view.steps
+        ],
+        "messages": [m.to_json() for m in view.messages],
+        "effects": [effect_json(e) for e in view.effects],
+        "approvals": [approval_json(a) for a in approvals],
+        "events": [event_json(e) for e in view.events],
+    }
+
+
+@endpoint
+async def get_run(request: Request, who: Principal, rt: Runtime) -> Response:
+    """One run with its state, next step, steps, messages, budget, effects and waits."""
+    return json_response(await run_detail(rt, who, run_id_of(request)))
+
+
+@endpoint
+async def cancel_run(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Cancel a run at its next step boundary."""
+    body = await body_of(request)
+    run = await call(
+        rt.cancel,
+        run_id_of(request),
+        tenant=who,
+        reason=text(body, "reason", "") or f"cancelled by {who.subject}",
+        request_id=text(body, "request_id"),
+    )
+    return json_response(run_json(run))
+
+
+@endpoint
+async def resume_run(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Hand a run that needs a person back to the workers (admin)."""
+    require(who, ADMIN, "resuming a run that needs a person")
+    body = await body_of(request)
+    patch = body.get("patch")
+    if patch is not None and not isinstance(patch, dict):
+        raise InvalidInputError("field 'patch' must be an object of state fields")
+    more = body.get("add_budget")
+    budget = None
+    if more is not None:
+        if not isinstance(more, dict) or set(more) - {"steps", "cost", "tokens"}:
+            raise InvalidInputError("field 'add_budget' takes steps, cost and tokens")
+        budget = Budget(steps=more.get("steps"), cost=more.get("cost"), tokens=more.get("tokens"))
+    run = await call(
+        rt.repair,
+        run_id_of(request),
+        tenant=who,
+        at=text(body, "at"),
+        patch=patch,
+        add_budget=budget,
+        by=who.subject,
+    )
+    return json_response(run_json(run))
+
+
+@endpoint
+async def fail_run(request: Request, who: Principal, rt: Runtime) -> Response:
+    """End a run that needs a person as FAILED (admin)."""
+    require(who, ADMIN, "failing a run")
+    body = await body_of(request)
+    reason = text(body, "reason")
+    if not reason:
+        raise InvalidInputError("field 'reason' is required", fix="say why the run is failed")
+    run = await call(rt.fail, run_id_of(request), tenant=who, reason=reason, by=who.subject)
+    return json_response(run_json(run))
+
+
+@endpoint
+async def signal_run(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Deliver a signal to a run."""
+    body = await body_of(request)
+    name = text(body, "name")
+    if not name:
+        raise InvalidInputError("field 'name' is required", fix="name the signal")
+    signal, outcome = await call(
+        rt.signal,
+        run_id_of(request),
+        name,
+        body.get("payload"),
+        tenant=who,
+        signal_id=text(body, "signal_id"),
+    )
+    return json_response({"signal_id": signal.signal_id, "name": signal.name, "outcome": outcome})
+
+
+@endpoint
+async def decide(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Approve or reject a run's pending request as the authenticated principal."""
+    body = await body_of(request)
+    verb = rt.approve if request.url.path.endswith("/approve") else rt.reject
+    approval = await call(
+        verb,
+        run_id_of(request),
+        who,
+        comment=text(body, "comment"),
+        request_id=text(body, "request_id"),
+    )
+    return json_response(approval_json(approval))
+
+
+@endpoint
+async def list_approvals(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Approval requests of the tenant (pending ones unless ``pending=false``)."""
+    pending = request.query_params.get("pending", "true").lower() not in ("false", "0", "no")
+    found = await call(
+        rt.approvals, tenant=who, run_id=request.query_params.get("run_id"), pending=pending
+    )
+    return json_response({"approvals": [approval_json(a) for a in found]})
+
+
+# -- streams --------------------------------------------------------------------------------------
+
+
+def event_stream(request: Request, source: sse.Source) -> Response:
+    """A text/event-stream response that follows ``source`` from the client's position."""
+    after = sse.resume_position(
+        request.headers.get("last-event-id"), request.query_params.get("after")
+    )
+    hub: Hub = request.app.state.hub
+    heartbeat: float = request.app.state.heartbeat
+    return StreamingResponse(
+        sse.stream(source, hub, after, heartbeat=heartbeat),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@endpoint
+async def run_events(request: Request, who: Principal, rt: Runtime) -> Response:
+    """The run's events, live (SSE), resumable with Last-Event-ID; ends when the run ends."""
+    run = await call(rt.get, run_id_of(request), tenant=who)
+    return event_stream(request, sse.RunEvents(rt, who.tenant_id, run.run_id))
+
+
+@endpoint
+async def tenant_events(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Every run's events of the tenant, live (SSE), filtered by ``type`` and ``workflow``."""
+    source = sse.TenantEvents(
+        rt,
+        who.tenant_id,
+        tuple(request.query_params.getlist("type")),
+        request.query_params.get("workflow"),
+    )
+    return event_stream(request, source)
+
+
+def unexpected(exc: Exception) -> PerdureError:
+    """What an unexpected exception looks like to a client (its traceback stays in the log)."""
+    return PerdureError(f"the server failed: {type(exc).__name__}", fix="see the server's log")

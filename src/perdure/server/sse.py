@@ -1,0 +1,155 @@
+"""Server-sent event streams of a run's events, and of every run of a tenant.
+
+Each event goes out as ``id: <seq>`` and ``data: <JSON>``, where ``seq`` is the event's
+sequence number in the store. A client that reconnects with ``Last-Event-ID: <seq>`` (browsers
+do it by themselves) gets every event after it exactly once: the stream reads the store from
+that position, so nothing that committed is skipped and nothing is sent twice. A comment line
+goes out every ``heartbeat`` seconds of silence so proxies keep the connection. A run's stream
+ends (``event: end``) once the run is finished and its last events are sent.
+
+A stream is a loop over a :class:`Source`: ``read(after)`` returns the items past a position.
+The run's events are one source; a message's token deltas, numbered the same way, would be
+another, served with the same resume rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import orjson
+
+from perdure.core.errors import InvalidInputError
+from perdure.core.model import TERMINAL, Event
+from perdure.core.shapes import event_json
+from perdure.runtime.runtime import Runtime
+from perdure.server.hub import Hub
+
+PAGE = 500
+TERMINAL_NAMES = frozenset(str(s) for s in TERMINAL)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What a source read: items with their positions, and whether the stream is over (the
+    run ended and nothing is left to send)."""
+
+    items: Sequence[tuple[int, bytes]]
+    finished: bool = False
+
+
+class Source(Protocol):
+    """Something a stream follows, numbered by increasing positions."""
+
+    @property
+    def tenant(self) -> str:
+        """The tenant whose store the source reads."""
+        ...
+
+    @property
+    def run_id(self) -> str | None:
+        """The run it follows (None: every run of the tenant)."""
+        ...
+
+    def read(self, after: int) -> Batch:
+        """Items after position ``after``, oldest first (at most a page)."""
+        ...
+
+    def __hash__(self) -> int:
+        """Sources that read the same items are equal (streams at one position share one
+        read)."""
+        ...
+
+
+def _payload(event: Event, run_id: str | None) -> bytes:
+    body = event_json(event)
+    body["run_id"] = event.run_id
+    return orjson.dumps(body)
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvents:
+    """The events of one run; finished once the run ended and its events are sent."""
+
+    runtime: Runtime
+    tenant: str
+    run_id: str
+
+    def read(self, after: int) -> Batch:
+        """See :meth:`Source.read`: one query while events flow. The stream is finished at
+        the status event that ends the run, or, when nothing is new, once the run (read
+        before its events, so nothing it committed is missed) has ended."""
+        found = self._events(after)
+        if not found:
+            run = self.runtime.get(self.run_id, tenant=self.tenant)
+            found = self._events(after)
+            if not found:
+                return Batch((), finished=run.status.terminal)
+        last = found[-1]
+        data = last.data if isinstance(last.data, dict) else {}
+        ended = last.type == "status" and data.get("to") in TERMINAL_NAMES
+        return Batch([(e.seq, _payload(e, self.run_id)) for e in found], finished=ended)
+
+    def _events(self, after: int) -> list[Event]:
+        return self.runtime.events(self.run_id, tenant=self.tenant, after=after, limit=PAGE)
+
+
+@dataclass(frozen=True, slots=True)
+class TenantEvents:
+    """Events of every run of one tenant, filtered by type and workflow; never finished."""
+
+    runtime: Runtime
+    tenant: str
+    types: tuple[str, ...] = ()
+    workflow: str | None = None
+    run_id: str | None = None
+
+    def read(self, after: int) -> Batch:
+        """See :meth:`Source.read`."""
+        found = self.runtime.feed(
+            tenant=self.tenant, after=after, types=self.types, workflow=self.workflow, limit=PAGE
+        )
+        return Batch([(e.seq, _payload(e, None)) for e in found])
+
+
+def resume_position(last_event_id: str | None, after: str | None) -> int:
+    """Where a stream starts: after ``Last-Event-ID`` (a reconnect), else after ``?after=``,
+    else from the beginning."""
+    given = last_event_id if last_event_id not in (None, "") else after
+    if given in (None, ""):
+        return 0
+    try:
+        position = int(str(given))
+    except ValueError:
+        raise InvalidInputError(
+            f"stream position {given!r} is not a number", fix="send the last event's id"
+        ) from None
+    if position < 0 or position >= 2**63:
+        raise InvalidInputError(f"stream position {position} is out of range")
+    return position
+
+
+async def stream(
+    source: Source, hub: Hub, after: int, *, heartbeat: float = 15.0
+) -> AsyncIterator[bytes]:
+    """The text/event-stream body for ``source`` from position ``after``."""
+    yield b"retry: 1000\n\n"
+    cursor = after
+    with hub.subscribe(source.tenant, source.run_id) as wake:
+        while True:
+            wake.clear()
+            batch = await hub.shared(source, cursor)
+            for position, data in batch.items:
+                yield b"id: %d\ndata: %s\n\n" % (position, data)
+                cursor = position
+            if batch.finished:
+                yield b"event: end\ndata: {}\n\n"
+                return
+            if len(batch.items) >= PAGE:
+                continue
+            try:
+                await asyncio.wait_for(wake.wait(), heartbeat)
+            except TimeoutError:
+                yield b": heartbeat\n\n"

@@ -1,0 +1,250 @@
+"""The server from the command line, each command in its own process: keys, ``serve``,
+decisions made through a server, ``watch``, and a worker's metrics port and JSON logs."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT, cli_env, perdure_cmd, run_cli
+
+APP = "tests.apps.server_app"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def until(condition: object, what: str, seconds: float = 60) -> None:
+    """Poll ``condition()`` until it holds (bounded; a loaded machine gets time)."""
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def read_until(proc: subprocess.Popen[str], text: str, seconds: float = 60) -> list[str]:
+    """Lines of ``proc``'s stdout up to the first one holding ``text`` (bounded: a reader
+    thread, so a process that never prints it fails the test instead of hanging it)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+            if text in line:
+                return
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + seconds
+    while not seen or text not in seen[-1]:
+        line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        assert line is not None, f"the process ended without printing {text!r}: {seen}"
+        seen.append(line)
+    return seen
+
+
+def reachable(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code < 500
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def server(db_url: str) -> Iterator[str]:
+    """``perdure serve`` in a process of its own; its URL."""
+    assert run_cli(db_url, "migrate").returncode == 0
+    port = free_port()
+    proc = subprocess.Popen(
+        perdure_cmd(db_url, "serve", "--app", APP, "--port", str(port)),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    until(lambda: proc.poll() is not None or reachable(url + "/healthz"), "perdure serve")
+    assert proc.poll() is None, proc.communicate()
+    yield url
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def test_keys_are_made_shown_once_listed_and_revoked(db_url: str) -> None:
+    made = run_cli(db_url, "--tenant", "t1", "keys", "create", "ops", "--role", "admin")
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    assert token.startswith("pdk_") and "not shown again" in made.stderr
+    key_id = token.split("_")[1]
+    listed = run_cli(db_url, "--tenant", "t1", "keys", "list")
+    assert key_id in listed.stdout and token not in listed.stdout and "roles=admin" in listed.stdout
+    assert "no keys" in run_cli(db_url, "--tenant", "t2", "keys", "list").stdout
+    refused = run_cli(db_url, "--tenant", "t2", "keys", "revoke", key_id)
+    assert refused.returncode == 1 and "error[key_not_found]" in refused.stderr
+    revoked = run_cli(db_url, "--tenant", "t1", "keys", "revoke", key_id)
+    assert revoked.returncode == 0 and "revoked" in revoked.stdout
+    bad = run_cli(db_url, "keys", "create", "x", "--role", "NOT A ROLE")
+    assert bad.returncode == 1 and bad.stderr.startswith("error[invalid_input]")
+
+
+def test_a_decision_through_the_server_is_recorded_as_the_keys_principal(
+    db_url: str, server: str
+) -> None:
+    token = run_cli(db_url, "keys", "create", "carol", "--role", "approver").stdout.strip()
+    run_id = run_cli(db_url, "start", "job", "--app", APP, "--wait").stdout.split()[1]
+    decided = run_cli(
+        db_url, "approve", run_id, "--server", server, "--key", token, "--comment", "ok"
+    )
+    assert decided.returncode == 0, decided.stderr
+    assert "approved by carol" in decided.stdout
+    again = run_cli(db_url, "reject", run_id, "--server", server, "--key", token)
+    assert again.returncode == 1 and "error[approval_not_pending]" in again.stderr
+    local = run_cli(db_url, "approve", run_id)  # against the database: name and role needed
+    assert local.returncode == 1 and "--as NAME and --role ROLE" in local.stderr
+    assert run_cli(db_url, "worker", "--app", APP, "--until-idle").returncode == 0
+    watched = run_cli(db_url, "watch", run_id, "--server", server, "--key", token)
+    assert watched.returncode == 0, watched.stderr
+    assert "approval_decided" in watched.stdout and "ended SUCCEEDED" in watched.stdout
+
+
+def test_watch_follows_a_run_from_the_database_until_it_ends(db_url: str) -> None:
+    run_id = run_cli(db_url, "start", "plain", "--app", APP).stdout.split()[1]
+    assert run_cli(db_url, "worker", "--app", APP, "--until-idle").returncode == 0
+    watched = run_cli(db_url, "watch", run_id)
+    assert watched.returncode == 0, watched.stderr
+    lines = watched.stdout.splitlines()
+    assert lines[0].startswith("#") and "created" in lines[0]
+    assert "RUNNING -> SUCCEEDED" in watched.stdout and lines[-1].endswith("ended SUCCEEDED")
+    missing = run_cli(db_url, "watch", "no-such-run")
+    assert missing.returncode == 1 and "error[run_not_found]" in missing.stderr
+
+
+def test_a_worker_serves_metrics_and_logs_json_lines(db_url: str) -> None:
+    ids = [run_cli(db_url, "start", "plain", "--app", APP).stdout.split()[1] for _ in range(2)]
+    port = free_port()
+    proc = subprocess.Popen(
+        perdure_cmd(
+            db_url,
+            "worker",
+            "--app",
+            APP,
+            "--metrics-port",
+            str(port),
+            "--log-format",
+            "json",
+            "--log-level",
+            "info",
+        ),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def done_twice() -> bool:
+        if proc.poll() is not None or not reachable(url):
+            return proc.poll() is not None
+        text = httpx.get(url, timeout=5).text
+        return (
+            'perdure_step_outcomes_total{outcome="done",step="only",workflow="plain"} 2.0' in text
+        )
+
+    until(done_twice, "two plain runs counted")
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    records = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    steps = [r for r in records if r.get("step") == "only" and r.get("outcome") == "done"]
+    assert sorted(r["run_id"] for r in steps) == sorted(ids)
+    assert all(r["fence"] == 1 and r["attempt"] == 1 for r in steps)
+
+
+def test_watch_shows_a_long_wait_then_follows_the_run_to_its_end(db_url: str) -> None:
+    run_id = run_cli(db_url, "start", "job", "--app", APP, "--wait").stdout.split()[1]
+    proc = subprocess.Popen(
+        perdure_cmd(db_url, "watch", run_id, "--poll", "0.05"),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = read_until(proc, "waiting for a decision")
+    assert '"role":"approver"' in lines[-1]
+    decided = run_cli(db_url, "approve", run_id, "--as", "dana", "--role", "approver")
+    assert decided.returncode == 0, decided.stderr
+    assert run_cli(db_url, "worker", "--app", APP, "--until-idle").returncode == 0
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "approval_decided" in out and out.rstrip().endswith("ended SUCCEEDED")
+
+
+def test_runs_watch_prints_the_table_until_interrupted(db_url: str) -> None:
+    run_id = run_cli(db_url, "start", "plain", "--app", APP).stdout.split()[1]
+    proc = subprocess.Popen(
+        perdure_cmd(db_url, "runs", "--watch"),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert "PENDING" in read_until(proc, run_id)[-1]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+
+
+def test_start_signal_and_cancel_through_the_server_act_in_the_keys_tenant(
+    db_url: str, server: str
+) -> None:
+    token = run_cli(db_url, "--tenant", "t9", "keys", "create", "svc").stdout.strip()
+    remote = ["--server", server, "--key", token]
+    started = run_cli(db_url, "start", "plain", *remote, "--idempotency-key", "k1", "--json")
+    assert started.returncode == 0, started.stderr
+    run = json.loads(started.stdout)
+    assert run["tenant_id"] == "t9" and run["status"] == "PENDING"
+    again = json.loads(
+        run_cli(db_url, "start", "plain", *remote, "--idempotency-key", "k1", "--json").stdout
+    )
+    assert again["run_id"] == run["run_id"]
+    sent = run_cli(db_url, "signal", run["run_id"], "nudge", "--id", "n1", *remote)
+    assert sent.returncode == 0 and "kept in the run's inbox" in sent.stdout
+    cancelled = run_cli(db_url, "cancel", run["run_id"], "--reason", "no longer needed", *remote)
+    assert cancelled.returncode == 0 and "CANCELLED" in cancelled.stdout
+    hidden = run_cli(db_url, "show", run["run_id"])  # the default tenant does not see it
+    assert hidden.returncode == 1 and "error[run_not_found]" in hidden.stderr
+    waited = run_cli(db_url, "start", "plain", *remote, "--wait")
+    assert waited.returncode == 1 and "perdure watch RUN --server" in waited.stderr
+    bad = run_cli(db_url, "start", "plain", "--server", server, "--key", "pdk_nope")
+    assert bad.returncode == 1 and bad.stderr.startswith("error[not_authenticated]")
+
+
+def test_a_port_in_use_is_one_line_not_a_traceback(db_url: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        served = run_cli(db_url, "serve", "--app", APP, "--port", port)
+        assert served.returncode == 1 and served.stderr.startswith("error[invalid_config]")
+        metrics = run_cli(db_url, "worker", "--app", APP, "--metrics-port", port, "--until-idle")
+        assert metrics.returncode == 1 and metrics.stderr.startswith("error[invalid_config]")
+        assert "Traceback" not in served.stderr + metrics.stderr

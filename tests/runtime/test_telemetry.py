@@ -1,0 +1,99 @@
+"""Spans and logs of executions: run, step and effect spans with the run's fields, a trace
+context kept at start and continued by whichever runtime runs the run, JSON log lines."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+
+import orjson
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from perdure import FakeClock, Runtime
+from perdure.runtime.logs import JsonFormatter
+from tests.apps import server_app
+
+EXPORTER = InMemorySpanExporter()
+_PROVIDER = TracerProvider()
+_PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        trace.set_tracer_provider(_PROVIDER)
+    EXPORTER.clear()
+    yield EXPORTER
+    EXPORTER.clear()
+
+
+def test_runs_steps_and_effects_make_spans_with_the_runs_fields(
+    db_url: str, clock: FakeClock, spans: InMemorySpanExporter
+) -> None:
+    with Runtime(db_url, clock=clock, workflows=[server_app.charge], owner="w1") as rt:
+        run = rt.start("charge", tenant="t1")
+        rt.run_until_idle()
+    by_name = {s.name: s for s in spans.get_finished_spans()}
+    assert {"perdure.run", "perdure.step", "perdure.effect"} <= set(by_name)
+    step = by_name["perdure.step"]
+    assert step.attributes is not None
+    assert step.attributes["perdure.run_id"] == run.run_id
+    assert step.attributes["perdure.step"] == "pay"
+    assert step.attributes["perdure.attempt"] == 1
+    assert step.attributes["perdure.fence"] == 1
+    assert step.attributes["perdure.outcome"] == "escalated"
+    effect = by_name["perdure.effect"]
+    assert effect.attributes is not None and effect.attributes["perdure.effect.name"] == "charge"
+    assert effect.parent is not None and effect.parent.span_id == step.context.span_id
+    assert step.parent is not None and step.parent.span_id == by_name["perdure.run"].context.span_id
+
+
+def test_a_trace_started_by_the_caller_is_continued_by_the_runtime_that_runs_the_run(
+    db_url: str, clock: FakeClock, spans: InMemorySpanExporter
+) -> None:
+    tracer = trace.get_tracer("caller")
+    with Runtime(db_url, clock=clock, workflows=[server_app.plain]) as starter:
+        with tracer.start_as_current_span("http request") as caller:
+            run = starter.start("plain", tenant="t1")
+        given = starter.start(
+            "plain",
+            tenant="t1",
+            trace_context={
+                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+            },
+        )
+    with Runtime(db_url, clock=clock, workflows=[server_app.plain], owner="other") as worker:
+        assert worker.run_until_idle() == 2
+    runs = [s for s in spans.get_finished_spans() if s.name == "perdure.run"]
+    by_run = {s.attributes["perdure.run_id"]: s for s in runs if s.attributes}
+    continued = by_run[run.run_id]
+    assert continued.context.trace_id == caller.get_span_context().trace_id
+    assert continued.parent is not None
+    assert continued.parent.span_id == caller.get_span_context().span_id
+    assert f"{by_run[given.run_id].context.trace_id:032x}" == "0af7651916cd43dd8448eb211c80319c"
+
+
+def test_json_logs_carry_the_run_id_step_attempt_and_fence(db_url: str, clock: FakeClock) -> None:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("perdure")
+    logger.addHandler(handler)
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        with Runtime(db_url, clock=clock, workflows=[server_app.plain]) as rt:
+            run = rt.start("plain", tenant="t1")
+            rt.run_until_idle()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+    lines = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    step = [x for x in lines if x.get("step") == "only" and x.get("outcome") == "done"]
+    assert step and step[0]["run_id"] == run.run_id and step[0]["attempt"] == 1
+    assert step[0]["fence"] == 1 and step[0]["tenant"] == "t1" and step[0]["level"] == "info"
