@@ -33,7 +33,7 @@ class StepHost(Protocol):
     def budget_left(self) -> dict[str, float | int | None] | None: ...
     def cancel_requested(self) -> bool: ...
     def release(self) -> Release: ...
-    def open_stream(self, message_id: str, batch: int) -> StreamSink: ...
+    def open_stream(self, message_id: str, batch: int, reopen: bool = False) -> StreamSink: ...
     def flush_streams(self) -> None: ...
 
 
@@ -222,7 +222,9 @@ class Context:
 
         return await host.bridge.call(run)
 
-    def open_stream(self, message_id: str, *, batch: int = DEFAULT_BATCH) -> StreamSink:
+    def open_stream(
+        self, message_id: str, *, batch: int = DEFAULT_BATCH, reopen: bool = False
+    ) -> StreamSink:
         """Start a new attempt of ``message_id``'s durable token stream and return its sink.
 
         ``sink.write(text)`` buffers a delta; every ``batch`` deltas, before each effect and at
@@ -232,10 +234,13 @@ class Context:
         :meth:`Runtime.stream <perdure.runtime.runtime.Runtime.stream>`). When the step runs
         again after a crash cut an earlier attempt, opening writes a ``superseded`` entry first,
         so readers drop the draft. A message already finished stays as it was (the sink's
-        ``complete`` is True and its writes are dropped). Works in plain and ``async def``
-        steps alike (in async steps the writes never block the event loop).
+        ``complete`` is True and its writes are dropped), unless ``reopen=True``: then the
+        finished reply is superseded too and this attempt replaces it (for a reply generated
+        again, e.g. a model call made again because a crash came before its result was
+        recorded). Works in plain and ``async def`` steps alike (in async steps the writes
+        never block the event loop).
         """
-        return self._host.open_stream(checked_id(message_id, "message id"), batch)
+        return self._host.open_stream(checked_id(message_id, "message id"), batch, reopen)
 
 
 def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:

@@ -88,8 +88,9 @@ class StepHost:
         run = self.store.get_run(self.claim.tenant_id, self.claim.run_id)
         return run.status is RunStatus.CANCEL_REQUESTED
 
-    def open_stream(self, message_id: str, batch: int) -> DurableStream:
-        sink = DurableStream(self.store, self.clock, self.claim, self.bridge, message_id, batch)
+    def open_stream(self, message_id: str, batch: int, reopen: bool = False) -> DurableStream:
+        claim, bridge = self.claim, self.bridge
+        sink = DurableStream(self.store, self.clock, claim, bridge, message_id, batch, reopen)
         self.streams.append(sink)
         return sink
 

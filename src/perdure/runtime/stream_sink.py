@@ -47,6 +47,7 @@ class DurableStream:
         bridge: Bridge,
         message_id: str,
         batch: int = DEFAULT_BATCH,
+        reopen: bool = False,
     ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
             raise InvalidInputError(
@@ -54,6 +55,7 @@ class DurableStream:
             )
         self.message_id = message_id
         self.batch = batch
+        self.reopen = reopen
         self.attempt = 0
         self.superseded = False
         self.complete = False
@@ -127,7 +129,12 @@ class DurableStream:
     def _open(self) -> None:
         claim = self._claim
         opened = self._store.open_stream(
-            claim.tenant_id, claim.run_id, claim.fence, self.message_id, self._clock.now()
+            claim.tenant_id,
+            claim.run_id,
+            claim.fence,
+            self.message_id,
+            self._clock.now(),
+            reopen=self.reopen,
         )
         self.attempt = opened.attempt
         self.superseded = opened.superseded

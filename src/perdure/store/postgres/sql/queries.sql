@@ -609,14 +609,15 @@ RETURNING attempt;
 -- name: advance_stream
 -- Give out %(count)s more numbers to the current attempt (and close it with %(finish)s), only
 -- from the run's current lease; returns the last number given out. A new attempt passes
--- new_attempt = attempt + 1, a flush the attempt it writes.
+-- new_attempt = attempt + 1, a flush the attempt it writes; was_finished is true only to
+-- reopen a finished message.
 UPDATE perdure.streams
 SET attempt = %(new_attempt)s,
     last_seq = last_seq + %(count)s,
     finished = %(finish)s,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND message_id = %(message_id)s AND run_id = %(run_id)s
-  AND attempt = %(attempt)s AND NOT finished
+  AND attempt = %(attempt)s AND finished = %(was_finished)s
   AND EXISTS (SELECT 1 FROM perdure.runs
               WHERE runs.tenant_id = %(tenant_id)s AND runs.run_id = %(run_id)s
                 AND runs.fence = %(fence)s
