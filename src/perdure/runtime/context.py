@@ -11,7 +11,7 @@ from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from perdure.core.signals import Cancelled
 from perdure.core.streams import StreamSink
-from perdure.runtime.stream_sink import DEFAULT_BATCH
+from perdure.runtime.stream_sink import DEFAULT_BATCH, DEFAULT_MAX_DELAY
 
 if TYPE_CHECKING:
     from perdure.core.retry import RetryPolicy
@@ -33,7 +33,9 @@ class StepHost(Protocol):
     def budget_left(self) -> dict[str, float | int | None] | None: ...
     def cancel_requested(self) -> bool: ...
     def release(self) -> Release: ...
-    def open_stream(self, message_id: str, batch: int, reopen: bool = False) -> StreamSink: ...
+    def open_stream(
+        self, message_id: str, batch: int, reopen: bool = ..., max_delay: float | None = ...
+    ) -> StreamSink: ...
     def flush_streams(self) -> None: ...
 
 
@@ -223,13 +225,19 @@ class Context:
         return await host.bridge.call(run)
 
     def open_stream(
-        self, message_id: str, *, batch: int = DEFAULT_BATCH, reopen: bool = False
+        self,
+        message_id: str,
+        *,
+        batch: int = DEFAULT_BATCH,
+        max_delay: float | None = DEFAULT_MAX_DELAY,
+        reopen: bool = False,
     ) -> StreamSink:
         """Start a new attempt of ``message_id``'s durable token stream and return its sink.
 
-        ``sink.write(text)`` buffers a delta; every ``batch`` deltas, before each effect and at
-        the step's boundary the buffer is written (one transaction, fenced: a worker that lost
-        the run writes nothing); ``sink.finish()`` writes the rest and marks the message whole.
+        ``sink.write(text)`` buffers a delta; every ``batch`` deltas (or at the first write after
+        a delta waited ``max_delay`` seconds; None: no limit), before each effect and at the
+        step's boundary the buffer is written (one transaction, fenced: a worker that lost the
+        run writes nothing); ``sink.finish()`` writes the rest and marks the message whole.
         Give the message its id before generating (readers may already wait on it:
         :meth:`Runtime.stream <perdure.runtime.runtime.Runtime.stream>`). When the step runs
         again after a crash cut an earlier attempt, opening writes a ``superseded`` entry first,
@@ -240,7 +248,9 @@ class Context:
         recorded). Works in plain and ``async def`` steps alike (in async steps the writes
         never block the event loop).
         """
-        return self._host.open_stream(checked_id(message_id, "message id"), batch, reopen)
+        return self._host.open_stream(
+            checked_id(message_id, "message id"), batch, reopen, max_delay
+        )
 
 
 def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:
