@@ -293,3 +293,33 @@ def test_a_slow_model_s_deltas_are_written_once_they_waited_max_delay(
     runtime.run_until_idle()
     assert stored == [0, 3, 3]
     assert [e.text for e in runtime.stream("slow")] == ["a", "b", "c", "d", ""]
+
+
+def test_many_followers_of_one_reply_each_get_it_whole(runtime: Runtime) -> None:
+    readers = [runtime.stream("shared", follow=True, poll=0.01) for _ in range(20)]
+    got: list[list[str]] = [[] for _ in readers]
+    started = threading.Barrier(len(readers) + 1)
+
+    def follow(i: int) -> None:
+        started.wait()
+        got[i].extend(e.text for e in readers[i])
+
+    followers = [threading.Thread(target=follow, args=(i,)) for i in range(len(readers))]
+    for t in followers:
+        t.start()
+
+    @step
+    def answer(ctx: Context, s: Reply):  # type: ignore[no-untyped-def]
+        started.wait()
+        sink = ctx.open_stream("shared", batch=3)
+        for word in WORDS[:10]:
+            sink.write(word)
+        sink.finish()
+        return done({})
+
+    runtime.start(Workflow("shared_stream", state=Reply, steps=[answer]))
+    runtime.run_until_idle()
+    for t in followers:
+        t.join(30)
+    assert all(not t.is_alive() for t in followers)
+    assert got == [[*WORDS[:10], ""]] * len(readers)
