@@ -47,10 +47,6 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
         for _ in range(ADMIT_TRIES):
             if new.idempotency_key is not None and (found := tx.one("run_by_key", key)):
                 return run_from_row(found, d.when), False
-            ahead = tx.all("thread_runs", thread)
-            policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
-            if ahead and policy is ThreadPolicy.REJECT:
-                raise threads.busy_error(new.tenant_id, new.thread_id, ahead)
             inserted = tx.one(
                 "insert_run",
                 {
@@ -73,6 +69,12 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
                 f"thread {new.thread_id} kept taking new runs while this one was created",
                 fix="retry",
             )
+        # Read after the insert: every run with a lower place is committed and visible now (a
+        # place is taken only once the one below it is), so the policy sees the true queue.
+        ahead = [r for r in tx.all("thread_runs", thread) if r["run_id"] != new.run_id]
+        policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
+        if ahead and policy is ThreadPolicy.REJECT:
+            raise threads.busy_error(new.tenant_id, new.thread_id, ahead)  # rolls it all back
         write_fields(tx, ids, new.state)
         created: dict[str, JSON] = {"workflow": new.workflow}
         if ahead:
