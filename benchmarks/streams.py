@@ -60,7 +60,11 @@ class MemorySink:
 
 @step
 def stream(ctx: Context, job: Job):  # type: ignore[no-untyped-def]
-    sink: Any = MemorySink() if job.batch == 0 else ctx.open_stream("reply", batch=job.batch)
+    sink: Any = (
+        MemorySink()
+        if job.batch == 0
+        else ctx.open_stream("reply", batch=job.batch, max_delay=None)
+    )
     started = time.perf_counter()
     for i in range(job.deltas):
         sink.write(f"tok{i % 100} ")

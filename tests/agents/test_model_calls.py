@@ -162,6 +162,31 @@ def test_a_streamed_call_yields_deltas_and_its_reply_has_an_id_fixed_before_the_
     assert result["id"] == reply_message_id(str(result["key"]))
 
 
+def test_a_streamed_reply_is_written_to_its_durable_stream_and_read_back_whole(
+    runtime: Runtime,
+) -> None:
+    llm = model("a streamed answer in five")
+
+    @step
+    def ask(ctx: Context, s: S):  # type: ignore[no-untyped-def]
+        stream = ctx.model_call(llm, [Message("user", "hi")], stream=True)
+        for _ in stream:
+            pass
+        return done(stream.reply.message_id)
+
+    run = runtime.start(Workflow("ask", state=S, steps=[ask]))
+    runtime.run_until_idle()
+    message_id = runtime.get(run.run_id).result
+    assert isinstance(message_id, str)
+    entries = list(runtime.stream(message_id))
+    kinds = [str(e.kind) for e in entries]
+    assert kinds == ["delta"] * 5 + ["finished"]
+    assert "".join(e.text for e in entries) == "a streamed answer in five"
+    assert [e.seq for e in entries] == list(range(1, 7))
+    later = list(runtime.stream(message_id, after=entries[2].seq))
+    assert later == entries[3:], "a reader resuming after a seq sees the rest exactly once"
+
+
 def test_async_steps_await_model_calls_and_stream_them(runtime: Runtime) -> None:
     llm = model("first reply", "second reply here")
 

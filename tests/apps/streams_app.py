@@ -25,7 +25,7 @@ class Streamed:
 
 @step
 def answer(ctx: Context, s: Streamed):  # type: ignore[no-untyped-def]
-    sink = ctx.open_stream(s.message, batch=2)
+    sink = ctx.open_stream(s.message, batch=2, max_delay=None)  # batches of exactly two
     hold_after = int(os.environ.get("STREAM_HOLD_AFTER", "-1"))
     for i, word in enumerate(WORDS):
         if i == hold_after:

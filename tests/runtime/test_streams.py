@@ -268,3 +268,58 @@ def test_a_superseded_sink_that_still_holds_text_hands_the_run_to_a_person(
     assert stopped.status is RunStatus.NEEDS_ATTENTION
     assert stopped.error is not None and stopped.error.reason == "stream_closed"
     assert [str(e.kind) for e in runtime.stream("twice")] == ["superseded", "finished"]
+
+
+def test_a_slow_model_s_deltas_are_written_once_they_waited_max_delay(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    stored: list[int] = []
+
+    @step
+    def answer(ctx: Context, s: Reply):  # type: ignore[no-untyped-def]
+        sink = ctx.open_stream("slow", batch=32, max_delay=0.5)
+        sink.write("a")
+        sink.write("b")
+        stored.append(len(list(runtime.stream("slow"))))  # both wait in the buffer
+        clock.advance(0.5)  # the model takes its time
+        sink.write("c")
+        stored.append(len(list(runtime.stream("slow"))))  # written with the late one
+        sink.write("d")
+        stored.append(len(list(runtime.stream("slow"))))
+        sink.finish()
+        return done({})
+
+    runtime.start(Workflow("slow_stream", state=Reply, steps=[answer]))
+    runtime.run_until_idle()
+    assert stored == [0, 3, 3]
+    assert [e.text for e in runtime.stream("slow")] == ["a", "b", "c", "d", ""]
+
+
+def test_many_followers_of_one_reply_each_get_it_whole(runtime: Runtime) -> None:
+    readers = [runtime.stream("shared", follow=True, poll=0.01) for _ in range(20)]
+    got: list[list[str]] = [[] for _ in readers]
+    started = threading.Barrier(len(readers) + 1)
+
+    def follow(i: int) -> None:
+        started.wait()
+        got[i].extend(e.text for e in readers[i])
+
+    followers = [threading.Thread(target=follow, args=(i,)) for i in range(len(readers))]
+    for t in followers:
+        t.start()
+
+    @step
+    def answer(ctx: Context, s: Reply):  # type: ignore[no-untyped-def]
+        started.wait()
+        sink = ctx.open_stream("shared", batch=3)
+        for word in WORDS[:10]:
+            sink.write(word)
+        sink.finish()
+        return done({})
+
+    runtime.start(Workflow("shared_stream", state=Reply, steps=[answer]))
+    runtime.run_until_idle()
+    for t in followers:
+        t.join(30)
+    assert all(not t.is_alive() for t in followers)
+    assert got == [[*WORDS[:10], ""]] * len(readers)

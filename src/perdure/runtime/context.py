@@ -11,7 +11,7 @@ from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from perdure.core.signals import Cancelled
 from perdure.core.streams import StreamSink
-from perdure.runtime.stream_sink import DEFAULT_BATCH
+from perdure.runtime.stream_sink import DEFAULT_BATCH, DEFAULT_MAX_DELAY
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -42,7 +42,9 @@ class StepHost(Protocol):
     def budget_left(self) -> dict[str, float | int | None] | None: ...
     def cancel_requested(self) -> bool: ...
     def release(self) -> Release: ...
-    def open_stream(self, message_id: str, batch: int) -> StreamSink: ...
+    def open_stream(
+        self, message_id: str, batch: int, reopen: bool = ..., max_delay: float | None = ...
+    ) -> StreamSink: ...
     def flush_streams(self) -> None: ...
 
 
@@ -242,20 +244,33 @@ class Context:
 
         return await host.bridge.call(run)
 
-    def open_stream(self, message_id: str, *, batch: int = DEFAULT_BATCH) -> StreamSink:
+    def open_stream(
+        self,
+        message_id: str,
+        *,
+        batch: int = DEFAULT_BATCH,
+        max_delay: float | None = DEFAULT_MAX_DELAY,
+        reopen: bool = False,
+    ) -> StreamSink:
         """Start a new attempt of ``message_id``'s durable token stream and return its sink.
 
-        ``sink.write(text)`` buffers a delta; every ``batch`` deltas, before each effect and at
-        the step's boundary the buffer is written (one transaction, fenced: a worker that lost
-        the run writes nothing); ``sink.finish()`` writes the rest and marks the message whole.
+        ``sink.write(text)`` buffers a delta; every ``batch`` deltas (or at the first write after
+        a delta waited ``max_delay`` seconds; None: no limit), before each effect and at the
+        step's boundary the buffer is written (one transaction, fenced: a worker that lost the
+        run writes nothing); ``sink.finish()`` writes the rest and marks the message whole.
         Give the message its id before generating (readers may already wait on it:
         :meth:`Runtime.stream <perdure.runtime.runtime.Runtime.stream>`). When the step runs
         again after a crash cut an earlier attempt, opening writes a ``superseded`` entry first,
         so readers drop the draft. A message already finished stays as it was (the sink's
-        ``complete`` is True and its writes are dropped). Works in plain and ``async def``
-        steps alike (in async steps the writes never block the event loop).
+        ``complete`` is True and its writes are dropped), unless ``reopen=True``: then the
+        finished reply is superseded too and this attempt replaces it (for a reply generated
+        again, e.g. a model call made again because a crash came before its result was
+        recorded). Works in plain and ``async def`` steps alike (in async steps the writes
+        never block the event loop).
         """
-        return self._host.open_stream(checked_id(message_id, "message id"), batch)
+        return self._host.open_stream(
+            checked_id(message_id, "message id"), batch, reopen, max_delay
+        )
 
     # -- the agent layer (docs/agents.md) -----------------------------------------------------
 
@@ -423,9 +438,10 @@ class Context:
         return name or f"model.{self._model_calls}"
 
     def _stream_sink(self, message_id: str) -> StreamSink:
-        """Where a streamed model call writes its deltas: the reply's durable token stream
-        (a new attempt of ``message_id``; an earlier attempt a crash cut is superseded)."""
-        return self._host.open_stream(message_id, DEFAULT_BATCH)
+        """Where a streamed model call writes its deltas: a new attempt of the reply's durable
+        token stream. An earlier attempt is superseded, even a finished one: a call that
+        crashed after its reply was streamed, before its outcome was recorded, is made again."""
+        return self._host.open_stream(message_id, DEFAULT_BATCH, reopen=True)
 
 
 def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:

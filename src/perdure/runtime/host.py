@@ -22,7 +22,7 @@ from perdure.core.signals import Escalate
 from perdure.runtime.aio import Bridge
 from perdure.runtime.claim import Claim
 from perdure.runtime.effect_runner import EffectRunner
-from perdure.runtime.stream_sink import DurableStream
+from perdure.runtime.stream_sink import DEFAULT_MAX_DELAY, DurableStream
 from perdure.store.base import Store
 
 
@@ -112,8 +112,17 @@ class StepHost:
         run = self.store.get_run(self.claim.tenant_id, self.claim.run_id)
         return run.status is RunStatus.CANCEL_REQUESTED
 
-    def open_stream(self, message_id: str, batch: int) -> DurableStream:
-        sink = DurableStream(self.store, self.clock, self.claim, self.bridge, message_id, batch)
+    def open_stream(
+        self,
+        message_id: str,
+        batch: int,
+        reopen: bool = False,
+        max_delay: float | None = DEFAULT_MAX_DELAY,
+    ) -> DurableStream:
+        claim, bridge = self.claim, self.bridge
+        sink = DurableStream(
+            self.store, self.clock, claim, bridge, message_id, batch, reopen, max_delay
+        )
         self.streams.append(sink)
         return sink
 

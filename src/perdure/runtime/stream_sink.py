@@ -3,7 +3,9 @@ buffers deltas and writes them to the store in batches, fenced by the run's leas
 
 A sink is one attempt of one message. Opening it starts a new attempt in the store (writing a
 ``superseded`` entry first when an earlier attempt was cut). Deltas are buffered and written
-``batch`` at a time, one transaction per batch; whatever is buffered is also written when the
+``batch`` at a time, one transaction per batch, or sooner when the oldest buffered delta has
+waited ``max_delay`` seconds by the runtime's clock (checked at each write, so a slow model's
+reader stays close); whatever is buffered is also written when the
 step reaches an effect or its boundary, and by :meth:`DurableStream.finish`, which closes the
 attempt with a ``finished`` entry. Every write carries the run's fence: a worker that lost the
 run gets :class:`~perdure.core.errors.LeaseLostError` and writes nothing.
@@ -17,15 +19,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from perdure.core.clock import Clock
 from perdure.core.errors import InvalidInputError, StreamClosedError
 from perdure.runtime.aio import Bridge
+from perdure.runtime.base import setting
 from perdure.runtime.claim import Claim
 from perdure.store.base import Store
 
 DEFAULT_BATCH = 32
 """Deltas per write when the step does not choose (see ``benchmarks/streams.py``)."""
+
+DEFAULT_MAX_DELAY = 0.25
+"""Seconds a delta may wait in the buffer before a later write flushes it (a slow model's
+reader is not left a whole batch behind)."""
 
 MAX_BATCH = 10_000
 
@@ -47,13 +55,20 @@ class DurableStream:
         bridge: Bridge,
         message_id: str,
         batch: int = DEFAULT_BATCH,
+        reopen: bool = False,
+        max_delay: float | None = DEFAULT_MAX_DELAY,
     ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
             raise InvalidInputError(
                 f"stream batch {batch!r} is out of range", fix=f"give 1 to {MAX_BATCH} deltas"
             )
+        if max_delay is not None:
+            max_delay = setting("max_delay", max_delay, 0, 3600)
         self.message_id = message_id
         self.batch = batch
+        self.reopen = reopen
+        self.max_delay = None if max_delay is None else timedelta(seconds=max_delay)
+        self._since: datetime | None = None
         self.attempt = 0
         self.superseded = False
         self.complete = False
@@ -78,6 +93,11 @@ class DurableStream:
         with self._lock:
             self._buffer.append(text)
             full = len(self._buffer) >= self.batch
+            if self.max_delay is not None and not full:
+                now = self._clock.now()
+                if self._since is None:
+                    self._since = now
+                full = now - self._since >= self.max_delay
         if full:
             self.flush()
 
@@ -107,6 +127,7 @@ class DurableStream:
     def _take(self) -> list[str]:
         with self._lock:
             texts, self._buffer = self._buffer, []
+            self._since = None
         return texts
 
     def _submit(self, job: Callable[[], None]) -> None:
@@ -127,7 +148,12 @@ class DurableStream:
     def _open(self) -> None:
         claim = self._claim
         opened = self._store.open_stream(
-            claim.tenant_id, claim.run_id, claim.fence, self.message_id, self._clock.now()
+            claim.tenant_id,
+            claim.run_id,
+            claim.fence,
+            self.message_id,
+            self._clock.now(),
+            reopen=self.reopen,
         )
         self.attempt = opened.attempt
         self.superseded = opened.superseded

@@ -347,12 +347,19 @@ class StreamsStore(Protocol):
     """
 
     def open_stream(
-        self, tenant_id: str, run_id: str, fence: int, message_id: str, now: datetime
+        self,
+        tenant_id: str,
+        run_id: str,
+        fence: int,
+        message_id: str,
+        now: datetime,
+        *,
+        reopen: bool = False,
     ) -> StreamOpened:
         """Start a new attempt of the message's stream, atomically. The first attempt is 1.
         When an earlier attempt is unfinished (a crash cut it), a ``superseded`` entry of the
         new attempt is written first. A finished message is left as it is
-        (``finished=True``)."""
+        (``finished=True``), unless ``reopen``: then it is superseded like a cut one."""
         ...
 
     def write_stream(

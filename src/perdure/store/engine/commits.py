@@ -60,8 +60,8 @@ def commit(
                     finished = d.stamp(b.finished_at)
                     write_messages(tx, tenant_id, row["thread_id"], run_id, b.messages, finished)
                     event(tx, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
-            # messages added from outside while the step ran join the thread after its own
-            threads.deliver(tx, tenant_id, row["thread_id"], None, at)
+                # messages added from outside while the step ran join the thread after its own
+                threads.deliver_unread(tx, tenant_id, row["thread_id"], None, at)
             version = int(row["state_version"])
             if last.status is not RunStatus.RUNNING:
                 change = {"from": "RUNNING", "to": str(last.status)}

@@ -71,14 +71,12 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
                 f"thread {new.thread_id} kept taking new runs while this one was created",
                 fix="retry",
             )
-        # Read the queue only once the run holds its place: every run ahead of it has committed
-        # by then (a creator that took the same place a moment earlier made this insert wait
-        # for it), so none is missed, and none behind it can have committed yet. A rejected run
-        # is undone with the transaction.
+        # Read after the insert: every run with a lower place is committed and visible now (a
+        # place is taken only once the one below it is), so the policy sees the true queue.
         ahead = [r for r in tx.all("thread_runs", thread) if r["run_id"] != new.run_id]
         policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
         if ahead and policy is ThreadPolicy.REJECT:
-            raise threads.busy_error(new.tenant_id, new.thread_id, ahead)
+            raise threads.busy_error(new.tenant_id, new.thread_id, ahead)  # rolls it all back
         write_fields(tx, ids, new.state)
         created: dict[str, JSON] = {"workflow": new.workflow}
         if ahead:

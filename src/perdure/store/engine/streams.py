@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
 
 def open_stream(
-    self: Engine, tenant_id: str, run_id: str, fence: int, message_id: str, now: datetime
+    self: Engine,
+    tenant_id: str,
+    run_id: str,
+    fence: int,
+    message_id: str,
+    now: datetime,
+    *,
+    reopen: bool = False,
 ) -> StreamOpened:
     """See :meth:`StreamsStore.open_stream`."""
     at = self.driver.stamp(now)
@@ -43,13 +50,14 @@ def open_stream(
                 f"message {message_id} is streamed by run {head['run_id']}, not {run_id}",
                 fix="give each message its own id",
             )
-        if head["finished"]:
+        finished = bool(head["finished"])
+        if finished and not reopen:
             return StreamOpened(int(head["attempt"]), superseded=False, finished=True)
-        attempt = int(head["attempt"]) + 1
+        cut = int(head["attempt"])
         kinds = [StreamEventKind.SUPERSEDED]
-        _append(
-            tx, self.driver.array, ids, fence, int(head["attempt"]), attempt, kinds, [""], False, at
-        )
+        array = self.driver.array
+        _append(tx, array, ids, fence, cut, cut + 1, kinds, [""], False, at, was_finished=finished)
+        attempt = cut + 1
     return StreamOpened(attempt, superseded=True, finished=False)
 
 
@@ -89,6 +97,8 @@ def _append(
     texts: Sequence[str],
     finish: bool,
     at: Any,
+    *,
+    was_finished: bool = False,
 ) -> int:
     """Take numbers for ``kinds`` (under the fence and the attempt) and insert the entries."""
     if not kinds:
@@ -101,6 +111,7 @@ def _append(
         "new_attempt": new_attempt,
         "count": len(kinds),
         "finish": finish,
+        "was_finished": was_finished,
         "now": at,
     }
     row = tx.one("advance_stream", params)

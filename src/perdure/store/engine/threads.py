@@ -94,11 +94,18 @@ def queue_messages(
 
 def deliver(tx: Tx, tenant_id: str, thread_id: str, run_id: str | None, at: Any) -> None:
     """Move the waiting input of this moment into the thread's messages, in arrival order:
-    messages from outside any run, and those ``run_id`` was started with."""
+    messages from outside any run, and those ``run_id`` was started with (first asking whether
+    any waits: one cheap read, then nothing more when none does)."""
     params = {"tenant_id": tenant_id, "thread_id": thread_id, "run_id": run_id, "now": at}
     found = tx.one("inbox_pending", params)
-    if found is None or not found["pending"]:
-        return
+    if found is not None and found["pending"]:
+        deliver_unread(tx, tenant_id, thread_id, run_id, at)
+
+
+def deliver_unread(tx: Tx, tenant_id: str, thread_id: str, run_id: str | None, at: Any) -> None:
+    """:func:`deliver` without the question: statements whose results are not read, for a
+    :meth:`Tx.batch` (the boundary commit sends them in its one round trip)."""
+    params = {"tenant_id": tenant_id, "thread_id": thread_id, "run_id": run_id, "now": at}
     tx.lock_thread(tenant_id, thread_id)
     tx.run("deliver_inbox", params)
     tx.run("mark_inbox_delivered", params)

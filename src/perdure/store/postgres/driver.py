@@ -34,6 +34,7 @@ from perdure.core.errors import (
     StoreUnavailableError,
 )
 from perdure.store.driver import NO_PARAMS, not_text
+from perdure.store.postgres.listen import Hub, PostgresWatch
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
 
@@ -133,6 +134,7 @@ class PostgresDriver:
         self._listen_lock = threading.Lock()
         self._event_listener: psycopg.Connection[Any] | None = None
         self._event_lock = threading.Lock()
+        self._hubs: dict[str, Hub] = {}
 
     def when(self, value: datetime | None) -> datetime | None:
         """See :meth:`Driver.when`: psycopg returns aware datetimes (session zone UTC)."""
@@ -187,9 +189,14 @@ class PostgresDriver:
         return False
 
     def watch(self, listen: str) -> PostgresWatch:
-        """See :meth:`Driver.watch`: a connection of its own (outside the pool) that runs the
-        named ``LISTEN`` query; opened on the first wait."""
-        return PostgresWatch(self.url, Q[listen])
+        """See :meth:`Driver.watch`: a handle on the one connection (outside the pool) that
+        runs the named ``LISTEN`` query for every follower of this store
+        (:mod:`perdure.store.postgres.listen`)."""
+        with self._listen_lock:
+            hub = self._hubs.get(listen)
+            if hub is None:
+                hub = self._hubs[listen] = Hub(self.url, Q[listen])
+        return hub.watch()
 
     def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
         """See :meth:`Driver.wait_for_events`: LISTEN on ``perdure_events`` (a trigger notifies
@@ -225,38 +232,10 @@ class PostgresDriver:
             if self._event_listener is not None:
                 self._event_listener.close()
                 self._event_listener = None
+            hubs, self._hubs = list(self._hubs.values()), {}
+        for hub in hubs:
+            hub.close()
         self._pool.close()
-
-
-class PostgresWatch:
-    """A :class:`~perdure.store.driver.Watch`: LISTEN on a connection of its own."""
-
-    notifies = True
-
-    def __init__(self, url: str, listen: bytes) -> None:
-        self._url = url
-        self._listen = listen
-        self._conn: psycopg.Connection[Any] | None = None
-
-    def wait(self, timeout: float, payload: str | None = None) -> bool:
-        """See :meth:`Watch.wait`. A failed connection makes this wait return False at once
-        (the caller re-reads and waits again; the next wait connects again)."""
-        try:
-            if self._conn is None or self._conn.closed:
-                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=5)
-                self._conn.execute(self._listen)
-            for note in self._conn.notifies(timeout=timeout):
-                if payload is None or note.payload == payload:
-                    return True
-        except psycopg.Error:
-            self.close()
-        return False
-
-    def close(self) -> None:
-        """See :meth:`Watch.close`."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
 
 def _tenant_run(payload: str) -> tuple[str, str]:

@@ -569,8 +569,15 @@ SELECT EXISTS (SELECT 1 FROM perdure.thread_inbox
                  AND (run_id IS NULL OR run_id = %(run_id)s::text)) AS pending;
 
 -- name: deliver_inbox
--- The waiting input joins the thread's messages, in the order it arrived (the caller holds the
--- thread, so the numbers follow the thread's last one).
+-- The waiting input joins the thread's messages, in the order it arrived, and is marked
+-- delivered, in one statement (the caller holds the thread, so the numbers follow the thread's
+-- last one, messages written earlier in the transaction included).
+WITH moved AS (
+    UPDATE perdure.thread_inbox SET delivered_at = %(now)s
+    WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL
+      AND (run_id IS NULL OR run_id = %(run_id)s::text)
+    RETURNING id, tenant_id, thread_id, run_id, role, content, tool_calls, tool_call_id
+)
 INSERT INTO perdure.messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
                               tool_call_id, at)
 SELECT tenant_id, thread_id,
@@ -578,15 +585,12 @@ SELECT tenant_id, thread_id,
         WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s)
          + ROW_NUMBER() OVER (ORDER BY id),
        run_id, role, content, tool_calls, tool_call_id, %(now)s
-FROM perdure.thread_inbox
-WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL
-  AND (run_id IS NULL OR run_id = %(run_id)s::text)
+FROM moved
 ORDER BY id;
 
 -- name: mark_inbox_delivered
-UPDATE perdure.thread_inbox SET delivered_at = %(now)s
-WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND delivered_at IS NULL
-  AND (run_id IS NULL OR run_id = %(run_id)s::text);
+-- Nothing to do: deliver_inbox marks what it moves.
+SELECT 1;
 
 -- name: count_inbox
 -- Messages from outside any run that wait (those of a queued run wait for its start; a queued
@@ -624,14 +628,15 @@ RETURNING attempt;
 -- name: advance_stream
 -- Give out %(count)s more numbers to the current attempt (and close it with %(finish)s), only
 -- from the run's current lease; returns the last number given out. A new attempt passes
--- new_attempt = attempt + 1, a flush the attempt it writes.
+-- new_attempt = attempt + 1, a flush the attempt it writes; was_finished is true only to
+-- reopen a finished message.
 UPDATE perdure.streams
 SET attempt = %(new_attempt)s,
     last_seq = last_seq + %(count)s,
     finished = %(finish)s,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND message_id = %(message_id)s AND run_id = %(run_id)s
-  AND attempt = %(attempt)s AND NOT finished
+  AND attempt = %(attempt)s AND finished = %(was_finished)s
   AND EXISTS (SELECT 1 FROM perdure.runs
               WHERE runs.tenant_id = %(tenant_id)s AND runs.run_id = %(run_id)s
                 AND runs.fence = %(fence)s

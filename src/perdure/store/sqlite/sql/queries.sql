@@ -527,14 +527,15 @@ RETURNING attempt;
 -- name: advance_stream
 -- Give out :count more numbers to the current attempt (and close it with :finish), only from
 -- the run's current lease; returns the last number given out. A new attempt passes
--- :new_attempt (attempt + 1), a flush the attempt it writes.
+-- :new_attempt (attempt + 1), a flush the attempt it writes; :was_finished is true only to
+-- reopen a finished message.
 UPDATE streams
 SET attempt = :new_attempt,
     last_seq = last_seq + :count,
     finished = :finish,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND message_id = :message_id AND run_id = :run_id
-  AND attempt = :attempt AND finished = 0
+  AND attempt = :attempt AND finished = :was_finished
   AND EXISTS (SELECT 1 FROM runs
               WHERE runs.tenant_id = :tenant_id AND runs.run_id = :run_id
                 AND runs.fence = :fence
