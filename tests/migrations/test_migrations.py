@@ -22,9 +22,10 @@ def test_a_fresh_migrate_equals_the_checked_in_snapshot() -> None:
     )
 
 
-def test_migration_files_are_numbered_without_gaps() -> None:
+def test_migration_files_are_numbered_in_increasing_order() -> None:
+    # numbers are reserved per change, so a gap (a number not yet merged) is allowed
     versions = [m.version for m in migrate.discover("sqlite")]
-    assert versions == list(range(1, len(versions) + 1))
+    assert versions == sorted(set(versions)) and versions[0] == 1
 
 
 def test_migrate_twice_applies_nothing_the_second_time(tmp_path: Path, clock: FakeClock) -> None:

@@ -26,7 +26,7 @@ def test_both_dialects_ship_the_same_migration_versions_and_names() -> None:
     sqlite = [(m.version, m.name) for m in migrate.discover("sqlite")]
     postgres = [(m.version, m.name) for m in migrate.discover("postgres")]
     assert sqlite == postgres, "add the migration to both src/perdure/store/<dialect>/sql/ folders"
-    assert [v for v, _ in postgres] == list(range(1, len(postgres) + 1))
+    assert [v for v, _ in postgres] == sorted({v for v, _ in postgres})
 
 
 def test_a_fresh_postgres_migrate_equals_the_checked_in_snapshot(pg_server: PgServer) -> None:
@@ -43,7 +43,7 @@ def test_an_empty_database_has_schema_version_zero_and_migrates_once(
     assert store.schema_version() == 0
     assert store.migrate(clock.now()) == ALL
     assert store.migrate(clock.now()) == []
-    assert store.schema_version() == len(ALL)
+    assert store.schema_version() == migrate.discover("postgres")[-1].version
     store.close()
 
 

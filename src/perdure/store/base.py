@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import BudgetState
+from perdure.core.history import Lineage, SavepointMark
 from perdure.core.model import (
     JSON,
     Event,
@@ -37,6 +39,7 @@ from perdure.core.model import (
 )
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
 from perdure.store.capabilities import EffectLedger, FleetStore, UpgradesStore, WaitsStore
+from perdure.store.lifecycle import ArtifactLedger, HistoryStore, RetentionStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,11 @@ class NewRun:
     idempotency_key: str | None = None
     messages: tuple[Message, ...] = ()
     budget: BudgetState | None = None
+    lineage: Lineage | None = None
+    """For a fork: where it came from (recorded in ``forks``)."""
+    artifacts: tuple[ArtifactRef, ...] = ()
+    """Artifacts the initial state or messages point to (a fork's inheritance), recorded as
+    committed references of the new run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +91,22 @@ class Boundary:
     budget: BudgetState | None = None
     workflow_version: int | None = None
     state_schema: int | None = None
+    artifacts: tuple[int, ...] = ()
+    """Ids of ``uploaded`` artifact rows this boundary commits (see :meth:`record_artifact`)."""
+    savepoints: tuple[SavepointMark, ...] = ()
+    """Savepoints the step marked; they point at this boundary's step."""
 
 
-class Store(EffectLedger, WaitsStore, UpgradesStore, FleetStore, Protocol):
+class Store(
+    EffectLedger,
+    WaitsStore,
+    UpgradesStore,
+    FleetStore,
+    HistoryStore,
+    ArtifactLedger,
+    RetentionStore,
+    Protocol,
+):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,
     the other capabilities in :mod:`perdure.store.capabilities`."""
 

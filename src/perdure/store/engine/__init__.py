@@ -16,13 +16,26 @@ first parameter is the engine (``self``), and named in the class body below:
 * :mod:`~perdure.store.engine.waits`: approvals, signals, resumes, requests;
 * :mod:`~perdure.store.engine.versions`: migrations and upgrades of stored runs;
 * :mod:`~perdure.store.engine.fleet`: workers, the watchdog, timers;
+* :mod:`~perdure.store.engine.history`: state history, savepoints, fork lineage;
+* :mod:`~perdure.store.engine.artifacts`: artifact references;
+* :mod:`~perdure.store.engine.retention`: deleting finished runs, erasing threads;
 * :mod:`~perdure.store.engine.tx`: what they share inside one transaction.
 """
 
 from __future__ import annotations
 
 from perdure.store.driver import Driver
-from perdure.store.engine import commits, effects, fleet, runs, versions, waits
+from perdure.store.engine import artifacts as artifact_refs
+from perdure.store.engine import (
+    commits,
+    effects,
+    fleet,
+    history,
+    retention,
+    runs,
+    versions,
+    waits,
+)
 
 
 class Engine:
@@ -84,6 +97,27 @@ class Engine:
     workers = fleet.workers
     stuck_runs = fleet.stuck_runs
     next_wake = fleet.next_wake
+
+    # -- history, savepoints and forks ------------------------------------------------------------
+    state_changes = history.state_changes
+    state_at = history.state_at
+    add_savepoint = history.add_savepoint
+    savepoints = history.savepoints
+    lineage = history.lineage
+    messages_until = history.messages_until
+
+    # -- artifacts --------------------------------------------------------------------------------
+    record_artifact = artifact_refs.record_artifact
+    artifacts = artifact_refs.artifacts
+    orphan_uploads = artifact_refs.orphan_uploads
+    drop_artifacts = artifact_refs.drop_artifacts
+    referenced = artifact_refs.referenced
+
+    # -- retention and erasure --------------------------------------------------------------------
+    expired_runs = retention.expired_runs
+    delete_runs = retention.delete_runs
+    erase_thread = retention.erase_thread
+    erase_run = retention.erase_run
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from perdure.core.errors import LeaseLostError, RunNotFoundError
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.store.base import NewRun
+from perdure.store.engine.history import record_fork, record_inherited
 from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
 from perdure.store.rows import (
     ERROR_STATUSES,
@@ -52,9 +53,15 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
         if inserted is None:
             key = {"tenant_id": new.tenant_id, "idempotency_key": new.idempotency_key}
             return run_from_row(need(tx, "run_by_key", key), d.when), False
-        write_fields(tx, ids, new.state)
+        write_fields(tx, ids, new.state, step_seq=0, version=0)
         write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
-        event(tx, ids, "created", None, None, {"workflow": new.workflow}, at)
+        created: dict[str, JSON] = {"workflow": new.workflow}
+        if new.lineage is not None:
+            created["forked_from"] = new.lineage.to_json()
+            record_fork(tx, ids, new.lineage, at)
+        for ref in new.artifacts:
+            record_inherited(tx, ids, ref, at)
+        event(tx, ids, "created", None, None, created, at)
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when), True
 

@@ -79,9 +79,14 @@ def upgrade_run(
         )
         if row is None:
             raise guard_failure(tx, ids, fence, expected_version)
-        write_fields(tx, ids, fields)
-        for name in drop:
-            tx.run("delete_field", {**ids, "field": name})
+        write_fields(
+            tx,
+            ids,
+            fields,
+            step_seq=int(row["steps_done"]),
+            version=int(row["state_version"]),
+            drop=drop,
+        )
         event(tx, ids, "upgraded", next_step, fence, data, at)
     return run_from_row(row, d.when)
 

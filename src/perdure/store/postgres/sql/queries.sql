@@ -204,14 +204,15 @@ SELECT pg_advisory_xact_lock(1918989411, hashtext(%(tenant_id)s || '/' || %(thre
 
 -- name: insert_message
 INSERT INTO perdure.messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
-                              tool_call_id, at)
+                              tool_call_id, at, step_seq, content_artifact)
 VALUES (%(tenant_id)s, %(thread_id)s,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM perdure.messages
          WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s),
-        %(run_id)s, %(role)s, %(content)s, %(tool_calls)s::json, %(tool_call_id)s, %(at)s);
+        %(run_id)s, %(role)s, %(content)s, %(tool_calls)s::json, %(tool_call_id)s, %(at)s,
+        %(step_seq)s, %(content_artifact)s::json);
 
 -- name: list_messages
-SELECT seq, run_id, role, content, tool_calls, tool_call_id, at
+SELECT seq, run_id, role, content, tool_calls, tool_call_id, at, content_artifact
 FROM perdure.messages
 WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
 ORDER BY seq;
@@ -478,3 +479,185 @@ SELECT * FROM (
     LIMIT %(limit)s
 ) AS latest
 ORDER BY seq;
+
+-- History, savepoints, forks (0011) ---------------------------------------------------------
+
+-- name: insert_history
+INSERT INTO perdure.state_history (run_id, tenant_id, field, step_seq, version, value)
+VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(step_seq)s, %(version)s, %(value)s);
+
+-- name: state_changes
+SELECT step_seq, version, field, octet_length(value) AS size,
+       COALESCE(strpos(value, '"__perdure_artifact__"') > 0, false) AS offloaded
+FROM perdure.state_history
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY step_seq, version, field;
+
+-- name: state_at
+-- For each field, its latest value at or before the step (the primary key serves it).
+SELECT DISTINCT ON (field) field, value FROM perdure.state_history
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND step_seq <= %(step_seq)s
+ORDER BY field, step_seq DESC, version DESC;
+
+-- name: get_savepoint
+SELECT run_id, tenant_id, label, step_seq, created_by, created_at, expires_at
+FROM perdure.savepoints
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND label = %(label)s;
+
+-- name: insert_savepoint
+INSERT INTO perdure.savepoints (run_id, tenant_id, label, step_seq, created_by, created_at,
+                                expires_at)
+VALUES (%(run_id)s, %(tenant_id)s, %(label)s, %(step_seq)s, %(by)s, %(now)s, %(expires_at)s);
+
+-- name: list_savepoints
+SELECT run_id, tenant_id, label, step_seq, created_by, created_at, expires_at
+FROM perdure.savepoints
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY step_seq, created_at;
+
+-- name: insert_fork
+INSERT INTO perdure.forks (run_id, tenant_id, source_run_id, step_seq, savepoint, patched,
+                           created_by, created_at)
+VALUES (%(run_id)s, %(tenant_id)s, %(source_run_id)s, %(step_seq)s, %(savepoint)s,
+        %(patched)s::json, %(by)s, %(now)s);
+
+-- name: get_fork
+SELECT run_id, tenant_id, source_run_id, step_seq, savepoint, patched, created_by, created_at
+FROM perdure.forks WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: run_message_bounds
+SELECT MAX(CASE WHEN COALESCE(step_seq, 0) <= %(step_seq)s THEN seq END) AS kept,
+       MIN(seq) AS first
+FROM perdure.messages
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND run_id = %(run_id)s;
+
+-- Artifacts (0012) ---------------------------------------------------------------------------
+
+-- name: insert_artifact
+INSERT INTO perdure.artifacts (tenant_id, run_id, step, step_seq, fence, digest, size,
+                               media_type, parents, status, created_at, committed_at)
+VALUES (%(tenant_id)s, %(run_id)s, %(step)s, %(step_seq)s, %(fence)s, %(digest)s, %(size)s,
+        %(media_type)s, %(parents)s::json, %(status)s, %(now)s,
+        CASE WHEN %(status)s = 'committed' THEN %(now)s::timestamptz END)
+RETURNING id;
+
+-- name: commit_artifact
+UPDATE perdure.artifacts SET status = 'committed', committed_at = %(now)s, step_seq = %(step_seq)s
+WHERE id = %(id)s AND tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND fence = %(fence)s
+  AND status = 'uploaded';
+
+-- name: list_artifacts
+SELECT id, tenant_id, run_id, step, step_seq, fence, digest, size, media_type, parents,
+       status, created_at, committed_at
+FROM perdure.artifacts
+WHERE tenant_id = %(tenant_id)s
+  AND (%(run_id)s::text IS NULL OR run_id = %(run_id)s)
+  AND (%(digest)s::text IS NULL OR digest = %(digest)s)
+ORDER BY id;
+
+-- name: orphan_uploads
+SELECT a.id, a.tenant_id, a.run_id, a.step, a.step_seq, a.fence, a.digest, a.size,
+       a.media_type, a.parents, a.status, a.created_at, a.committed_at
+FROM perdure.artifacts a JOIN perdure.runs r ON r.run_id = a.run_id
+WHERE a.status = 'uploaded'
+  AND (r.fence <> a.fence OR r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ORDER BY a.id
+LIMIT %(limit)s;
+
+-- name: delete_artifact
+DELETE FROM perdure.artifacts WHERE id = %(id)s RETURNING tenant_id, digest;
+
+-- name: digest_in_use
+SELECT 1 AS used WHERE EXISTS (
+    SELECT 1 FROM perdure.artifacts WHERE tenant_id = %(tenant_id)s AND digest = %(digest)s)
+  OR EXISTS (
+    SELECT 1 FROM perdure.messages
+    WHERE tenant_id = %(tenant_id)s AND content_artifact IS NOT NULL
+      AND content_artifact::text LIKE %(pattern)s);
+
+-- Retention and erasure (0011, 0012) ---------------------------------------------------------
+
+-- name: expired_runs
+SELECT tenant_id, run_id FROM perdure.runs r
+WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+  AND updated_at <= %(before)s
+  AND (%(workflow)s::text IS NULL OR workflow = %(workflow)s)
+  AND workflow <> ALL (%(exclude)s::text[])
+  AND NOT EXISTS (
+      SELECT 1 FROM perdure.savepoints s
+      WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > %(now)s))
+ORDER BY updated_at
+LIMIT %(limit)s;
+
+-- name: thread_has_live_run
+SELECT 1 AS live FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND run_id <> %(run_id)s
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+LIMIT 1;
+
+-- name: thread_runs
+-- Locked, so no worker claims one of them while the thread is erased.
+SELECT run_id, status, owner, lease_until FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
+FOR UPDATE;
+
+-- name: run_artifact_digests
+SELECT DISTINCT digest FROM perdure.artifacts
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_artifacts
+DELETE FROM perdure.artifacts WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_history
+DELETE FROM perdure.state_history WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_state_fields
+DELETE FROM perdure.state_fields WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_steps
+DELETE FROM perdure.steps WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_events
+DELETE FROM perdure.events WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_effects
+DELETE FROM perdure.effects WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_approvals
+DELETE FROM perdure.approvals WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_signals
+DELETE FROM perdure.signals WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_savepoints
+DELETE FROM perdure.savepoints WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_forks
+DELETE FROM perdure.forks WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_requests
+-- Remembered client requests whose answer names the run.
+DELETE FROM perdure.requests
+WHERE tenant_id = %(tenant_id)s AND result::text LIKE %(pattern)s;
+
+-- name: detach_run_messages
+UPDATE perdure.messages SET run_id = NULL
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: run_message_artifacts
+SELECT content_artifact FROM perdure.messages
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: thread_message_artifacts
+SELECT content_artifact FROM perdure.messages
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s;
+
+-- name: delete_thread_messages
+DELETE FROM perdure.messages WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s;
+
+-- name: delete_run
+DELETE FROM perdure.runs WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: insert_erasure
+INSERT INTO perdure.erasures (tenant_id, thread_id, run_id, counts, erased_by, at)
+VALUES (%(tenant_id)s, %(thread_id)s, %(run_id)s, %(counts)s::json, %(by)s, %(now)s);

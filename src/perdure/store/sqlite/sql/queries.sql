@@ -162,11 +162,11 @@ LIMIT :limit;
 
 -- name: insert_message
 INSERT INTO messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
-                      tool_call_id, at)
+                      tool_call_id, at, step_seq, content_artifact)
 VALUES (:tenant_id, :thread_id,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages
          WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
-        :run_id, :role, :content, :tool_calls, :tool_call_id, :at);
+        :run_id, :role, :content, :tool_calls, :tool_call_id, :at, :step_seq, :content_artifact);
 
 -- name: list_messages
 SELECT * FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id ORDER BY seq;
@@ -394,3 +394,169 @@ SELECT * FROM (
     LIMIT :limit
 )
 ORDER BY seq;
+
+-- History, savepoints, forks (0011) ---------------------------------------------------------
+
+-- name: insert_history
+INSERT INTO state_history (run_id, tenant_id, field, step_seq, version, value)
+VALUES (:run_id, :tenant_id, :field, :step_seq, :version, :value);
+
+-- name: state_changes
+SELECT step_seq, version, field, length(CAST(value AS BLOB)) AS size,
+       COALESCE(instr(value, '"__perdure_artifact__"') > 0, 0) AS offloaded
+FROM state_history
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY step_seq, version, field;
+
+-- name: state_at
+-- For each field, its latest value at or before the step (the primary key serves both parts).
+SELECT h.field, h.value FROM state_history h
+WHERE h.tenant_id = :tenant_id AND h.run_id = :run_id AND h.step_seq <= :step_seq
+  AND NOT EXISTS (
+      SELECT 1 FROM state_history l
+      WHERE l.run_id = h.run_id AND l.field = h.field AND l.step_seq <= :step_seq
+        AND (l.step_seq > h.step_seq OR (l.step_seq = h.step_seq AND l.version > h.version)));
+
+-- name: get_savepoint
+SELECT * FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id AND label = :label;
+
+-- name: insert_savepoint
+INSERT INTO savepoints (run_id, tenant_id, label, step_seq, created_by, created_at, expires_at)
+VALUES (:run_id, :tenant_id, :label, :step_seq, :by, :now, :expires_at);
+
+-- name: list_savepoints
+SELECT * FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY step_seq, created_at;
+
+-- name: insert_fork
+INSERT INTO forks (run_id, tenant_id, source_run_id, step_seq, savepoint, patched, created_by,
+                   created_at)
+VALUES (:run_id, :tenant_id, :source_run_id, :step_seq, :savepoint, :patched, :by, :now);
+
+-- name: get_fork
+SELECT * FROM forks WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: run_message_bounds
+SELECT MAX(CASE WHEN COALESCE(step_seq, 0) <= :step_seq THEN seq END) AS kept,
+       MIN(seq) AS first
+FROM messages
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND run_id = :run_id;
+
+-- Artifacts (0012) ---------------------------------------------------------------------------
+
+-- name: insert_artifact
+INSERT INTO artifacts (tenant_id, run_id, step, step_seq, fence, digest, size, media_type,
+                       parents, status, created_at, committed_at)
+VALUES (:tenant_id, :run_id, :step, :step_seq, :fence, :digest, :size, :media_type, :parents,
+        :status, :now, CASE WHEN :status = 'committed' THEN :now END)
+RETURNING id;
+
+-- name: commit_artifact
+UPDATE artifacts SET status = 'committed', committed_at = :now, step_seq = :step_seq
+WHERE id = :id AND tenant_id = :tenant_id AND run_id = :run_id AND fence = :fence
+  AND status = 'uploaded';
+
+-- name: list_artifacts
+SELECT * FROM artifacts
+WHERE tenant_id = :tenant_id
+  AND (:run_id IS NULL OR run_id = :run_id)
+  AND (:digest IS NULL OR digest = :digest)
+ORDER BY id;
+
+-- name: orphan_uploads
+SELECT a.* FROM artifacts a JOIN runs r ON r.run_id = a.run_id
+WHERE a.status = 'uploaded'
+  AND (r.fence <> a.fence OR r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ORDER BY a.id
+LIMIT :limit;
+
+-- name: delete_artifact
+DELETE FROM artifacts WHERE id = :id RETURNING tenant_id, digest;
+
+-- name: digest_in_use
+SELECT 1 AS used WHERE EXISTS (
+    SELECT 1 FROM artifacts WHERE tenant_id = :tenant_id AND digest = :digest)
+  OR EXISTS (
+    SELECT 1 FROM messages
+    WHERE tenant_id = :tenant_id AND content_artifact IS NOT NULL
+      AND content_artifact LIKE :pattern);
+
+-- Retention and erasure (0011, 0012) ---------------------------------------------------------
+
+-- name: expired_runs
+SELECT tenant_id, run_id FROM runs r
+WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+  AND updated_at <= :before
+  AND (:workflow IS NULL OR workflow = :workflow)
+  AND workflow NOT IN (SELECT value FROM json_each(:exclude))
+  AND NOT EXISTS (
+      SELECT 1 FROM savepoints s
+      WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > :now))
+ORDER BY updated_at
+LIMIT :limit;
+
+-- name: thread_has_live_run
+SELECT 1 AS live FROM runs
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND run_id <> :run_id
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+LIMIT 1;
+
+-- name: thread_runs
+SELECT run_id, status, owner, lease_until FROM runs
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: run_artifact_digests
+SELECT DISTINCT digest FROM artifacts WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_artifacts
+DELETE FROM artifacts WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_history
+DELETE FROM state_history WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_state_fields
+DELETE FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_steps
+DELETE FROM steps WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_events
+DELETE FROM events WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_effects
+DELETE FROM effects WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_approvals
+DELETE FROM approvals WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_signals
+DELETE FROM signals WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_savepoints
+DELETE FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_forks
+DELETE FROM forks WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_requests
+-- Remembered client requests whose answer names the run.
+DELETE FROM requests WHERE tenant_id = :tenant_id AND result LIKE :pattern;
+
+-- name: detach_run_messages
+UPDATE messages SET run_id = NULL WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: run_message_artifacts
+SELECT content_artifact FROM messages WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: thread_message_artifacts
+SELECT content_artifact FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: delete_thread_messages
+DELETE FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: delete_run
+DELETE FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: insert_erasure
+INSERT INTO erasures (tenant_id, thread_id, run_id, counts, erased_by, at)
+VALUES (:tenant_id, :thread_id, :run_id, :counts, :by, :now);
