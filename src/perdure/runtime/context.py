@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from perdure.core.errors import DefinitionError, InvalidInputError
@@ -11,8 +11,11 @@ from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, To
 from perdure.core.signals import Cancelled
 
 if TYPE_CHECKING:
+    from perdure.core.artifacts import ArtifactRef
+    from perdure.core.history import SavepointMark
     from perdure.core.retry import RetryPolicy
     from perdure.runtime.aio import Bridge
+    from perdure.runtime.artifacts import Data
     from perdure.runtime.effect_runner import Compensate, EffectRunner, Execute, Reconcile
 
 
@@ -30,6 +33,11 @@ class StepHost(Protocol):
     def budget_left(self) -> dict[str, float | int | None] | None: ...
     def cancel_requested(self) -> bool: ...
     def release(self) -> Release: ...
+    def put_artifact(
+        self, data: Data, media_type: str, parents: tuple[ArtifactRef, ...]
+    ) -> ArtifactRef: ...
+    def get_artifact(self, ref: ArtifactRef) -> bytes: ...
+    def mark_savepoint(self, mark: SavepointMark) -> None: ...
 
 
 class Context:
@@ -212,6 +220,51 @@ class Context:
                 retry=retry,
             )
         )
+
+    # -- artifacts and savepoints ---------------------------------------------------------------
+
+    def put_artifact(
+        self,
+        data: Data,
+        *,
+        media_type: str = "application/octet-stream",
+        parents: Iterable[ArtifactRef] = (),
+    ) -> ArtifactRef:
+        """Store large or binary output in the artifact store; return its reference.
+
+        ``data`` is bytes, a ``pathlib.Path`` (streamed, never loaded whole to hash it) or a
+        binary file object. The bytes are uploaded *now*, before the step's boundary; the
+        reference (SHA-256 digest, size, ``media_type``, this run and step, and the
+        ``parents`` it was made from) is committed with the boundary. Keep the returned
+        :class:`~perdure.core.artifacts.ArtifactRef` in the state: it is small. If the step
+        does not commit (a crash, a retry), the upload is an orphan that ``perdure gc``
+        collects; the run never refers to it.
+        """
+        return self._host.put_artifact(data, media_type, tuple(parents))
+
+    def get_artifact(self, ref: ArtifactRef | dict[str, JSON]) -> bytes:
+        """The bytes of an artifact, checked against the reference's digest and size.
+
+        A missing object or bytes that do not match stop the run in NEEDS_ATTENTION with
+        reason ``artifact_missing`` or ``artifact_corrupt`` and the evidence (digest, size
+        expected and found, where it was read): never a wrong value handed to the step."""
+        from perdure.core.artifacts import ArtifactRef
+
+        return self._host.get_artifact(ArtifactRef.from_json(ref))
+
+    def savepoint(self, label: str, *, expires: timedelta | datetime | None = None) -> None:
+        """Mark the state this step commits as savepoint ``label``: a confirmed point a
+        person can fork the run from (``perdure fork RUN --savepoint LABEL``).
+
+        It is recorded with the step's boundary (a step that does not commit marks nothing).
+        ``expires`` (a duration from now, or a time) lets it lapse; until then it also keeps
+        the run from being deleted by ``perdure gc``. A label is unique within a run."""
+        from perdure.core.history import SavepointMark
+        from perdure.core.ids import checked_id
+
+        checked_id(label, "savepoint label")
+        at = self.now() + expires if isinstance(expires, timedelta) else expires
+        self._host.mark_savepoint(SavepointMark(label, at))
 
 
 def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:
