@@ -144,6 +144,22 @@ class Artifacts:
         self.objects.put(object_key(tenant_id, ref.digest), data)
         return ref
 
+    def offload_new(
+        self, tenant_id: str, fields: dict[str, bytes]
+    ) -> tuple[dict[str, bytes], tuple[ArtifactRef, ...]]:
+        """Fields of a run about to be created (a start, a fork): large values uploaded and
+        replaced by pointers; the references go into the new run's own transaction."""
+        stored: dict[str, bytes] = {}
+        refs: list[ArtifactRef] = []
+        for name, value in fields.items():
+            if len(value) > self.offload_bytes and pointed(value) is None:
+                ref = self.upload(tenant_id, value, "application/json")
+                stored[name] = pointer(ref)
+                refs.append(ref)
+            else:
+                stored[name] = value
+        return stored, tuple(refs)
+
     def offload_fields(
         self, who: Writer, fields: dict[str, bytes]
     ) -> tuple[dict[str, bytes], list[int]]:

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from perdure.core import transitions
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, RunBusyError, RunClosedError, StaleStateError
 from perdure.core.ids import checked_id, new_id
@@ -58,6 +59,9 @@ def new_run(
         )
     state = wf.codec.coerce({} if input is None else input)
     state_fields = wf.codec.to_fields(state)
+    refs: tuple[ArtifactRef, ...] = ()
+    if parts.artifacts is not None:
+        state_fields, refs = parts.artifacts.offload_new(tenant, state_fields)
     now = parts.clock.now()
     run_id = new_id(now)
     manifest = Release(wf.version, wf.state_schema, mode, **extra)
@@ -72,6 +76,7 @@ def new_run(
         idempotency_key=options.idempotency_key,
         messages=options.messages,
         budget=limits.start() if (limits := options.budget or wf.budget) is not None else None,
+        artifacts=refs,
     )
     return new
 

@@ -109,6 +109,7 @@ class Runtime:
         self.artifacts = Artifacts(
             store, parts.clock, location=artifacts, offload_bytes=offload_bytes
         )
+        parts.artifacts = self.artifacts
         self.services = Services(
             store,
             parts.clock,
