@@ -79,7 +79,7 @@ class Objects:
         self.bucket = location.removeprefix("s3://").split("/")[0] if kind == "s3" else ""
         self.prefix = "pfx/" if kind == "s3" else ""
 
-    def keys(self) -> list[str]:
+    def list(self) -> list[str]:
         """Every object key (below the configured prefix)."""
         if self.root is not None:
             if not self.root.exists():
