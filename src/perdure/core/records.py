@@ -55,6 +55,7 @@ class EventType(StrEnum):
     LATE_APPROVAL = "late_approval"
     LATE_SIGNAL = "late_signal"
     LATE_STATUS = "late_status"
+    SAVEPOINT = "savepoint"
 
 
 class StopReason(StrEnum):
