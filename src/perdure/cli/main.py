@@ -12,6 +12,8 @@ import orjson
 
 from perdure.cli import render
 from perdure.cli.effects import chaos, effects
+from perdure.cli.history import fork, history, savepoint, show_state_at
+from perdure.cli.retention import delete, gc
 from perdure.cli.support import (
     EXIT_ERROR,
     Settings,
@@ -167,10 +169,15 @@ def runs(
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--events", default=10, show_default=True, help="How many recent events.")
+@click.option("--at", "at_step", type=int, help="Show the state after step N (0: start).")
 @pass_settings
 @run_command
-def show(settings: Settings, run_id: str, as_json: bool, events: int) -> None:
-    """Show a run: status, next step, completed steps, messages, last events."""
+def show(settings: Settings, run_id: str, as_json: bool, events: int, at_step: int | None) -> None:
+    """Show a run: status, next step, completed steps, messages, last events; with --at, its
+    state at that step."""
+    if at_step is not None:
+        show_state_at(settings, run_id, at_step, as_json)
+        return
     with settings.runtime() as rt:
         view = rt.status(run_id, tenant=settings.tenant, events=events)
     if as_json:
@@ -305,6 +312,8 @@ main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)
+for command in (history, fork, savepoint, gc, delete):
+    main.add_command(command)
 
 
 def run() -> None:
