@@ -56,17 +56,36 @@ def expired_runs(
 
 
 def delete_runs(self: Engine, runs: Sequence[tuple[str, str]], now: datetime) -> Removed:
-    """See :meth:`RetentionStore.delete_runs`."""
+    """See :meth:`RetentionStore.delete_runs`. Set-based: one statement per table for the
+    whole batch (the remembered requests are matched run by run, sent together)."""
+    d = self.driver
+    wanted = set(runs)
     rows: dict[str, int] = {}
     pairs: set[tuple[str, str]] = set()
-    with self.driver.write() as tx:
-        for tenant_id, run_id in runs:
-            ids = {"tenant_id": tenant_id, "run_id": run_id}
-            run = tx.one("get_run", ids)
-            if run is None or run["status"] not in {str(s) for s in TERMINAL}:
-                continue
-            live = tx.one("thread_has_live_run", {**ids, "thread_id": run["thread_id"]})
-            _delete_run(tx, ids, rows, pairs, keep_messages=live is not None)
+    with d.write() as tx:
+        found = tx.all("doomed_runs", {"run_ids": d.array([r for _, r in runs])})
+        doomed = [r for r in found if (r["tenant_id"], r["run_id"]) in wanted]
+        if not doomed:
+            return Removed({})
+        every = {"run_ids": d.array([r["run_id"] for r in doomed])}
+        kept = {"run_ids": d.array([r["run_id"] for r in doomed if r["live"]])}
+        dropped = {"run_ids": d.array([r["run_id"] for r in doomed if not r["live"]])}
+        pairs.update((r["tenant_id"], r["digest"]) for r in tx.all("runs_artifact_digests", every))
+        for r in tx.all("runs_message_artifacts", dropped):
+            data = from_json(r["content_artifact"])
+            if isinstance(data, dict) and isinstance(data.get("digest"), str):
+                pairs.add((r["tenant_id"], data["digest"]))
+        for name in OWNED:
+            if name != "requests":
+                _count(rows, name, tx.run(f"delete_runs_{name}", every))
+        _count(rows, "artifacts", tx.run("delete_runs_artifacts", every))
+        tx.run("detach_runs_messages", kept)
+        _count(rows, "messages", tx.run("delete_runs_messages", dropped))
+        with tx.batch():
+            for r in doomed:
+                ids = {"tenant_id": r["tenant_id"], "run_id": r["run_id"]}
+                tx.run("delete_run_requests", {**ids, "pattern": f'%"{r["run_id"]}"%'})
+        _count(rows, "runs", tx.run("delete_runs", every))
         freed = unreferenced(tx, pairs)
     return Removed(rows, freed)
 

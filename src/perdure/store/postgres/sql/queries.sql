@@ -661,3 +661,59 @@ DELETE FROM perdure.runs WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 -- name: insert_erasure
 INSERT INTO perdure.erasures (tenant_id, thread_id, run_id, counts, erased_by, at)
 VALUES (%(tenant_id)s, %(thread_id)s, %(run_id)s, %(counts)s::json, %(by)s, %(now)s);
+
+-- Deleting many runs at once (gc): one statement per table for a batch of runs.
+
+-- name: doomed_runs
+SELECT r.tenant_id, r.run_id,
+       EXISTS (SELECT 1 FROM perdure.runs o
+               WHERE o.tenant_id = r.tenant_id AND o.thread_id = r.thread_id
+                 AND o.run_id <> r.run_id AND o.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')) AS live
+FROM perdure.runs r
+WHERE r.run_id = ANY (%(run_ids)s::text[]) AND r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
+
+-- name: runs_artifact_digests
+SELECT DISTINCT tenant_id, digest FROM perdure.artifacts WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: runs_message_artifacts
+SELECT tenant_id, content_artifact FROM perdure.messages
+WHERE run_id = ANY (%(run_ids)s::text[]) AND content_artifact IS NOT NULL;
+
+-- name: delete_runs_artifacts
+DELETE FROM perdure.artifacts WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_history
+DELETE FROM perdure.state_history WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_state_fields
+DELETE FROM perdure.state_fields WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_steps
+DELETE FROM perdure.steps WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_events
+DELETE FROM perdure.events WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_effects
+DELETE FROM perdure.effects WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_approvals
+DELETE FROM perdure.approvals WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_signals
+DELETE FROM perdure.signals WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_savepoints
+DELETE FROM perdure.savepoints WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_forks
+DELETE FROM perdure.forks WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: detach_runs_messages
+UPDATE perdure.messages SET run_id = NULL WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_messages
+DELETE FROM perdure.messages WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs
+DELETE FROM perdure.runs WHERE run_id = ANY (%(run_ids)s::text[]);

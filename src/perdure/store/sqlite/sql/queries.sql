@@ -560,3 +560,59 @@ DELETE FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id;
 -- name: insert_erasure
 INSERT INTO erasures (tenant_id, thread_id, run_id, counts, erased_by, at)
 VALUES (:tenant_id, :thread_id, :run_id, :counts, :by, :now);
+
+-- Deleting many runs at once (gc): one statement per table for a batch of runs.
+
+-- name: doomed_runs
+SELECT r.tenant_id, r.run_id,
+       EXISTS (SELECT 1 FROM runs o
+               WHERE o.tenant_id = r.tenant_id AND o.thread_id = r.thread_id
+                 AND o.run_id <> r.run_id AND o.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')) AS live
+FROM runs r
+WHERE r.run_id IN (SELECT value FROM json_each(:run_ids)) AND r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
+
+-- name: runs_artifact_digests
+SELECT DISTINCT tenant_id, digest FROM artifacts WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: runs_message_artifacts
+SELECT tenant_id, content_artifact FROM messages
+WHERE run_id IN (SELECT value FROM json_each(:run_ids)) AND content_artifact IS NOT NULL;
+
+-- name: delete_runs_artifacts
+DELETE FROM artifacts WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_history
+DELETE FROM state_history WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_state_fields
+DELETE FROM state_fields WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_steps
+DELETE FROM steps WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_events
+DELETE FROM events WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_effects
+DELETE FROM effects WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_approvals
+DELETE FROM approvals WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_signals
+DELETE FROM signals WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_savepoints
+DELETE FROM savepoints WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_forks
+DELETE FROM forks WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: detach_runs_messages
+UPDATE messages SET run_id = NULL WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_messages
+DELETE FROM messages WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs
+DELETE FROM runs WHERE run_id IN (SELECT value FROM json_each(:run_ids));
