@@ -122,3 +122,23 @@ def test_erasing_one_run_keeps_the_rest_of_its_thread(runtime: Runtime) -> None:
     runtime.delete_run(a)
     assert rows_mentioning(runtime.store.url, a) == {"erasures": 1}
     assert runtime.get(b).status is RunStatus.SUCCEEDED
+
+
+def test_an_idle_worker_collects_garbage_at_most_every_gc_every_seconds(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    from perdure import Worker
+
+    runtime.register(app.report)
+    first = report(runtime, "one")
+    said: list[str] = []
+    w = Worker(runtime, gc_every=3600, retention=NOW, on_gc=said.append)
+    w.run(until_idle=True)
+    assert said == ["gc: 1 runs, 0 orphaned uploads, 1 objects"]
+    assert rows_mentioning(runtime.store.url, first) == {}
+    second = report(runtime, "two")
+    w.run(until_idle=True)
+    assert len(said) == 1, "not again within the hour"
+    clock.advance(3601)
+    w.run(until_idle=True)
+    assert len(said) == 2 and rows_mentioning(runtime.store.url, second) == {}

@@ -12,7 +12,7 @@ import orjson
 
 from perdure.cli import render
 from perdure.cli.effects import chaos, effects
-from perdure.cli.history import fork, history, savepoint, show_state_at
+from perdure.cli.history import duration, fork, history, savepoint, show_state_at
 from perdure.cli.retention import delete, gc
 from perdure.cli.support import (
     EXIT_ERROR,
@@ -28,6 +28,7 @@ from perdure.cli.versions import check, fail_run, repair
 from perdure.cli.waits import approvals, approve, reject, signal
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
+from perdure.core.history import Retention
 from perdure.core.model import Durability, RunStatus
 from perdure.demos.cli import demo
 from perdure.demos.refund_cli import refund_demo
@@ -261,6 +262,8 @@ def cancel(settings: Settings, run_id: str, reason: str, request_id: str | None)
 @click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
 @click.option("--lease", "lease_seconds", default=30.0, show_default=True)
 @click.option("--poll", "poll_interval", default=0.2, show_default=True)
+@click.option("--gc-every", type=float, help="Run gc when idle, at most every N seconds.")
+@click.option("--gc-older-than", default="30d", show_default=True, help="Retention for --gc-every.")
 @pass_settings
 @run_command
 def worker(
@@ -270,6 +273,8 @@ def worker(
     until_idle: bool,
     lease_seconds: float,
     poll_interval: float,
+    gc_every: float | None,
+    gc_older_than: str,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
     rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
@@ -280,6 +285,9 @@ def worker(
         on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
         on_error=lambda exc: click.echo(exc.one_line(), err=True),
         on_drain=lambda: click.echo("draining: the steps in flight finish, then their leases go"),
+        gc_every=gc_every,
+        retention=Retention(finished=duration(gc_older_than, "--gc-older-than")),
+        on_gc=click.echo,
     )
     w.install_signal_handlers()
     serving = ", ".join(sorted(rt.workflows))
