@@ -21,7 +21,7 @@ What a step returns (outcomes)
 Inside a step
     :class:`Context` (the ``ctx`` argument), :class:`Message`, :class:`ToolCall`,
     :func:`tool_call`, :class:`Approval` (``ctx.approval``), :class:`Signal` (``ctx.signals``),
-    :class:`Release` (``ctx.release``).
+    :class:`Release` (``ctx.release``), :class:`ArtifactRef` (``ctx.put_artifact``).
 
 Effects (``ctx.effect``)
     :class:`EffectResult` (a result with a receipt), :class:`Reconciled` (what a reconciler
@@ -34,7 +34,7 @@ Effects (``ctx.effect``)
 Running and inspecting runs
     :class:`Runtime`, :class:`AsyncRuntime`, :class:`Worker`, :class:`Run`, :class:`RunView`,
     :class:`RunStatus`, :class:`Durability`, :class:`Principal`, :class:`Keyring`,
-    :class:`Limits`; clocks:
+    :class:`Limits`, :class:`Savepoint`, :class:`Retention`; clocks:
     :class:`Clock`, :class:`SystemClock`, :class:`FakeClock`.
 
 Errors (each has a stable ``.code`` and a ``.fix``)
@@ -44,7 +44,8 @@ Errors (each has a stable ``.code`` and a ``.fix``)
     :class:`StaleStateError`, :class:`IllegalTransitionError`, :class:`ApprovalStateError`,
     :class:`NotAuthorizedError`, :class:`EffectNotFoundError`, :class:`EffectStateError`,
     :class:`DecodeError`, :class:`OversizeError`, :class:`IntegrityError`, :class:`StoreError`,
-    :class:`StoreUnavailableError`, :class:`SchemaTooNewError`, :class:`MigrationChecksumError`.
+    :class:`StoreUnavailableError`, :class:`SchemaTooNewError`, :class:`MigrationChecksumError`,
+    :class:`ArtifactError`, :class:`ArtifactMissingError`, :class:`ArtifactCorruptError`.
 """
 
 from __future__ import annotations
@@ -118,6 +119,13 @@ from perdure.core.workflow import (
     wait_for_approval,
     wait_for_signal,
 )
+from perdure.core.artifacts import (
+    ArtifactCorruptError,
+    ArtifactError,
+    ArtifactMissingError,
+    ArtifactRef,
+)
+from perdure.core.history import Retention, Savepoint
 from perdure.runtime.asyncrt import AsyncRuntime
 from perdure.runtime.context import Context, tool_call
 from perdure.runtime.runtime import Runtime
@@ -126,6 +134,10 @@ from perdure.runtime.worker import Worker
 
 __all__ = [
     "Approval",
+    "ArtifactCorruptError",
+    "ArtifactError",
+    "ArtifactMissingError",
+    "ArtifactRef",
     "ApprovalStateError",
     "AsyncRuntime",
     "Budget",
@@ -164,6 +176,7 @@ __all__ = [
     "Principal",
     "Reconciled",
     "Release",
+    "Retention",
     "RetryPolicy",
     "Run",
     "RunBusyError",
@@ -172,6 +185,7 @@ __all__ = [
     "RunStatus",
     "RunView",
     "Runtime",
+    "Savepoint",
     "SchemaTooNewError",
     "Signal",
     "Sleep",
