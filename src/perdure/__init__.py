@@ -50,6 +50,12 @@ Errors (each has a stable ``.code`` and a ``.fix``)
 
 from __future__ import annotations
 
+from perdure.core.artifacts import (
+    ArtifactCorruptError,
+    ArtifactError,
+    ArtifactMissingError,
+    ArtifactRef,
+)
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock, FakeClock, SystemClock
 from perdure.core.effects import (
@@ -87,6 +93,7 @@ from perdure.core.errors import (
     StoreUnavailableError,
     WorkflowNotFoundError,
 )
+from perdure.core.history import Retention, Savepoint
 from perdure.core.model import (
     Approval,
     Durability,
@@ -119,13 +126,6 @@ from perdure.core.workflow import (
     wait_for_approval,
     wait_for_signal,
 )
-from perdure.core.artifacts import (
-    ArtifactCorruptError,
-    ArtifactError,
-    ArtifactMissingError,
-    ArtifactRef,
-)
-from perdure.core.history import Retention, Savepoint
 from perdure.runtime.asyncrt import AsyncRuntime
 from perdure.runtime.context import Context, tool_call
 from perdure.runtime.runtime import Runtime
@@ -134,11 +134,11 @@ from perdure.runtime.worker import Worker
 
 __all__ = [
     "Approval",
+    "ApprovalStateError",
     "ArtifactCorruptError",
     "ArtifactError",
     "ArtifactMissingError",
     "ArtifactRef",
-    "ApprovalStateError",
     "AsyncRuntime",
     "Budget",
     "BudgetExhaustedError",
