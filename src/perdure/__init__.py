@@ -10,7 +10,8 @@ submodules are the implementation. Importing this package needs only the base de
 a feature that needs them is used.
 
 Declaring a workflow
-    :class:`Workflow`, :func:`step`, :class:`RetryPolicy`, :class:`Budget`.
+    :class:`Workflow`, :func:`step`, :class:`RetryPolicy`, :class:`Budget`; state fields kept
+    apart: :func:`lazy` (a :class:`Lazy` value read on first access), :func:`derived`.
 
 What a step returns (outcomes)
     :func:`goto`, :func:`done`, :func:`fail`, :func:`wait_for_approval`,
@@ -93,6 +94,7 @@ from perdure.core.errors import (
     StoreUnavailableError,
     WorkflowNotFoundError,
 )
+from perdure.core.fields import Lazy, derived, lazy
 from perdure.core.history import Retention, Savepoint
 from perdure.core.model import (
     Approval,
@@ -163,6 +165,7 @@ __all__ = [
     "IntegrityError",
     "InvalidInputError",
     "Keyring",
+    "Lazy",
     "LeaseLostError",
     "Limits",
     "Message",
@@ -201,9 +204,11 @@ __all__ = [
     "Worker",
     "Workflow",
     "WorkflowNotFoundError",
+    "derived",
     "done",
     "fail",
     "goto",
+    "lazy",
     "sleep",
     "sleep_until",
     "step",

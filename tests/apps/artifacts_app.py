@@ -17,6 +17,7 @@ from typing import Any
 
 from perdure import Context, Workflow, done, goto, step, wait_for_signal
 from perdure.core.artifacts import ArtifactRef
+from perdure.core.fields import Lazy, derived, lazy
 from perdure.core.workflow import Outcome
 
 BIG_STATE = 2_000_000
@@ -129,3 +130,32 @@ def finish(ctx: Context, s: Payment) -> Outcome:
 
 
 pay = Workflow("pay", state=Payment, steps=[plan, charge, notify, finish])
+
+
+def index_of(s: Any) -> dict[str, str]:
+    return {"q": s.question.upper()}
+
+
+@dataclass
+class Rag:
+    question: str = ""
+    read_cache: bool = True
+    cache: Lazy[dict[str, Any]] = lazy()  # noqa: RUF009 (a dataclasses.field)
+    index: dict[str, str] | None = derived(index_of)  # noqa: RUF009
+
+
+@step(next=["use"])
+def load(ctx: Context, s: Rag) -> Outcome:
+    s.question = "why"
+    s.cache.set({"docs": ["d1", "d2", "d3"]})
+    s.index = {"q": "written by the step, never stored"}
+    return wait_for_signal("go", next="use")
+
+
+@step
+def use(ctx: Context, s: Rag) -> Outcome:
+    docs = len(s.cache.value["docs"]) if s.read_cache else None
+    return done({"index": s.index, "docs": docs})
+
+
+rag = Workflow("rag", state=Rag, steps=[load, use])

@@ -158,3 +158,19 @@ def test_a_fork_of_a_run_with_offloaded_state_shares_the_artifact(runtime: Runti
     digests = {a.ref.digest for a in runtime.store.artifacts("default", run_id=fork.run_id)}
     assert digests == {a.ref.digest for a in runtime.store.artifacts("default", run_id=run.run_id)}
     assert rows_mentioning(runtime.store.url, fork.run_id)
+
+
+def test_history_and_forks_of_sealed_state_open_and_reseal_for_the_fork(
+    db_url: str, clock: Any, objects: Any, tmp_path: Path
+) -> None:
+    from perdure import Keyring
+
+    keyring = Keyring({"k1": b"0123456789abcdef0123456789abcdef"}, "k1")
+    with Runtime(db_url, clock=clock, artifacts=objects.location, keyring=keyring) as rt:
+        run_id = paid(rt, tmp_path)
+        assert rt.state_at(run_id, 1)["note"] == "plan 10"
+        fork = rt.fork(run_id, at=1, patch={"amount": 3})
+        rt.run_until_idle()
+        assert rt.get(fork.run_id).result == {"note": "paid 3"}
+        sealed = rt.store.load_state("default", fork.run_id)
+        assert all(v.startswith(b"rk1.h.k1.") for v in sealed.values())

@@ -145,14 +145,15 @@ class Artifacts:
         return ref
 
     def offload_new(
-        self, tenant_id: str, fields: dict[str, bytes]
+        self, tenant_id: str, fields: dict[str, bytes], force: frozenset[str] = frozenset()
     ) -> tuple[dict[str, bytes], tuple[ArtifactRef, ...]]:
-        """Fields of a run about to be created (a start, a fork): large values uploaded and
-        replaced by pointers; the references go into the new run's own transaction."""
+        """Fields of a run about to be created (a start, a fork): large values (and those of
+        the ``force`` fields: lazy ones) uploaded and replaced by pointers; the references go
+        into the new run's own transaction."""
         stored: dict[str, bytes] = {}
         refs: list[ArtifactRef] = []
         for name, value in fields.items():
-            if len(value) > self.offload_bytes and pointed(value) is None:
+            if self._offloads(name, value, force):
                 ref = self.upload(tenant_id, value, "application/json")
                 stored[name] = pointer(ref)
                 refs.append(ref)
@@ -160,15 +161,21 @@ class Artifacts:
                 stored[name] = value
         return stored, tuple(refs)
 
+    def _offloads(self, name: str, value: bytes, force: frozenset[str]) -> bool:
+        if pointed(value) is not None:
+            return False
+        return len(value) > self.offload_bytes or (name in force and value != b"null")
+
     def offload_fields(
-        self, who: Writer, fields: dict[str, bytes]
+        self, who: Writer, fields: dict[str, bytes], force: frozenset[str] = frozenset()
     ) -> tuple[dict[str, bytes], list[int]]:
-        """Fields as stored: each value over the threshold uploaded and replaced by a pointer.
-        Returns the stored fields and the ids of the references to commit."""
+        """Fields as stored: each value over the threshold (or of a ``force`` field: a lazy
+        one) uploaded and replaced by a pointer. Returns the stored fields and the ids of the
+        references to commit."""
         stored: dict[str, bytes] = {}
         ids: list[int] = []
         for name, value in fields.items():
-            if len(value) > self.offload_bytes:
+            if self._offloads(name, value, force):
                 ref, ref_id = self.put(who, value, "application/json")
                 stored[name] = pointer(ref)
                 ids.append(ref_id)
@@ -207,11 +214,14 @@ class Artifacts:
             )
         return verify(ref, data, where)
 
-    def resolve_fields(self, tenant_id: str, fields: dict[str, bytes]) -> dict[str, bytes]:
-        """Stored fields with every pointer replaced by the bytes it points to."""
+    def resolve_fields(
+        self, tenant_id: str, fields: dict[str, bytes], skip: frozenset[str] = frozenset()
+    ) -> dict[str, bytes]:
+        """Stored fields with every pointer replaced by the bytes it points to (except in the
+        ``skip`` fields: lazy ones, read when a step asks)."""
         out: dict[str, bytes] = {}
         for name, value in fields.items():
-            ref = pointed(value)
+            ref = None if name in skip else pointed(value)
             out[name] = value if ref is None else self.get(tenant_id, ref, f"state field {name}")
         return out
 

@@ -61,7 +61,7 @@ def new_run(
     state_fields = wf.codec.to_fields(state)
     refs: tuple[ArtifactRef, ...] = ()
     if parts.artifacts is not None:
-        state_fields, refs = parts.artifacts.offload_new(tenant, state_fields)
+        state_fields, refs = parts.artifacts.offload_new(tenant, state_fields, wf.codec.lazy)
     now = parts.clock.now()
     run_id = new_id(now)
     manifest = Release(wf.version, wf.state_schema, mode, **extra)

@@ -21,9 +21,11 @@ from perdure.core.errors import (
     StaleStateError,
     StoreError,
 )
+from perdure.core.fields import bind_lazy
 from perdure.core.model import JSON, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
 from perdure.core.seal import seal_fields
+from perdure.core.serde import loads
 from perdure.core.signals import Cancelled, Escalate, RetryLater
 from perdure.core.versions import Quarantine
 from perdure.core.workflow import (
@@ -110,7 +112,7 @@ class Execution:
             wf,
             keyring=self.keyring,
             limits=self.limits,
-            resolve=lambda f: self.artifacts.resolve_fields(tenant, f),
+            resolve=lambda f: self.artifacts.resolve_fields(tenant, f, wf.codec.lazy),
         )
         if isinstance(found, Attention):
             esc = Escalate("needs_attention", found.reason, found.evidence, found.message)
@@ -168,7 +170,7 @@ class Execution:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""
         run, wf, up = self.run, self.workflow, found.upgrade
         writer = self.host.writer()
-        stored, _ids = self.artifacts.offload_fields(writer, found.fields)
+        stored, _ids = self.artifacts.offload_fields(writer, found.fields, wf.codec.lazy)
         self.stored = dict(stored)
         upgraded = self.store.upgrade_run(
             run.tenant_id,
@@ -202,6 +204,8 @@ class Execution:
         self.effects.begin_step(name, self.seq + 1)
         self.host.begin_step(name, self.seq + 1)
         ctx = Context(run, name, self.host)
+        if wf.codec.lazy:
+            bind_lazy(state, wf.codec.lazy, lambda ref: loads(self.host.get_artifact(ref)))
         started = self.clock.now()
         outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
         writer = self.host.writer()
@@ -209,7 +213,7 @@ class Execution:
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
             changed = {k: v for k, v in encoded.items() if fields.get(k) != v}
-            stored, offloaded = self.artifacts.offload_fields(writer, changed)
+            stored, offloaded = self.artifacts.offload_fields(writer, changed, wf.codec.lazy)
             self.limits.check({**self.stored, **stored})
         except StoreError:
             raise  # the artifact store failed: not the state's fault; a later claim retries

@@ -249,18 +249,18 @@ class History:
     ) -> dict[str, bytes]:
         """The patch as stored fields, after checking the patched state fits the state type
         (offloaded values are read back to check them; a large patched value is offloaded)."""
+        lazy = wf.codec.lazy
         if not patch:
-            full = self.artifacts.resolve_fields(tenant_id, fields)
-            wf.codec.coerce_fields(full)
+            wf.codec.coerce_fields(self.artifacts.resolve_fields(tenant_id, fields, lazy))
             return {}
         if not isinstance(patch, dict):
             raise InvalidInputError("a state patch must be a JSON object of fields")
         encoded = {k: dumps(v) for k, v in patch.items()}
-        full = self.artifacts.resolve_fields(tenant_id, fields)
+        full = self.artifacts.resolve_fields(tenant_id, fields, lazy)
         wf.codec.coerce_fields({**full, **encoded})
         out: dict[str, bytes] = {}
         for name, value in encoded.items():
-            if len(value) > self.artifacts.offload_bytes:
+            if len(value) > self.artifacts.offload_bytes or name in lazy:
                 out[name] = pointer(self.artifacts.upload(tenant_id, value, "application/json"))
             else:
                 out[name] = value
