@@ -31,7 +31,7 @@ from perdure.core.artifacts import (
     verify,
 )
 from perdure.core.clock import Clock
-from perdure.core.errors import ConfigError, InvalidInputError
+from perdure.core.errors import ConfigError, InvalidInputError, PerdureError
 from perdure.core.model import Message
 from perdure.runtime.crashpoints import crashpoint
 from perdure.store.base import Store
@@ -234,6 +234,14 @@ class Artifacts:
             return replace(m, content=data.decode())
         except UnicodeDecodeError:
             raise InvalidInputError(f"message {m.seq}: offloaded content is not UTF-8") from None
+
+    def readable(self, tenant_id: str, m: Message) -> Message:
+        """A message with its offloaded content read back; left empty (with its reference)
+        when the artifact cannot be read, so showing a run never fails on it."""
+        try:
+            return self.resolve_message(tenant_id, m)
+        except PerdureError:
+            return m
 
 
 def refs_in(fields: dict[str, bytes]) -> list[ArtifactRef]:

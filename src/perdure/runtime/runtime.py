@@ -12,7 +12,6 @@ from perdure.core.budget import Budget
 from perdure.core.clock import Clock
 from perdure.core.errors import (
     InvalidInputError,
-    PerdureError,
 )
 from perdure.core.model import (
     Durability,
@@ -288,13 +287,13 @@ class Runtime:
         effects."""
         tenant = tenant_of(tenant)
         run = self.store.get_run(tenant, run_id)
-        thread = run.thread_id
+        messages = self.store.messages(tenant, run.thread_id)
         recent = self.store.events(tenant, run_id, limit=events, latest=True) if events else []
         return RunView(
             run=run,
             steps=self.store.steps(tenant, run_id),
             events=recent,
-            messages=[self._readable(tenant, m) for m in self.store.messages(tenant, thread)],
+            messages=[self.artifacts.readable(tenant, m) for m in messages],
             effects=self.store.list_effects(tenant, run_id=run_id),
         )
 
@@ -367,14 +366,6 @@ class Runtime:
         :class:`~perdure.core.artifacts.ArtifactMissingError` or
         :class:`~perdure.core.artifacts.ArtifactCorruptError`)."""
         return self.artifacts.get(tenant_of(tenant), ArtifactRef.from_json(ref), "get_artifact")
-
-    def _readable(self, tenant: str, m: Message) -> Message:
-        """A message with its offloaded content read back; left empty (with its reference)
-        when the artifact cannot be read, so a status never fails on it."""
-        try:
-            return self.artifacts.resolve_message(tenant, m)
-        except PerdureError:
-            return m
 
     # -- the fleet ------------------------------------------------------------------------------
 
