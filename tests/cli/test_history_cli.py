@@ -100,3 +100,11 @@ def test_bad_history_input_is_one_line_and_exit_one(db_url: str, tmp_path: Path)
         assert done.returncode == 1, (args, done.stdout, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1 and "error[" in done.stderr, args
         assert "Traceback" not in done.stderr
+
+
+def test_a_bad_artifact_setting_is_one_line_and_exit_one(db_url: str) -> None:
+    for extra in ({"PERDURE_ARTIFACTS": "ftp://nowhere/x"}, {"PERDURE_OFFLOAD_BYTES": "lots"}):
+        done = run_cli(db_url, "gc", "--older-than", "0", env=cli_env(**extra))
+        assert done.returncode == 1, (extra, done.stdout)
+        assert done.stderr.startswith("error[invalid_config]") and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
