@@ -174,3 +174,21 @@ def test_history_and_forks_of_sealed_state_open_and_reseal_for_the_fork(
         assert rt.get(fork.run_id).result == {"note": "paid 3"}
         sealed = rt.store.load_state("default", fork.run_id)
         assert all(v.startswith(b"rk1.h.k1.") for v in sealed.values())
+
+
+def test_an_async_application_reads_history_and_forks_through_the_async_runtime(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from perdure import AsyncRuntime
+
+    run_id = paid(runtime, tmp_path)
+
+    async def go() -> tuple[int, str | None]:
+        art = AsyncRuntime(runtime)
+        entries = await art.history(run_id)
+        fork = await art.fork(run_id, savepoint="paid")
+        return len(entries), fork.next_step
+
+    assert asyncio.run(go()) == (5, "notify")

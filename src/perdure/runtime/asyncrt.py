@@ -67,6 +67,14 @@ class AsyncRuntime:
     resolve_effect = _offload(Runtime.resolve_effect)
     workers = _offload(Runtime.workers)
     stuck = _offload(Runtime.stuck)
+    history = _offload(Runtime.history)
+    state_at = _offload(Runtime.state_at)
+    savepoint = _offload(Runtime.savepoint)
+    fork = _offload(Runtime.fork)
+    gc = _offload(Runtime.gc)
+    delete_thread = _offload(Runtime.delete_thread)
+    delete_run = _offload(Runtime.delete_run)
+    get_artifact = _offload(Runtime.get_artifact)
 
     async def aclose(self) -> None:
         """Close the wrapped Runtime and this wrapper's threads."""
