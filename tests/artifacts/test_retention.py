@@ -142,3 +142,43 @@ def test_an_idle_worker_collects_garbage_at_most_every_gc_every_seconds(
     clock.advance(3601)
     w.run(until_idle=True)
     assert len(said) == 2 and rows_mentioning(runtime.store.url, second) == {}
+
+
+def test_gc_can_archive_finished_runs_and_restore_brings_one_back_whole(
+    runtime: Runtime, objects: Objects
+) -> None:
+    run_id = report(runtime, "cold")
+    big = runtime.start(app.big)
+    runtime.run_until_idle()
+    before = {
+        r: (
+            runtime.get(r),
+            runtime.store.steps("default", r),
+            runtime.store.state_changes("default", r),
+            [(e.type, e.step, e.data) for e in runtime.store.events("default", r)],
+            runtime.store.list_effects("default", run_id=r),
+        )
+        for r in (run_id, big.run_id)
+    }
+    ref = runtime.store.artifacts("default", run_id=run_id)[0].ref
+
+    gone = runtime.gc(NOW, archive=True)
+
+    assert gone.runs == 2
+    assert rows_mentioning(runtime.store.url, run_id, big.run_id) == {}
+    assert object_key("default", ref.digest) not in objects.list(), "the shared object went"
+    assert runtime.archived() == sorted([run_id, big.run_id])
+    for r in (run_id, big.run_id):
+        back = runtime.restore(r)
+        assert back == before[r][0]
+        assert runtime.store.steps("default", r) == before[r][1]
+        assert runtime.store.state_changes("default", r) == before[r][2]
+        events = [(e.type, e.step, e.data) for e in runtime.store.events("default", r)]
+        assert events[:-1] == before[r][3] and events[-1][0] == "restored"
+        assert runtime.store.list_effects("default", run_id=r) == before[r][4]
+    assert runtime.get_artifact(ref).startswith(b"report of cold")
+    assert runtime.state_at(big.run_id, 1)["blob"] == "x" * app.BIG_STATE
+    tool = [m for m in runtime.status(big.run_id).messages if m.role == "tool"]
+    assert len(tool[0].content) == app.BIG_MESSAGE
+    assert runtime.archived() == [], "a restored run leaves the archive"
+    assert not [k for k in objects.list() if k.startswith("_archive/")]

@@ -108,3 +108,20 @@ def test_a_bad_artifact_setting_is_one_line_and_exit_one(db_url: str) -> None:
         assert done.returncode == 1, (extra, done.stdout)
         assert done.stderr.startswith("error[invalid_config]") and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_gc_archive_and_restore_from_the_command_line(db_url: str, tmp_path: Path) -> None:
+    env = cli_env(PERDURE_ARTIFACTS=str(tmp_path / "objects"))
+    started = run_cli(db_url, "start", "big", "--app", APP, "--wait", "--json", env=env)
+    assert started.returncode == 0, started.stderr
+    run_id = json.loads(started.stdout)["run_id"]
+    swept = run_cli(db_url, "gc", "--older-than", "0", "--orphan-grace", "0", "--archive", env=env)
+    assert swept.returncode == 0 and "1 runs deleted" in swept.stdout, swept.stderr
+    assert run_cli(db_url, "show", run_id, env=env).returncode == 1
+    assert run_cli(db_url, "restore", "--list", env=env).stdout.split() == [run_id]
+    back = run_cli(db_url, "restore", run_id, env=env)
+    assert back.returncode == 0 and f"restored run {run_id} (SUCCEEDED, 2 steps)" in back.stdout
+    shown = run_cli(db_url, "show", run_id, "--at", "1", "--json", env=env)
+    assert len(json.loads(shown.stdout)["state"]["blob"]) == app.BIG_STATE
+    again = run_cli(db_url, "restore", run_id, env=env)
+    assert again.returncode == 1 and again.stderr.startswith("error[run_not_found]")

@@ -13,7 +13,7 @@ import orjson
 from perdure.cli import render
 from perdure.cli.effects import chaos, effects
 from perdure.cli.history import duration, fork, history, savepoint, show_state_at
-from perdure.cli.retention import delete, gc
+from perdure.cli.retention import delete, gc, restore
 from perdure.cli.support import (
     EXIT_ERROR,
     Settings,
@@ -320,7 +320,7 @@ main.add_command(effects)
 for command in (approvals, approve, reject, signal, check, repair, fail_run):
     main.add_command(command)
 main.add_command(chaos)
-for command in (history, fork, savepoint, gc, delete):
+for command in (history, fork, savepoint, gc, delete, restore):
     main.add_command(command)
 
 

@@ -31,6 +31,7 @@ def _counts(rows: dict[str, int]) -> str:
     "--orphan-grace", default="1h", show_default=True, help="Spare unreferenced objects younger."
 )
 @click.option("--batch", default=100, show_default=True, help="Runs deleted per transaction.")
+@click.option("--archive", is_flag=True, help="Archive each run to object storage first.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_settings
 @run_command
@@ -40,6 +41,7 @@ def gc(
     keeps: tuple[str, ...],
     orphan_grace: str,
     batch: int,
+    archive: bool,
     as_json: bool,
 ) -> None:
     """Delete finished runs past their retention (with their steps, state history, events,
@@ -62,7 +64,7 @@ def gc(
         batch=batch,
     )
     with settings.runtime() as rt:
-        report = rt.gc(policy)
+        report = rt.gc(policy, archive=archive)
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())
         return
@@ -97,3 +99,20 @@ def delete(
         return
     what = f"thread {thread}" if thread is not None else f"run {run_id}"
     click.echo(f"erased {what}: {_counts(erased.rows)}; {erased.objects_deleted} objects removed")
+
+
+@click.command()
+@click.argument("run_id", required=False)
+@click.option("--list", "list_them", is_flag=True, help="List the archived runs.")
+@pass_settings
+@run_command
+def restore(settings: Settings, run_id: str | None, list_them: bool) -> None:
+    """Bring a run archived by `perdure gc --archive` back into the database (with its
+    artifacts), or list the archived runs."""
+    with settings.runtime() as rt:
+        if list_them or run_id is None:
+            found = rt.archived(tenant=settings.tenant)
+            click.echo("\n".join(found) if found else "no archived runs")
+            return
+        run = rt.restore(run_id, tenant=settings.tenant)
+    click.echo(f"restored run {run.run_id} ({run.status}, {run.steps_done} steps)")

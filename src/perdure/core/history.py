@@ -226,3 +226,29 @@ class Erasure:
             "erased_by": self.erased_by,
             "at": self.at.isoformat(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedRow:
+    """One row of a run as archived: its table (``runs``, ``steps``, ``state_fields``,
+    ``history``, ``events``, ``effects``, ``approvals``, ``signals``, ``savepoints``, ``forks``,
+    ``artifacts``, ``messages``) and its columns (times as ISO-8601 text, JSON columns as the
+    text stored). One line of an archive file each."""
+
+    table: str
+    row: dict[str, JSON]
+
+    def to_json(self) -> dict[str, JSON]:
+        """The line as a JSON object."""
+        return {"table": self.table, "row": dict(self.row)}
+
+    @classmethod
+    def from_json(cls, data: object) -> ArchivedRow:
+        """A line read back; anything else is :class:`InvalidInputError`."""
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("table"), str)
+            or not isinstance(data.get("row"), dict)
+        ):
+            raise InvalidInputError("an archive line is not {table, row}", fix="check the archive")
+        return cls(data["table"], dict(data["row"]))

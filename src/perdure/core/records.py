@@ -56,6 +56,7 @@ class EventType(StrEnum):
     LATE_SIGNAL = "late_signal"
     LATE_STATUS = "late_status"
     SAVEPOINT = "savepoint"
+    RESTORED = "restored"
 
 
 class StopReason(StrEnum):

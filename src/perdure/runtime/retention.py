@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from perdure.core.history import Erasure, GcReport, Removed, Retention
 from perdure.core.ids import checked_id
+from perdure.runtime.archive import Archive
 from perdure.runtime.artifacts import Artifacts, object_key, parse_key
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
@@ -27,11 +28,16 @@ class Retainer:
     def __init__(self, parts: RuntimeParts, artifacts: Artifacts) -> None:
         self.parts = parts
         self.artifacts = artifacts
+        self.cold = Archive(parts, artifacts)
 
-    def gc(self, retention: Retention | None = None, *, objects: bool = True) -> GcReport:
+    def gc(
+        self, retention: Retention | None = None, *, objects: bool = True, archive: bool = False
+    ) -> GcReport:
         """Delete what expired under ``retention`` (default :class:`Retention`: finished runs
         after 30 days), then orphaned artifact uploads, then (with ``objects``) artifact
-        objects nothing references that are older than ``retention.orphan_grace``."""
+        objects nothing references that are older than ``retention.orphan_grace``. With
+        ``archive``, each expired run is first written to the archive (see
+        :mod:`perdure.runtime.archive`), from where ``restore`` brings it back."""
         policy = retention or Retention()
         now = self.parts.clock.now()
         removed = Removed({})
@@ -51,6 +57,9 @@ class Retainer:
                 )
                 if not batch:
                     break
+                if archive:
+                    for tenant_id, run_id in batch:
+                        self.cold.archive(tenant_id, run_id)
                 done = self.parts.store.delete_runs(batch, now)
                 runs += done.rows.get("runs", 0)
                 removed = removed.plus(self._free(done))

@@ -24,6 +24,7 @@ from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.core.workflow import Workflow
 from perdure.runtime.aio import EventLoop
+from perdure.runtime.archive import Archive
 from perdure.runtime.artifacts import Artifacts
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, setting, tenant_of
 from perdure.runtime.clock import default_clock
@@ -121,6 +122,7 @@ class Runtime:
         )
         self.history_part = History(parts, self.artifacts)
         self.retainer = Retainer(parts, self.artifacts)
+        self.archive = self.retainer.cold
         self.waits = Waits(parts)
         self.effect_admin = EffectAdmin(parts)
         self.versions = Versions(parts)
@@ -360,6 +362,8 @@ class Runtime:
     gc = _part(Retainer.gc, "retainer")
     delete_thread = _part(Retainer.delete_thread, "retainer")
     delete_run = _part(Retainer.delete_run, "retainer")
+    restore = _part(Archive.restore, "archive")
+    archived = _part(Archive.archived, "archive")
 
     def get_artifact(self, ref: ArtifactRef, *, tenant: Tenant = DEFAULT_TENANT) -> bytes:
         """The bytes of an artifact of ``tenant``, checked against the reference (raises

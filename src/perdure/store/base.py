@@ -39,7 +39,7 @@ from perdure.core.model import (
 )
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
 from perdure.store.capabilities import EffectLedger, FleetStore, UpgradesStore, WaitsStore
-from perdure.store.lifecycle import ArtifactLedger, HistoryStore, RetentionStore
+from perdure.store.lifecycle import ArchiveStore, ArtifactLedger, HistoryStore, RetentionStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,7 @@ class Store(
     HistoryStore,
     ArtifactLedger,
     RetentionStore,
+    ArchiveStore,
     Protocol,
 ):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,

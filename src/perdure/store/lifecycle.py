@@ -15,8 +15,15 @@ from datetime import datetime
 from typing import Protocol
 
 from perdure.core.artifacts import ArtifactRef
-from perdure.core.history import ArtifactRecord, FieldChange, Lineage, Removed, Savepoint
-from perdure.core.model import Message
+from perdure.core.history import (
+    ArchivedRow,
+    ArtifactRecord,
+    FieldChange,
+    Lineage,
+    Removed,
+    Savepoint,
+)
+from perdure.core.model import Message, Run
 
 
 class HistoryStore(Protocol):
@@ -151,4 +158,22 @@ class RetentionStore(Protocol):
         """Erase one run like :meth:`erase_thread` erases each run (its own messages are
         deleted); record an ``erasures`` row. :class:`~perdure.core.errors.RunNotFoundError`
         for an unknown run, :class:`~perdure.core.errors.RunBusyError` while it is leased."""
+        ...
+
+
+class ArchiveStore(Protocol):
+    """Every row a run owns, out (to archive it) and back in (to restore it)."""
+
+    def export_run(self, tenant_id: str, run_id: str) -> list[ArchivedRow]:
+        """Every row of the run: the run first, then its steps, state, history, events,
+        effects, approvals, signals, savepoints, lineage, artifact references and its own
+        messages, each table in its order. Read-only;
+        :class:`~perdure.core.errors.RunNotFoundError` for an unknown run."""
+        ...
+
+    def import_run(self, tenant_id: str, rows: Sequence[ArchivedRow], now: datetime) -> Run:
+        """Write an exported run back, in one transaction, and append a ``restored`` event.
+        Generated ids (event sequence numbers, message positions in the thread) are new; the
+        order is kept. Refused (:class:`~perdure.core.errors.InvalidInputError`, nothing
+        written) when the run exists or a row belongs to another run or tenant."""
         ...

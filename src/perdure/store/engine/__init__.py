@@ -19,14 +19,15 @@ first parameter is the engine (``self``), and named in the class body below:
 * :mod:`~perdure.store.engine.history`: state history, savepoints, fork lineage;
 * :mod:`~perdure.store.engine.artifacts`: artifact references;
 * :mod:`~perdure.store.engine.retention`: deleting finished runs, erasing threads;
+* :mod:`~perdure.store.engine.archive`: a run's rows out and back in (cold tier);
 * :mod:`~perdure.store.engine.tx`: what they share inside one transaction.
 """
 
 from __future__ import annotations
 
 from perdure.store.driver import Driver
-from perdure.store.engine import artifacts as artifact_refs
 from perdure.store.engine import (
+    archive,
     commits,
     effects,
     fleet,
@@ -36,6 +37,7 @@ from perdure.store.engine import (
     versions,
     waits,
 )
+from perdure.store.engine import artifacts as artifact_refs
 
 
 class Engine:
@@ -118,6 +120,10 @@ class Engine:
     delete_runs = retention.delete_runs
     erase_thread = retention.erase_thread
     erase_run = retention.erase_run
+
+    # -- archive ----------------------------------------------------------------------------------
+    export_run = archive.export_run
+    import_run = archive.import_run
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""
