@@ -190,3 +190,50 @@ def test_messages_until_cuts_the_thread_where_the_run_was_at_that_step(
     until = store.messages_until("t1", "th1", "r1", 2)
     assert [m.content for m in until] == ["m1", "m2"]
     assert store.messages_until("t1", "th1", "r1", 0) == []
+
+
+def test_an_exported_run_is_imported_back_row_for_row(store: Store, clock: FakeClock) -> None:
+    run = claimed(store, clock)
+    ref_id = store.record_artifact(
+        "t1", "r1", step="first", step_seq=1, fence=run.fence, ref=REF, parents=[], now=clock.now()
+    )
+    commit(
+        store,
+        clock,
+        "r1",
+        state={"n": b"1"},
+        artifacts=(ref_id,),
+        savepoints=(SavepointMark("s", clock.now() + timedelta(days=1)),),
+        messages=(Message("assistant", "hi"),),
+    )
+    commit(store, clock, "r1", next_step=None, status=RunStatus.SUCCEEDED)
+    rows = store.export_run("t1", "r1")
+    assert rows[0].table == "runs"
+    before = (
+        store.get_run("t1", "r1"),
+        store.steps("t1", "r1"),
+        store.state_changes("t1", "r1"),
+        store.savepoints("t1", "r1"),
+        [(a.ref, a.status, a.step_seq) for a in store.artifacts("t1", run_id="r1")],
+        [(m.role, m.content) for m in store.messages("t1", "th1")],
+        [(e.type, e.data) for e in store.events("t1", "r1")],
+    )
+    assert store.delete_runs([("t1", "r1")], clock.now()).rows["runs"] == 1
+    back = store.import_run("t1", rows, clock.now())
+    assert back == before[0]
+    after = (
+        store.get_run("t1", "r1"),
+        store.steps("t1", "r1"),
+        store.state_changes("t1", "r1"),
+        store.savepoints("t1", "r1"),
+        [(a.ref, a.status, a.step_seq) for a in store.artifacts("t1", run_id="r1")],
+        [(m.role, m.content) for m in store.messages("t1", "th1")],
+        [(e.type, e.data) for e in store.events("t1", "r1")][:-1],
+    )
+    assert after == before
+    with pytest.raises(InvalidInputError, match="already"):
+        store.import_run("t1", rows, clock.now())
+    with pytest.raises(InvalidInputError):
+        store.import_run("t2", rows, clock.now())
+    with pytest.raises(RunNotFoundError):
+        store.export_run("t2", "r1")
