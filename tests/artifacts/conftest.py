@@ -19,6 +19,8 @@ S3_ENV = {
     "AWS_ACCESS_KEY_ID": "perdure-test",
     "AWS_SECRET_ACCESS_KEY": "perdure-test-secret",
     "AWS_DEFAULT_REGION": "us-east-1",
+    "NO_PROXY": "127.0.0.1,localhost",  # the S3 server is local: never through a proxy
+    "no_proxy": "127.0.0.1,localhost",
 }
 
 
