@@ -182,3 +182,16 @@ def test_gc_can_archive_finished_runs_and_restore_brings_one_back_whole(
     assert len(tool[0].content) == app.BIG_MESSAGE
     assert runtime.archived() == [], "a restored run leaves the archive"
     assert not [k for k in objects.list() if k.startswith("_archive/")]
+
+
+def test_erasing_a_thread_erases_its_archived_runs_too(runtime: Runtime, objects: Objects) -> None:
+    archived = report(runtime, "to-archive", thread="conv")
+    kept = report(runtime, "elsewhere", thread="other")
+    runtime.gc(NOW, archive=True)
+    assert runtime.archived() == sorted([archived, kept])
+    erased = runtime.delete_thread("conv")
+    assert erased.objects_deleted == 2, "the archive and its artifact copy"
+    assert runtime.archived() == [kept]
+    assert not [k for k in objects.list() if "conv" in k or archived in k]
+    runtime.delete_run(kept)
+    assert runtime.archived() == [] and objects.list() == []

@@ -1,18 +1,19 @@
 """The cold tier: finished runs written to object storage before ``gc`` deletes them, and
 brought back by ``restore``.
 
-An archived run is one JSON Lines object, ``_archive/<tenant>/<run id>.jsonl`` in the artifact
-store (one :class:`~perdure.core.history.ArchivedRow` per line: the run, its steps, state and
-history, events, effects, approvals, signals, savepoints, lineage, artifact references and its
-own messages), and a copy of each artifact it refers to, ``_archive/<tenant>/<run id>/<digest>``,
-so the archive stands alone once the database rows and the shared objects are gone. Restoring
-puts the artifacts back (checked), writes the rows back in one transaction, then removes the
-archive.
+An archived run is one JSON Lines object, ``_archive/<tenant>/<thread>/<run id>.jsonl`` in the
+artifact store (one :class:`~perdure.core.history.ArchivedRow` per line: the run, its steps,
+state and history, events, effects, approvals, signals, savepoints, lineage, artifact references
+and its own messages), and a copy of each artifact it refers to,
+``_archive/<tenant>/<thread>/<run id>/<digest>``, so the archive stands alone once the database
+rows and the shared objects are gone. Restoring puts the artifacts back (checked), writes the
+rows back in one transaction, then removes the archive. Erasing a thread or a run erases its
+archives too.
 """
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import orjson
 
@@ -44,7 +45,8 @@ class Archive:
         The database is not changed (``gc`` deletes the run afterwards)."""
         rows = self.parts.store.export_run(tenant_id, run_id)
         objects = self.artifacts.objects
-        base = f"{_folder(tenant_id)}/{quote(run_id, safe='')}"
+        thread = str(rows[0].row["thread_id"])
+        base = f"{_folder(tenant_id)}/{quote(thread, safe='')}/{quote(run_id, safe='')}"
         for ref in _refs(rows):
             data = objects.get(object_key(tenant_id, ref.digest))
             if data is not None:
@@ -55,12 +57,35 @@ class Archive:
 
     def archived(self, *, tenant: Tenant = DEFAULT_TENANT) -> list[str]:
         """Ids of the archived runs of a tenant."""
-        folder = _folder(tenant_of(tenant)) + "/"
-        return sorted(
-            o.key[len(folder) : -len(".jsonl")]
-            for o in self.artifacts.objects.list(folder)
-            if o.key.endswith(".jsonl") and "/" not in o.key[len(folder) :]
-        )
+        return sorted(self._bases(tenant_of(tenant)))
+
+    def _bases(self, tenant_id: str, thread: str | None = None) -> dict[str, str]:
+        """Archived run id -> the archive's key without ``.jsonl`` (of one thread, or all)."""
+        folder = _folder(tenant_id) + "/"
+        if thread is not None:
+            folder += quote(thread, safe="") + "/"
+        found: dict[str, str] = {}
+        for o in self.artifacts.objects.list(folder):
+            parts = o.key[len(_folder(tenant_id)) + 1 :].split("/")
+            if len(parts) == 2 and parts[1].endswith(".jsonl"):
+                found[unquote(parts[1].removesuffix(".jsonl"))] = o.key.removesuffix(".jsonl")
+        return found
+
+    def erase(self, tenant_id: str, *, thread: str | None = None, run_id: str | None = None) -> int:
+        """Delete the archives of a thread (or of one run) with their artifact copies; return
+        how many objects went."""
+        bases = self._bases(tenant_id, thread)
+        if run_id is not None:
+            bases = {k: v for k, v in bases.items() if k == run_id}
+        objects = self.artifacts.objects
+        gone = 0
+        for base in bases.values():
+            for o in list(objects.list(base + "/")):
+                objects.delete(o.key)
+                gone += 1
+            objects.delete(base + ".jsonl")
+            gone += 1
+        return gone
 
     def restore(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Run:
         """Bring an archived run back into the database (its artifacts first), then delete
@@ -68,8 +93,8 @@ class Archive:
         archive holds it."""
         tenant_id = tenant_of(tenant)
         objects = self.artifacts.objects
-        base = f"{_folder(tenant_id)}/{quote(run_id, safe='')}"
-        body = objects.get(f"{base}.jsonl")
+        base = self._bases(tenant_id).get(run_id, "")
+        body = objects.get(f"{base}.jsonl") if base else None
         if body is None:
             raise RunNotFoundError(
                 f"no archived run {run_id} in tenant {tenant_id}",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timedelta
 
+from perdure.core.errors import RunNotFoundError
 from perdure.core.history import Erasure, GcReport, Removed, Retention
 from perdure.core.ids import checked_id
 from perdure.runtime.archive import Archive
@@ -84,7 +85,8 @@ class Retainer:
     ) -> Erasure:
         """Erase a conversation completely: every run of the thread with its steps, state and
         history, events, effects, approvals, signals, savepoints and artifact references, all
-        the thread's messages, and the artifact objects nothing else points to. An erasure
+        the thread's messages, the artifact objects nothing else points to, and the thread's
+        archived runs (``gc --archive``). An erasure
         record (ids and counts, no content) says it happened. Refused
         (:class:`~perdure.core.errors.RunBusyError`) while a worker holds one of its runs."""
         tenant_id = tenant_of(tenant)
@@ -92,20 +94,28 @@ class Retainer:
         now = self.parts.clock.now()
         who = by or self.parts.owner
         done = self.parts.store.erase_thread(tenant_id, thread, by=who, now=now)
-        freed = self._free(done)
-        return Erasure(tenant_id, thread, None, done.rows, freed.rows.get("objects", 0), who, now)
+        gone = self._free(done).rows.get("objects", 0) + self.cold.erase(tenant_id, thread=thread)
+        return Erasure(tenant_id, thread, None, done.rows, gone, who, now)
 
     def delete_run(
         self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, by: str | None = None
     ) -> Erasure:
         """Erase one run like :meth:`delete_thread` erases each run of a thread (its own
-        messages go with it; the thread's other runs and messages stay)."""
+        messages go with it; the thread's other runs and messages stay), and its archive. A run
+        that is only archived (``gc --archive``) loses its archive; the erasure record is
+        written for a run whose rows were in the database."""
         tenant_id = tenant_of(tenant)
         now = self.parts.clock.now()
         who = by or self.parts.owner
-        done = self.parts.store.erase_run(tenant_id, run_id, by=who, now=now)
-        freed = self._free(done)
-        return Erasure(tenant_id, None, run_id, done.rows, freed.rows.get("objects", 0), who, now)
+        try:
+            done = self.parts.store.erase_run(tenant_id, run_id, by=who, now=now)
+        except RunNotFoundError:
+            archived = self.cold.erase(tenant_id, run_id=run_id)
+            if not archived:
+                raise
+            return Erasure(tenant_id, None, run_id, {}, archived, who, now)
+        gone = self._free(done).rows.get("objects", 0) + self.cold.erase(tenant_id, run_id=run_id)
+        return Erasure(tenant_id, None, run_id, done.rows, gone, who, now)
 
     def _free(self, done: Removed) -> Removed:
         """Delete the objects ``done`` freed; count them under ``objects``."""
