@@ -195,3 +195,15 @@ def test_erasing_a_thread_erases_its_archived_runs_too(runtime: Runtime, objects
     assert not [k for k in objects.list() if "conv" in k or archived in k]
     runtime.delete_run(kept)
     assert runtime.archived() == [] and objects.list() == []
+
+
+def test_gc_can_prune_events_and_history_sooner_than_the_runs(runtime: Runtime) -> None:
+    done = report(runtime, "pruned")
+    live = report(runtime, "live", finish=False)
+    policy = Retention(finished=None, events=timedelta(0), history=timedelta(0))
+    gone = runtime.gc(policy)
+    assert gone.runs == 0 and gone.rows["events"] > 0 and gone.rows["history"] > 0
+    assert runtime.store.events("default", done) == []
+    assert runtime.get(done).status is RunStatus.SUCCEEDED
+    assert runtime.store.events("default", live) != []
+    assert runtime.store.state_changes("default", live) != []

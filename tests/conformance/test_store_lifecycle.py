@@ -237,3 +237,28 @@ def test_an_exported_run_is_imported_back_row_for_row(store: Store, clock: FakeC
         store.import_run("t2", rows, clock.now())
     with pytest.raises(RunNotFoundError):
         store.export_run("t2", "r1")
+
+
+def test_pruning_keeps_finished_runs_and_leaves_live_ones_and_savepointed_history(
+    store: Store, clock: FakeClock
+) -> None:
+    for rid in ("done", "marked"):
+        claimed(store, clock, rid)
+        commit(store, clock, rid, state={"n": b"1"}, next_step=None, status=RunStatus.SUCCEEDED)
+    store.add_savepoint("t1", "marked", "keep", 1, by="p", expires_at=None, now=clock.now())
+    claimed(store, clock, "live")
+    now = clock.now()
+    assert store.prune_finished("events", now, now, limit=1) > 0
+    while store.prune_finished("events", now, now, limit=1):
+        pass
+    assert store.events("t1", "done") == [] and store.events("t1", "marked") == []
+    assert store.events("t1", "live") != []
+    while store.prune_finished("history", now, now, limit=10):
+        pass
+    assert store.state_changes("t1", "done") == []
+    assert store.state_changes("t1", "marked") != [], "a live savepoint keeps its history"
+    assert store.state_changes("t1", "live") != []
+    assert store.get_run("t1", "done").status is RunStatus.SUCCEEDED
+    assert store.load_state("t1", "done") == {"n": b"1"}, "the final state stays"
+    with pytest.raises(InvalidInputError):
+        store.prune_finished("runs", now, now, limit=1)

@@ -31,6 +31,8 @@ def _counts(rows: dict[str, int]) -> str:
     "--orphan-grace", default="1h", show_default=True, help="Spare unreferenced objects younger."
 )
 @click.option("--batch", default=100, show_default=True, help="Runs deleted per transaction.")
+@click.option("--events-older-than", help="Delete events of runs finished this long ago.")
+@click.option("--history-older-than", help="Delete state history of runs finished this long ago.")
 @click.option("--archive", is_flag=True, help="Archive each run to object storage first.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_settings
@@ -41,6 +43,8 @@ def gc(
     keeps: tuple[str, ...],
     orphan_grace: str,
     batch: int,
+    events_older_than: str | None,
+    history_older_than: str | None,
     archive: bool,
     as_json: bool,
 ) -> None:
@@ -62,6 +66,8 @@ def gc(
         workflows=workflows,
         orphan_grace=duration(orphan_grace, "--orphan-grace"),
         batch=batch,
+        events=None if events_older_than is None else duration(events_older_than, "--events"),
+        history=None if history_older_than is None else duration(history_older_than, "--history"),
     )
     with settings.runtime() as rt:
         report = rt.gc(policy, archive=archive)

@@ -153,15 +153,22 @@ class Retention:
     per workflow name (None: keep that workflow's runs). A run with a live savepoint is kept.
     ``orphan_grace`` protects artifact objects that no row references for that long after
     they were written (an upload a step is about to commit). ``batch`` runs are deleted per
-    transaction."""
+    transaction. ``events`` and ``history`` prune those parts of finished runs sooner than the
+    runs themselves."""
 
     finished: timedelta | None = timedelta(days=30)
     workflows: dict[str, timedelta | None] = field(default_factory=dict)
     orphan_grace: timedelta = timedelta(hours=1)
     batch: int = 100
+    events: timedelta | None = None
+    """Delete the events of finished runs this long after they ended, keeping the runs."""
+    history: timedelta | None = None
+    """Delete the state history of finished runs (without a live savepoint) this long after
+    they ended, keeping the runs and their final state; they can no longer be forked."""
 
     def __post_init__(self) -> None:
-        ages = [self.finished, self.orphan_grace, *self.workflows.values()]
+        ages = [self.finished, self.orphan_grace, self.events, self.history]
+        ages += list(self.workflows.values())
         if any(a is not None and a < timedelta(0) for a in ages):
             raise InvalidInputError("a retention period cannot be negative", fix="pass 0 or more")
         if not 1 <= self.batch <= 10_000:

@@ -66,6 +66,14 @@ class Retainer:
                 removed = removed.plus(self._free(done))
                 if not done.rows.get("runs"):
                     break  # nothing deletable left in this batch: never spin
+        for part, age in (("events", policy.events), ("history", policy.history)):
+            if age is None:
+                continue
+            pruned = 0
+            while n := self.parts.store.prune_finished(part, now - age, now, limit=policy.batch):
+                pruned += n
+            if pruned:
+                removed = removed.plus(Removed({part: pruned}))
         orphans = 0
         while True:
             found = self.parts.store.orphan_uploads(limit=policy.batch)

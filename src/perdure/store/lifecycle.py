@@ -147,6 +147,12 @@ class RetentionStore(Protocol):
         not finished, or unknown, is skipped."""
         ...
 
+    def prune_finished(self, part: str, before: datetime, now: datetime, *, limit: int) -> int:
+        """Delete one part (``events``, or ``history``: the state history, kept while a
+        savepoint of the run is live) of up to ``limit`` finished runs last changed at or before
+        ``before``, keeping the runs themselves; return the rows deleted (0: nothing left)."""
+        ...
+
     def erase_thread(self, tenant_id: str, thread_id: str, *, by: str, now: datetime) -> Removed:
         """Erase a conversation: every run of the thread (whatever its status) with all it
         owns, and every message of the thread, in one transaction; record an ``erasures`` row

@@ -118,6 +118,7 @@ class Engine:
     # -- retention and erasure --------------------------------------------------------------------
     expired_runs = retention.expired_runs
     delete_runs = retention.delete_runs
+    prune_finished = retention.prune_finished
     erase_thread = retention.erase_thread
     erase_run = retention.erase_run
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from perdure.core.errors import RunBusyError, RunNotFoundError
+from perdure.core.errors import InvalidInputError, RunBusyError, RunNotFoundError
 from perdure.core.history import Removed
 from perdure.core.model import TERMINAL
 from perdure.store.driver import Tx
@@ -88,6 +88,16 @@ def delete_runs(self: Engine, runs: Sequence[tuple[str, str]], now: datetime) ->
         _count(rows, "runs", tx.run("delete_runs", every))
         freed = unreferenced(tx, pairs)
     return Removed(rows, freed)
+
+
+def prune_finished(self: Engine, part: str, before: datetime, now: datetime, *, limit: int) -> int:
+    """See :meth:`RetentionStore.prune_finished`."""
+    if part not in ("events", "history"):
+        raise InvalidInputError(f"cannot prune {part!r}", fix="prune events or history")
+    d = self.driver
+    params = {"before": d.stamp(before), "now": d.stamp(now), "limit": limit}
+    with d.write() as tx:
+        return tx.run(f"prune_{part}", params)
 
 
 def erase_thread(

@@ -799,3 +799,23 @@ VALUES (%(tenant_id)s, %(run_id)s, %(type)s, %(step)s, %(fence)s, %(data)s::json
 -- name: restore_step
 INSERT INTO perdure.steps (run_id, seq, tenant_id, name, fence, outcome, next_step, started_at, finished_at)
 VALUES (%(run_id)s, %(seq)s, %(tenant_id)s, %(name)s, %(fence)s, %(outcome)s, %(next_step)s, %(started_at)s, %(finished_at)s);
+
+-- Pruning parts of finished runs that are kept (gc's events and history retention).
+
+-- name: prune_events
+DELETE FROM perdure.events WHERE run_id IN (
+    SELECT r.run_id FROM perdure.runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= %(before)s
+      AND EXISTS (SELECT 1 FROM perdure.events e WHERE e.run_id = r.run_id)
+    LIMIT %(limit)s);
+
+-- name: prune_history
+-- A live savepoint keeps its run's history (it may be forked from).
+DELETE FROM perdure.state_history WHERE run_id IN (
+    SELECT r.run_id FROM perdure.runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= %(before)s
+      AND EXISTS (SELECT 1 FROM perdure.state_history h WHERE h.run_id = r.run_id)
+      AND NOT EXISTS (
+          SELECT 1 FROM perdure.savepoints s
+          WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > %(now)s))
+    LIMIT %(limit)s);

@@ -698,3 +698,23 @@ VALUES (:tenant_id, :run_id, :type, :step, :fence, :data, :at);
 -- name: restore_step
 INSERT INTO steps (run_id, seq, tenant_id, name, fence, outcome, next_step, started_at, finished_at)
 VALUES (:run_id, :seq, :tenant_id, :name, :fence, :outcome, :next_step, :started_at, :finished_at);
+
+-- Pruning parts of finished runs that are kept (gc's events and history retention).
+
+-- name: prune_events
+DELETE FROM events WHERE run_id IN (
+    SELECT r.run_id FROM runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= :before
+      AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id)
+    LIMIT :limit);
+
+-- name: prune_history
+-- A live savepoint keeps its run's history (it may be forked from).
+DELETE FROM state_history WHERE run_id IN (
+    SELECT r.run_id FROM runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= :before
+      AND EXISTS (SELECT 1 FROM state_history h WHERE h.run_id = r.run_id)
+      AND NOT EXISTS (
+          SELECT 1 FROM savepoints s
+          WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > :now))
+    LIMIT :limit);
