@@ -159,3 +159,18 @@ def use(ctx: Context, s: Rag) -> Outcome:
 
 
 rag = Workflow("rag", state=Rag, steps=[load, use])
+
+
+@step(next=["aread"])
+async def amake(ctx: Context, s: Report) -> Outcome:
+    s.report = await ctx.aput_artifact(f"async {s.label}".encode(), media_type="text/plain")
+    return goto("aread")
+
+
+@step
+async def aread(ctx: Context, s: Report) -> Outcome:
+    assert s.report is not None
+    return done({"text": (await ctx.aget_artifact(s.report)).decode()})
+
+
+areport = Workflow("areport", state=Report, steps=[amake, aread])

@@ -131,3 +131,11 @@ def test_put_artifact_streams_a_file_and_refuses_text(runtime: Runtime, tmp_path
         runtime.artifacts.put(who, "text", "text/plain")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         runtime.artifacts.put(who, b"x", "not a media type")
+
+
+def test_async_steps_put_and_get_artifacts_off_the_event_loop(runtime: Runtime) -> None:
+    run = runtime.start(app.areport, {"label": "a1"})
+    runtime.run_until_idle()
+    done = runtime.get(run.run_id)
+    assert done.status is RunStatus.SUCCEEDED, done.error
+    assert done.result == {"text": "async a1"}

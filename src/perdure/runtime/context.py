@@ -252,6 +252,26 @@ class Context:
 
         return self._host.get_artifact(ArtifactRef.from_json(ref))
 
+    async def aput_artifact(
+        self,
+        data: Data,
+        *,
+        media_type: str = "application/octet-stream",
+        parents: Iterable[ArtifactRef] = (),
+    ) -> ArtifactRef:
+        """:meth:`put_artifact` for ``async def`` steps: the hashing, the database write and
+        the upload run in the run's own execution thread, so the event loop never waits."""
+        host, parents = self._host, tuple(parents)
+        return await host.bridge.call(lambda: host.put_artifact(data, media_type, parents))
+
+    async def aget_artifact(self, ref: ArtifactRef | dict[str, JSON]) -> bytes:
+        """:meth:`get_artifact` for ``async def`` steps (the read and the check run off the
+        event loop)."""
+        from perdure.core.artifacts import ArtifactRef
+
+        host, checked = self._host, ArtifactRef.from_json(ref)
+        return await host.bridge.call(lambda: host.get_artifact(checked))
+
     def savepoint(self, label: str, *, expires: timedelta | datetime | None = None) -> None:
         """Mark the state this step commits as savepoint ``label``: a confirmed point a
         person can fork the run from (``perdure fork RUN --savepoint LABEL``).
