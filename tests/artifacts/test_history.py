@@ -192,3 +192,50 @@ def test_an_async_application_reads_history_and_forks_through_the_async_runtime(
         return len(entries), fork.next_step
 
     assert asyncio.run(go()) == (5, "notify")
+
+
+def test_an_upgrade_that_rewrites_an_offloaded_field_commits_its_artifact(
+    runtime: Runtime, objects: Any
+) -> None:
+    from dataclasses import dataclass
+    from datetime import timedelta
+
+    from perdure import Context, Retention, Workflow, done, step, wait_for_signal
+
+    @dataclass
+    class V1:
+        notes: str = ""
+
+    @dataclass
+    class V2:
+        notes: str = ""
+        words: int = 0
+
+    @step(next=["end"])
+    def begin(ctx: Context, s: Any) -> Any:
+        s.notes = "n" * 200_000
+        return wait_for_signal("go", next="end")
+
+    @step
+    def end(ctx: Context, s: Any) -> Any:
+        return done({"len": len(s.notes), "words": s.words})
+
+    v1 = Workflow("doc", version=1, state_schema=1, state=V1, steps=[begin, end])
+    v2 = Workflow("doc", version=2, state_schema=2, state=V2, steps=[begin, end])
+
+    @v2.migration(from_schema=1)
+    def count(data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "notes": data["notes"] + "!", "words": 1}
+
+    run = runtime.start(v1)
+    runtime.run_until_idle()
+    runtime.register(v2)
+    runtime.signal(run.run_id, "go")
+    runtime.gc(Retention(finished=None, orphan_grace=timedelta(0)))
+    runtime.run_until_idle()
+    statuses = {str(a.status) for a in runtime.store.artifacts("default", run_id=run.run_id)}
+    assert statuses == {"committed"}, "the migrated value's upload is committed with the upgrade"
+    swept = runtime.gc(Retention(finished=None, orphan_grace=timedelta(0)))
+    assert swept.objects_deleted == 0, "the old value stays too: the history points to it"
+    assert len(objects.list()) == 2
+    assert runtime.get(run.run_id).result == {"len": 200_001, "words": 1}

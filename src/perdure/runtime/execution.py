@@ -170,7 +170,7 @@ class Execution:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""
         run, wf, up = self.run, self.workflow, found.upgrade
         writer = self.host.writer()
-        stored, _ids = self.artifacts.offload_fields(writer, found.fields, wf.codec.lazy)
+        stored, uploads = self.artifacts.offload_fields(writer, found.fields, wf.codec.lazy)
         self.stored = dict(stored)
         upgraded = self.store.upgrade_run(
             run.tenant_id,
@@ -182,6 +182,7 @@ class Execution:
             next_step=up.next_step,
             workflow_version=wf.version,
             state_schema=wf.state_schema,
+            artifacts=uploads,
             now=self.clock.now(),
             data={
                 "from_version": run.workflow_version,

@@ -59,6 +59,7 @@ def upgrade_run(
     state_schema: int,
     now: datetime,
     data: JSON,
+    artifacts: Sequence[int] = (),
 ) -> Run:
     """See :meth:`Store.upgrade_run`."""
     d = self.driver
@@ -87,6 +88,9 @@ def upgrade_run(
             version=int(row["state_version"]),
             drop=drop,
         )
+        for artifact_id in artifacts:
+            params = {**ids, "id": artifact_id, "fence": fence, "now": at}
+            tx.run("commit_artifact", {**params, "step_seq": int(row["steps_done"])})
         event(tx, ids, "upgraded", next_step, fence, data, at)
     return run_from_row(row, d.when)
 
