@@ -34,6 +34,7 @@ def _counts(rows: dict[str, int]) -> str:
 @click.option("--events-older-than", help="Delete events of runs finished this long ago.")
 @click.option("--history-older-than", help="Delete state history of runs finished this long ago.")
 @click.option("--archive", is_flag=True, help="Archive each run to object storage first.")
+@click.option("--no-object-scan", is_flag=True, help="Skip listing the artifact store for orphans.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_settings
 @run_command
@@ -46,6 +47,7 @@ def gc(
     events_older_than: str | None,
     history_older_than: str | None,
     archive: bool,
+    no_object_scan: bool,
     as_json: bool,
 ) -> None:
     """Delete finished runs past their retention (with their steps, state history, events,
@@ -70,7 +72,7 @@ def gc(
         history=None if history_older_than is None else duration(history_older_than, "--history"),
     )
     with settings.runtime() as rt:
-        report = rt.gc(policy, archive=archive)
+        report = rt.gc(policy, archive=archive, objects=not no_object_scan)
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())
         return
