@@ -34,6 +34,7 @@ def test_a_step_uploads_an_artifact_that_a_later_step_reads_back(
     assert object_key("default", record.ref.digest) in objects.list()
     state = runtime.state_at(run_id, 1)
     assert state["report"] == record.ref.to_json()
+    assert runtime.history(run_id)[1].artifacts == (record.ref.uri,)
     runtime.signal(run_id, "go")
     runtime.run_until_idle()
     done = runtime.get(run_id)

@@ -38,6 +38,8 @@ def _entry_line(e: HistoryEntry) -> str:
         for c in e.changes
     )
     marks = f"  savepoint: {', '.join(e.savepoints)}" if e.savepoints else ""
+    if e.artifacts:
+        marks += f"  artifacts: {len(e.artifacts)}"
     then = f" -> {e.next_step}" if e.next_step else ""
     outcome = f" {e.outcome}{then}" if e.outcome else ""
     return f"{e.step_seq:>4}  {name}{outcome}  changed: {changed or '-'}{marks}"

@@ -41,6 +41,8 @@ class HistoryEntry:
     finished_at: datetime | None
     changes: tuple[FieldChange, ...]
     savepoints: tuple[str, ...] = ()
+    artifacts: tuple[str, ...] = ()
+    """The artifacts the step stored (``artifact:sha256:...``), offloaded values included."""
 
     def to_json(self) -> dict[str, JSON]:
         """The entry as a JSON object."""
@@ -52,6 +54,7 @@ class HistoryEntry:
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
             "changes": [c.to_json() for c in self.changes],
             "savepoints": list(self.savepoints),
+            "artifacts": list(self.artifacts),
         }
 
 
@@ -71,6 +74,9 @@ class History:
         store.get_run(tenant_id, run_id)
         changes = store.state_changes(tenant_id, run_id)
         marks = store.savepoints(tenant_id, run_id)
+        made = [
+            a for a in store.artifacts(tenant_id, run_id=run_id) if str(a.status) == "committed"
+        ]
         entries = [HistoryEntry(0, None, None, None, None, ())]
         entries += [
             HistoryEntry(s.seq, s.name, str(s.outcome), s.next_step, s.finished_at, ())
@@ -81,6 +87,7 @@ class History:
                 e,
                 changes=tuple(c for c in changes if c.step_seq == e.step_seq),
                 savepoints=tuple(m.label for m in marks if m.step_seq == e.step_seq),
+                artifacts=tuple(a.ref.uri for a in made if (a.step_seq or 0) == e.step_seq),
             )
             for e in entries
         ]
