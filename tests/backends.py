@@ -256,3 +256,34 @@ def damage_graph(db_url: str, what: str, thread_id: str, value: bytes | str) -> 
     """Overwrite a thread's stored checkpoints or channel values (``what`` in GRAPH_DAMAGE)
     behind the store's back."""
     _graph_sql(db_url, GRAPH_DAMAGE[what], (value, thread_id))
+
+
+def rows_mentioning(db_url: str, *needles: str) -> dict[str, int]:
+    """For every table of the database (read behind the store's back): how many rows hold one
+    of ``needles`` anywhere in their text. Tables with no such row are left out."""
+    found: dict[str, int] = {}
+    if db_url.startswith("sqlite:///"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+            hits = sum(1 for row in rows if any(n in " ".join(map(str, row)) for n in needles))
+            if hits:
+                found[table] = hits
+        conn.close()
+        return found
+    import psycopg
+
+    with psycopg.connect(db_url) as pg:
+        tables = [
+            r[0]
+            for r in pg.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'perdure'"
+            ).fetchall()
+        ]
+        for table in tables:
+            rows = pg.execute(f'SELECT t::text FROM perdure."{table}" t').fetchall()
+            hits = sum(1 for (text,) in rows if any(n in text for n in needles))
+            if hits:
+                found[table] = hits
+    return found

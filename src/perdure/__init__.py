@@ -10,7 +10,8 @@ submodules are the implementation. Importing this package needs only the base de
 a feature that needs them is used.
 
 Declaring a workflow
-    :class:`Workflow`, :func:`step`, :class:`RetryPolicy`, :class:`Budget`.
+    :class:`Workflow`, :func:`step`, :class:`RetryPolicy`, :class:`Budget`; state fields kept
+    apart: :func:`lazy` (a :class:`Lazy` value read on first access), :func:`derived`.
 
 What a step returns (outcomes)
     :func:`goto`, :func:`done`, :func:`fail`, :func:`wait_for_approval`,
@@ -21,7 +22,7 @@ What a step returns (outcomes)
 Inside a step
     :class:`Context` (the ``ctx`` argument), :class:`Message`, :class:`ToolCall`,
     :func:`tool_call`, :class:`Approval` (``ctx.approval``), :class:`Signal` (``ctx.signals``),
-    :class:`Release` (``ctx.release``).
+    :class:`Release` (``ctx.release``), :class:`ArtifactRef` (``ctx.put_artifact``).
 
 Effects (``ctx.effect``)
     :class:`EffectResult` (a result with a receipt), :class:`Reconciled` (what a reconciler
@@ -41,7 +42,7 @@ Agents (``ctx.model_call``, ``ctx.context``; see docs/agents.md)
 Running and inspecting runs
     :class:`Runtime`, :class:`AsyncRuntime`, :class:`Worker`, :class:`Run`, :class:`RunView`,
     :class:`RunStatus`, :class:`Durability`, :class:`Principal`, :class:`Keyring`,
-    :class:`Limits`; clocks:
+    :class:`Limits`, :class:`Savepoint`, :class:`Retention`; clocks:
     :class:`Clock`, :class:`SystemClock`, :class:`FakeClock`.
 
 Threads and streams
@@ -57,11 +58,18 @@ Errors (each has a stable ``.code`` and a ``.fix``)
     :class:`StaleStateError`, :class:`IllegalTransitionError`, :class:`ApprovalStateError`,
     :class:`NotAuthorizedError`, :class:`EffectNotFoundError`, :class:`EffectStateError`,
     :class:`DecodeError`, :class:`OversizeError`, :class:`IntegrityError`, :class:`StoreError`,
-    :class:`StoreUnavailableError`, :class:`SchemaTooNewError`, :class:`MigrationChecksumError`.
+    :class:`StoreUnavailableError`, :class:`SchemaTooNewError`, :class:`MigrationChecksumError`,
+    :class:`ArtifactError`, :class:`ArtifactMissingError`, :class:`ArtifactCorruptError`.
 """
 
 from __future__ import annotations
 
+from perdure.core.artifacts import (
+    ArtifactCorruptError,
+    ArtifactError,
+    ArtifactMissingError,
+    ArtifactRef,
+)
 from perdure.core.budget import Budget
 from perdure.core.chat import (
     ChatModel,
@@ -110,6 +118,8 @@ from perdure.core.errors import (
     ThreadBusyError,
     WorkflowNotFoundError,
 )
+from perdure.core.fields import Lazy, derived, lazy
+from perdure.core.history import Retention, Savepoint
 from perdure.core.model import (
     Approval,
     Durability,
@@ -156,6 +166,10 @@ from perdure.runtime.worker import Worker
 __all__ = [
     "Approval",
     "ApprovalStateError",
+    "ArtifactCorruptError",
+    "ArtifactError",
+    "ArtifactMissingError",
+    "ArtifactRef",
     "AsyncRuntime",
     "Budget",
     "BudgetExhaustedError",
@@ -183,6 +197,7 @@ __all__ = [
     "IntegrityError",
     "InvalidInputError",
     "Keyring",
+    "Lazy",
     "LeaseLostError",
     "Limits",
     "Message",
@@ -200,6 +215,7 @@ __all__ = [
     "Principal",
     "Reconciled",
     "Release",
+    "Retention",
     "RetryPolicy",
     "Run",
     "RunBusyError",
@@ -208,6 +224,7 @@ __all__ = [
     "RunStatus",
     "RunView",
     "Runtime",
+    "Savepoint",
     "SchemaTooNewError",
     "Signal",
     "Sleep",
@@ -235,9 +252,11 @@ __all__ = [
     "Workflow",
     "WorkflowNotFoundError",
     "arun_tools",
+    "derived",
     "done",
     "fail",
     "goto",
+    "lazy",
     "run_tools",
     "sleep",
     "sleep_until",

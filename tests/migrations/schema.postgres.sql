@@ -32,6 +32,27 @@ CREATE TABLE perdure.approvals (
     CONSTRAINT approvals_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text])))
 );
 
+-- table artifacts
+CREATE TABLE perdure.artifacts (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_id text NOT NULL,
+    run_id text NOT NULL,
+    step text,
+    step_seq integer,
+    fence bigint NOT NULL,
+    digest text NOT NULL,
+    size bigint NOT NULL,
+    media_type text NOT NULL,
+    parents json,
+    status text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    committed_at timestamp with time zone,
+    CONSTRAINT artifacts_pkey PRIMARY KEY (id),
+    CONSTRAINT artifacts_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
+    CONSTRAINT artifacts_size_check CHECK ((size >= 0)),
+    CONSTRAINT artifacts_status_check CHECK ((status = ANY (ARRAY['uploaded'::text, 'committed'::text])))
+);
+
 -- table effects
 CREATE TABLE perdure.effects (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -62,6 +83,18 @@ CREATE TABLE perdure.effects (
     CONSTRAINT effects_status_check CHECK ((status = ANY (ARRAY['planned'::text, 'executing'::text, 'confirmed'::text, 'rejected'::text, 'ambiguous'::text, 'compensated'::text])))
 );
 
+-- table erasures
+CREATE TABLE perdure.erasures (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_id text NOT NULL,
+    thread_id text,
+    run_id text,
+    counts json NOT NULL,
+    erased_by text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT erasures_pkey PRIMARY KEY (id)
+);
+
 -- table events
 CREATE TABLE perdure.events (
     seq bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -74,6 +107,21 @@ CREATE TABLE perdure.events (
     at timestamp with time zone NOT NULL,
     CONSTRAINT events_pkey PRIMARY KEY (seq),
     CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
+);
+
+-- table forks
+CREATE TABLE perdure.forks (
+    run_id text NOT NULL,
+    tenant_id text NOT NULL,
+    source_run_id text NOT NULL,
+    step_seq integer NOT NULL,
+    savepoint text,
+    patched json,
+    created_by text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT forks_pkey PRIMARY KEY (run_id),
+    CONSTRAINT forks_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
+    CONSTRAINT forks_step_seq_check CHECK ((step_seq >= 0))
 );
 
 -- table graph_blobs
@@ -133,6 +181,8 @@ CREATE TABLE perdure.messages (
     tool_calls json,
     tool_call_id text,
     at timestamp with time zone NOT NULL,
+    step_seq integer,
+    content_artifact json,
     CONSTRAINT messages_pkey PRIMARY KEY (id),
     CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['system'::text, 'user'::text, 'assistant'::text, 'tool'::text]))),
     CONSTRAINT messages_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
@@ -193,6 +243,20 @@ CREATE TABLE perdure.runs (
     CONSTRAINT runs_tenant_id_idempotency_key_key UNIQUE (tenant_id, idempotency_key)
 );
 
+-- table savepoints
+CREATE TABLE perdure.savepoints (
+    run_id text NOT NULL,
+    tenant_id text NOT NULL,
+    label text NOT NULL,
+    step_seq integer NOT NULL,
+    created_by text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone,
+    CONSTRAINT savepoints_pkey PRIMARY KEY (run_id, label),
+    CONSTRAINT savepoints_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
+    CONSTRAINT savepoints_step_seq_check CHECK ((step_seq >= 0))
+);
+
 -- table signals
 CREATE TABLE perdure.signals (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -216,6 +280,20 @@ CREATE TABLE perdure.state_fields (
     value text NOT NULL,
     CONSTRAINT state_fields_pkey PRIMARY KEY (run_id, field),
     CONSTRAINT state_fields_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
+);
+
+-- table state_history
+CREATE TABLE perdure.state_history (
+    run_id text NOT NULL,
+    tenant_id text NOT NULL,
+    field text NOT NULL,
+    step_seq integer NOT NULL,
+    version bigint NOT NULL,
+    value text,
+    CONSTRAINT state_history_pkey PRIMARY KEY (run_id, field, step_seq, version),
+    CONSTRAINT state_history_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
+    CONSTRAINT state_history_step_seq_check CHECK ((step_seq >= 0)),
+    CONSTRAINT state_history_version_check CHECK ((version >= 0))
 );
 
 -- table steps
@@ -312,6 +390,12 @@ CREATE INDEX approvals_by_run ON perdure.approvals USING btree (run_id, id);
 -- index approvals_pending
 CREATE INDEX approvals_pending ON perdure.approvals USING btree (tenant_id, status, id);
 
+-- index artifacts_by_digest
+CREATE INDEX artifacts_by_digest ON perdure.artifacts USING btree (tenant_id, digest);
+
+-- index artifacts_by_run
+CREATE INDEX artifacts_by_run ON perdure.artifacts USING btree (run_id, status);
+
 -- index effects_by_run
 CREATE INDEX effects_by_run ON perdure.effects USING btree (tenant_id, run_id, id);
 
@@ -323,6 +407,9 @@ CREATE INDEX events_by_run ON perdure.events USING btree (run_id, seq);
 
 -- index events_by_tenant
 CREATE INDEX events_by_tenant ON perdure.events USING btree (tenant_id, seq);
+
+-- index forks_by_source
+CREATE INDEX forks_by_source ON perdure.forks USING btree (tenant_id, source_run_id);
 
 -- index graph_checkpoints_by_run
 CREATE INDEX graph_checkpoints_by_run ON perdure.graph_checkpoints USING btree (tenant_id, graph_run_id);
@@ -347,6 +434,9 @@ CREATE UNIQUE INDEX runs_thread_queue ON perdure.runs USING btree (tenant_id, th
 
 -- index signals_inbox
 CREATE INDEX signals_inbox ON perdure.signals USING btree (run_id, name, consumed_at, id);
+
+-- index state_history_by_step
+CREATE INDEX state_history_by_step ON perdure.state_history USING btree (run_id, step_seq);
 
 -- index thread_inbox_pending
 CREATE INDEX thread_inbox_pending ON perdure.thread_inbox USING btree (tenant_id, thread_id, delivered_at, id);

@@ -7,6 +7,12 @@ CREATE INDEX approvals_by_run ON approvals (run_id, id);
 -- index approvals_pending
 CREATE INDEX approvals_pending ON approvals (tenant_id, status, id);
 
+-- index artifacts_by_digest
+CREATE INDEX artifacts_by_digest ON artifacts (tenant_id, digest);
+
+-- index artifacts_by_run
+CREATE INDEX artifacts_by_run ON artifacts (run_id, status);
+
 -- index effects_by_run
 CREATE INDEX effects_by_run ON effects (tenant_id, run_id, id);
 
@@ -18,6 +24,9 @@ CREATE INDEX events_by_run ON events (run_id, seq);
 
 -- index events_by_tenant
 CREATE INDEX events_by_tenant ON events (tenant_id, seq);
+
+-- index forks_by_source
+CREATE INDEX forks_by_source ON forks (tenant_id, source_run_id);
 
 -- index graph_checkpoints_by_run
 CREATE INDEX graph_checkpoints_by_run ON graph_checkpoints (tenant_id, graph_run_id);
@@ -42,6 +51,9 @@ CREATE UNIQUE INDEX runs_thread_queue ON runs (tenant_id, thread_id, thread_seq)
 
 -- index signals_inbox
 CREATE INDEX signals_inbox ON signals (run_id, name, consumed_at, id);
+
+-- index state_history_by_step
+CREATE INDEX state_history_by_step ON state_history (run_id, step_seq);
 
 -- index thread_inbox_pending
 CREATE INDEX thread_inbox_pending ON thread_inbox (tenant_id, thread_id, delivered_at, id);
@@ -76,6 +88,23 @@ CREATE TABLE approvals (
     decided_at   TEXT
 );
 
+-- table artifacts
+CREATE TABLE artifacts (
+    id           INTEGER PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    run_id       TEXT NOT NULL REFERENCES runs (run_id),
+    step         TEXT,
+    step_seq     INTEGER,
+    fence        INTEGER NOT NULL,
+    digest       TEXT NOT NULL,
+    size         INTEGER NOT NULL CHECK (size >= 0),
+    media_type   TEXT NOT NULL,
+    parents      TEXT,
+    status       TEXT NOT NULL CHECK (status IN ('uploaded', 'committed')),
+    created_at   TEXT NOT NULL,
+    committed_at TEXT
+);
+
 -- table effects
 CREATE TABLE effects (
     id           INTEGER PRIMARY KEY,
@@ -102,6 +131,17 @@ CREATE TABLE effects (
     updated_at   TEXT NOT NULL
 , deadline TEXT);
 
+-- table erasures
+CREATE TABLE erasures (
+    id         INTEGER PRIMARY KEY,
+    tenant_id  TEXT NOT NULL,
+    thread_id  TEXT,
+    run_id     TEXT,
+    counts     TEXT NOT NULL,
+    erased_by  TEXT NOT NULL,
+    at         TEXT NOT NULL
+);
+
 -- table events
 CREATE TABLE events (
     seq       INTEGER PRIMARY KEY,
@@ -113,6 +153,18 @@ CREATE TABLE events (
     data      TEXT,
     at        TEXT NOT NULL
 );
+
+-- table forks
+CREATE TABLE forks (
+    run_id        TEXT PRIMARY KEY REFERENCES runs (run_id),
+    tenant_id     TEXT NOT NULL,
+    source_run_id TEXT NOT NULL,
+    step_seq      INTEGER NOT NULL CHECK (step_seq >= 0),
+    savepoint     TEXT,
+    patched       TEXT,
+    created_by    TEXT NOT NULL,
+    created_at    TEXT NOT NULL
+) WITHOUT ROWID;
 
 -- table graph_blobs
 CREATE TABLE graph_blobs (
@@ -169,7 +221,7 @@ CREATE TABLE messages (
     content      TEXT NOT NULL,
     tool_calls   TEXT,
     tool_call_id TEXT,
-    at           TEXT NOT NULL,
+    at           TEXT NOT NULL, step_seq INTEGER, content_artifact TEXT,
     UNIQUE (tenant_id, thread_id, seq)
 );
 
@@ -216,6 +268,18 @@ CREATE TABLE runs (
     UNIQUE (tenant_id, idempotency_key)
 );
 
+-- table savepoints
+CREATE TABLE savepoints (
+    run_id     TEXT NOT NULL REFERENCES runs (run_id),
+    tenant_id  TEXT NOT NULL,
+    label      TEXT NOT NULL,
+    step_seq   INTEGER NOT NULL CHECK (step_seq >= 0),
+    created_by TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    PRIMARY KEY (run_id, label)
+) WITHOUT ROWID;
+
 -- table signals
 CREATE TABLE signals (
     id          INTEGER PRIMARY KEY,
@@ -236,6 +300,17 @@ CREATE TABLE state_fields (
     field     TEXT NOT NULL,
     value     TEXT NOT NULL,
     PRIMARY KEY (run_id, field)
+) WITHOUT ROWID;
+
+-- table state_history
+CREATE TABLE state_history (
+    run_id    TEXT NOT NULL REFERENCES runs (run_id),
+    tenant_id TEXT NOT NULL,
+    field     TEXT NOT NULL,
+    step_seq  INTEGER NOT NULL CHECK (step_seq >= 0),
+    version   INTEGER NOT NULL CHECK (version >= 0),
+    value     TEXT,
+    PRIMARY KEY (run_id, field, step_seq, version)
 ) WITHOUT ROWID;
 
 -- table steps

@@ -14,6 +14,8 @@ from perdure.cli import render
 from perdure.cli.client import Client, server_options
 from perdure.cli.drills import drills
 from perdure.cli.effects import chaos, effects
+from perdure.cli.history import duration, fork, history, savepoint, show_state_at
+from perdure.cli.retention import delete, gc, restore
 from perdure.cli.serve import keys, log_options, serve, serve_metrics
 from perdure.cli.streams import stream, thread
 from perdure.cli.support import (
@@ -31,6 +33,7 @@ from perdure.cli.waits import approvals, approve, reject, signal
 from perdure.cli.watch import watch, watch_runs
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
+from perdure.core.history import Retention
 from perdure.core.model import Durability, RunStatus
 from perdure.demos.agent_cli import agent_demo
 from perdure.demos.cli import demo
@@ -209,10 +212,15 @@ def runs(
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--events", default=10, show_default=True, help="How many recent events.")
+@click.option("--at", "at_step", type=int, help="Show the state after step N (0: start).")
 @pass_settings
 @run_command
-def show(settings: Settings, run_id: str, as_json: bool, events: int) -> None:
-    """Show a run: status, next step, completed steps, messages, last events."""
+def show(settings: Settings, run_id: str, as_json: bool, events: int, at_step: int | None) -> None:
+    """Show a run: status, next step, completed steps, messages, last events; with --at, its
+    state at that step."""
+    if at_step is not None:
+        show_state_at(settings, run_id, at_step, as_json)
+        return
     with settings.runtime() as rt:
         view = rt.status(run_id, tenant=settings.tenant, events=events)
     if as_json:
@@ -314,6 +322,8 @@ def cancel(
 )
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
 @log_options
+@click.option("--gc-every", type=float, help="Run gc when idle, at most every N seconds.")
+@click.option("--gc-older-than", default="30d", show_default=True, help="Retention for --gc-every.")
 @pass_settings
 @run_command
 def worker(
@@ -327,6 +337,8 @@ def worker(
     metrics_host: str,
     log_format: str,
     log_level: str,
+    gc_every: float | None,
+    gc_older_than: str,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
     configure_logs(log_format, log_level.upper())
@@ -340,6 +352,9 @@ def worker(
         on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
         on_error=lambda exc: click.echo(exc.one_line(), err=True),
         on_drain=lambda: click.echo("draining: the steps in flight finish, then their leases go"),
+        gc_every=gc_every,
+        retention=Retention(finished=duration(gc_older_than, "--gc-older-than")),
+        on_gc=click.echo,
     )
     w.install_signal_handlers()
     serving = ", ".join(sorted(rt.workflows))
@@ -377,7 +392,7 @@ main.add_command(chaos)
 main.add_command(stream)
 main.add_command(thread)
 main.add_command(drills)
-for command in (serve, keys, watch):
+for command in (serve, keys, watch, history, fork, savepoint, gc, delete, restore):
     main.add_command(command)
 
 

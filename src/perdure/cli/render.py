@@ -47,6 +47,9 @@ def message_line(m: Message) -> str:
         body = f"{m.content}  (result of {m.tool_call_id})"
     else:
         body = m.content
+    if len(body) > 2000:  # a large (offloaded) output: its start, and where the rest is
+        where = f"; {m.artifact.uri}" if m.artifact is not None else ""
+        body = f"{body[:2000]}... ({len(body)} characters{where})"
     return f"{m.seq:>4}  {m.role:<9} {body}"
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import BudgetState
 from perdure.core.records import ApprovalStatus, EventType, RunError, StepOutcome, Waiting
 from perdure.core.values import JSON
@@ -220,10 +221,14 @@ class Message:
     seq: int | None = None
     run_id: str | None = None
     at: datetime | None = field(default=None, compare=False)
+    artifact: ArtifactRef | None = field(default=None, compare=False)
+    """Where the content is kept when it was too large to store inline (set by the store)."""
 
     def to_json(self) -> dict[str, JSON]:
         """The message as a JSON object (what ``perdure show --json`` prints)."""
         out: dict[str, JSON] = {"seq": self.seq, "role": self.role, "content": self.content}
+        if self.artifact is not None:
+            out["artifact"] = self.artifact.uri
         if self.tool_calls:
             out["tool_calls"] = [c.to_json() for c in self.tool_calls]
         if self.tool_call_id is not None:

@@ -61,6 +61,8 @@ class EventType(StrEnum):
     GRAPH_RUNS_DELETED = "graph_runs_deleted"
     GRAPH_THREAD_COPIED = "graph_thread_copied"
     GRAPH_PRUNED = "graph_pruned"
+    SAVEPOINT = "savepoint"
+    RESTORED = "restored"
 
 
 class StopReason(StrEnum):

@@ -113,6 +113,11 @@ class StateCodec:
                 fix="declare the state as a dataclass, a pydantic model or dict",
             )
         self._hints: dict[str, Any] | None = None
+        from perdure.core.fields import special_fields
+
+        self.lazy, self.derived = special_fields(state_type)
+        """Names of the lazy fields, and the builders of the derived ones (see
+        :mod:`perdure.core.fields`)."""
 
     def coerce(self, value: Any) -> Any:
         """Turn run input (an instance or a dict of fields) into a state instance."""
@@ -144,13 +149,21 @@ class StateCodec:
         if self._is_model:
             data = state.model_dump(mode="json")
         elif self._is_dataclass:
+            skip = self.derived.keys() | self.lazy
             data = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+            data = {k: v for k, v in data.items() if k not in skip}
+            out = {name: dumps(value) for name, value in data.items()}
+            for name in self.lazy:
+                out[name] = _lazy_bytes(getattr(state, name))
+            return out
         else:
             data = state
         return {name: dumps(value) for name, value in data.items()}
 
     def from_fields(self, fields: dict[str, bytes]) -> Any:
         """Build the declared state type from stored fields; raise :class:`DecodeError` if unfit."""
+        if self.lazy or self.derived:
+            return self._special_from_fields(fields)
         data = {name: loads(raw) for name, raw in fields.items()}
         name = getattr(self.state_type, "__name__", "state")
         if self._is_model:
@@ -162,10 +175,54 @@ class StateCodec:
             return data
         return _build_dataclass(self.state_type, data, self._type_hints(), name)
 
+    def _special_from_fields(self, fields: dict[str, bytes]) -> Any:
+        """A dataclass with lazy fields (a :class:`Lazy` on its pointer, or on the value when
+        it was stored inline) and derived fields (rebuilt from the others)."""
+        from perdure.core.artifacts import pointed
+        from perdure.core.fields import Lazy
+
+        skip = self.lazy | self.derived.keys()
+        plain = {k: v for k, v in fields.items() if k not in skip}
+        data = {name: loads(raw) for name, raw in plain.items()}
+        name = getattr(self.state_type, "__name__", "state")
+        state = _build_dataclass(self.state_type, data, self._type_hints(), name)
+        for field_name in self.lazy:
+            raw = fields.get(field_name)
+            if raw is None:
+                continue
+            ref = pointed(raw)
+            value = Lazy(ref=ref) if ref is not None else Lazy(loads(raw))
+            object.__setattr__(state, field_name, value)
+        for field_name, build in self.derived.items():
+            try:
+                object.__setattr__(state, field_name, build(state))
+            except Exception as exc:
+                raise DecodeError(
+                    f"{name}.{field_name}: rebuilding the derived field raised "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        return state
+
     def _type_hints(self) -> dict[str, Any]:
         if self._hints is None:
             self._hints = typing.get_type_hints(self.state_type)
         return self._hints
+
+
+def _lazy_bytes(value: Any) -> bytes:
+    """How a lazy field is stored: its pointer while it holds what was stored, else its value
+    (which the runtime then stores as an artifact)."""
+    from perdure.core.artifacts import digest_of, pointer
+    from perdure.core.fields import Lazy
+
+    if not isinstance(value, Lazy):
+        return dumps(value)
+    if not value.loaded:
+        return pointer(value.ref) if value.ref is not None else b"null"
+    raw = dumps(value.value)
+    if value.ref is not None and digest_of(raw) == value.ref.digest:
+        return pointer(value.ref)
+    return raw
 
 
 def _build_dataclass(cls: type[Any], data: Any, hints: dict[str, Any], path: str) -> Any:

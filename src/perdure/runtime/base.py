@@ -16,6 +16,7 @@ from perdure.core.model import Principal, Run, RunStatus
 from perdure.core.seal import Keyring, open_for_repair, seal_state
 from perdure.core.serde import Limits, dumps
 from perdure.core.workflow import Workflow
+from perdure.runtime.artifacts import Artifacts
 from perdure.store.base import Store
 
 DEFAULT_TENANT = "default"
@@ -53,6 +54,8 @@ class RuntimeParts:
         self.keyring = keyring
         self.limits = limits
         self.workflows: dict[str, Workflow[Any]] = {}
+        self.artifacts: Artifacts | None = None
+        """The artifact service (set by the Runtime that owns these parts)."""
 
     def workflow(self, name: str) -> Workflow[Any]:
         """A registered workflow by name, or :class:`WorkflowNotFoundError`."""

@@ -9,9 +9,11 @@ every live run before a deploy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from perdure.core.artifacts import ArtifactError
 from perdure.core.errors import DecodeError
 from perdure.core.model import Run
 from perdure.core.seal import IntegrityError, Keyring, ReplayError, StateSeal, open_state
@@ -31,6 +33,18 @@ class Readable:
     upgrade: Upgrade
     drop: tuple[str, ...]
     record: StateSeal | None = None
+    stored: dict[str, bytes] | None = None
+    """The opened fields as stored (offloaded values as pointers); None after a migration."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attention(Quarantine):
+    """The checkpoint is sound but something it points to cannot be read (an artifact is
+    missing or corrupt): the run needs a person (NEEDS_ATTENTION), not a quarantine."""
+
+
+Resolve = Callable[[dict[str, bytes]], dict[str, bytes]]
+"""Replaces the pointers of offloaded fields by their bytes (or raises ArtifactError)."""
 
 
 def inspect(
@@ -40,8 +54,11 @@ def inspect(
     *,
     keyring: Keyring | None,
     limits: Limits,
+    resolve: Resolve | None = None,
 ) -> Readable | Quarantine:
-    """Decide whether (and how) ``workflow`` can continue ``run`` from its ``stored`` fields."""
+    """Decide whether (and how) ``workflow`` can continue ``run`` from its ``stored`` fields.
+    The limits apply to the fields as stored; offloaded values are then read back through
+    ``resolve``."""
     try:
         fields, record = open_state(
             keyring, run.tenant_id, run.run_id, stored, seal=run.state_seal, steps=run.steps_done
@@ -54,6 +71,12 @@ def inspect(
         limits.check(fields)
     except OversizeError as exc:
         return Quarantine("oversize", exc.message, _limits(limits))
+    opened = fields
+    if resolve is not None:
+        try:
+            fields = resolve(fields)
+        except ArtifactError as exc:
+            return Attention(exc.code, exc.message, exc.evidence)
     upgrade = plan(
         workflow.compat,
         workflow_version=run.workflow_version,
@@ -67,9 +90,7 @@ def inspect(
         try:
             data = migrate({k: loads(v) for k, v in fields.items()}, upgrade)
             fields = {k: dumps(v) for k, v in data.items()}
-            limits.check(fields)
-        except OversizeError as exc:
-            return Quarantine("oversize", f"after migration: {exc.message}", _limits(limits))
+            opened = {}  # the execution offloads and checks the migrated fields as it stores them
         except Exception as exc:
             return Quarantine(
                 "no_migration",
@@ -86,7 +107,8 @@ def inspect(
             {"state_schema": upgrade.to_schema, "fields": sorted(fields)},
         )
     encoded = workflow.codec.to_fields(state)
-    return Readable(state, encoded, upgrade, tuple(sorted(set(stored) - set(encoded))), record)
+    drop = tuple(sorted(set(stored) - set(encoded)))
+    return Readable(state, encoded, upgrade, drop, record=record, stored=opened or None)
 
 
 def _limits(limits: Limits) -> dict[str, int]:

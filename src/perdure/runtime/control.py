@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from perdure.core import transitions
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, RunBusyError, RunClosedError, StaleStateError
 from perdure.core.ids import checked_id, new_id
@@ -60,6 +61,9 @@ def new_run(
         )
     state = wf.codec.coerce({} if input is None else input)
     state_fields = wf.codec.to_fields(state)
+    refs: tuple[ArtifactRef, ...] = ()
+    if parts.artifacts is not None:
+        state_fields, refs = parts.artifacts.offload_new(tenant, state_fields, wf.codec.lazy)
     now = parts.clock.now()
     run_id = new_id(now)
     if wf.model is not None:
@@ -81,6 +85,7 @@ def new_run(
         messages=options.messages,
         budget=limits.start() if (limits := options.budget or wf.budget) is not None else None,
         policy=None if options.policy is None else ThreadPolicy.parse(options.policy),
+        artifacts=refs,
     )
     return new
 

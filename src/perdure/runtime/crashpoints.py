@@ -7,7 +7,8 @@ comparison.
 
 Points: ``before_commit`` and ``after_commit`` around every step-boundary commit (named by the
 step); ``before_intent``, ``after_intent``, ``after_call`` and ``after_outcome`` around every
-effect (named by the effect).
+effect (named by the effect), ``after_upload`` once an artifact's bytes are uploaded, before
+the step's boundary records it (named by the step).
 
 Fault points, for the fault drills (``perdure drills``): ``PERDURE_FAULT_AT=<fault>:<name>``
 injects one fault, once per process: ``timeout:<step>`` makes the step's call raise

@@ -21,9 +21,11 @@ from perdure.core.errors import (
     StaleStateError,
     StoreError,
 )
+from perdure.core.fields import bind_lazy
 from perdure.core.model import JSON, Durability, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
 from perdure.core.seal import StateSeal, seal_state
+from perdure.core.serde import loads
 from perdure.core.signals import Cancelled, Escalate, RetryLater
 from perdure.core.versions import Quarantine
 from perdure.core.workflow import (
@@ -31,7 +33,7 @@ from perdure.core.workflow import (
     Workflow,
 )
 from perdure.runtime.boundaries import next_step_of, to_boundary
-from perdure.runtime.checkpoint import Readable, inspect
+from perdure.runtime.checkpoint import Attention, Readable, inspect
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.compensation import Compensation
@@ -69,7 +71,12 @@ class Execution:
             store, clock, self.claim, workflow, self.committer, services.loop, telemetry
         )
         self.compensation = Compensation(self.effects)
-        self.host = StepHost(store, clock, self.claim, self.effects, self.bridge)
+        self.artifacts = services.artifacts
+        self.host = StepHost(
+            store, clock, self.claim, self.effects, self.bridge, services.artifacts
+        )
+        self.stored: dict[str, bytes] = {}
+        """The state as stored (offloaded values as pointers), for the size limits."""
         self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
@@ -126,11 +133,23 @@ class Execution:
 
     def _loop(self, lease: Lease) -> Stopped:
         wf = self.workflow
-        stored = self.store.load_state(self.run.tenant_id, self.run.run_id)
-        found = inspect(self.run, stored, wf, keyring=self.keyring, limits=self.limits)
+        tenant = self.run.tenant_id
+        stored = self.store.load_state(tenant, self.run.run_id)
+        found = inspect(
+            self.run,
+            stored,
+            wf,
+            keyring=self.keyring,
+            limits=self.limits,
+            resolve=lambda f: self.artifacts.resolve_fields(tenant, f, wf.codec.lazy),
+        )
+        if isinstance(found, Attention):
+            esc = Escalate("needs_attention", found.reason, found.evidence, found.message)
+            return self._needs_attention(esc, self.run.next_step or "")
         if isinstance(found, Quarantine):
             return self._quarantine(found.reason, found.message, found.evidence)
         self.record = found.record
+        self.stored = dict(found.stored or {})
         if found.upgrade.changes:
             self._upgrade(found)
         self.host.replacements = found.upgrade.replacements
@@ -158,7 +177,7 @@ class Execution:
             try:
                 with self.telemetry.step(run, current, self.step_attempts + 1) as report:
                     self.host.check_budget()
-                    boundary, state, step_name = self._step(current, state, fields)
+                    boundary, state, step_name, changed = self._step(current, state, fields)
                     report.outcome = str(boundary.outcome)
             except RetryLater as wait:
                 self.telemetry.retried(run, current)
@@ -168,6 +187,7 @@ class Execution:
             except Cancelled:
                 self.committer.flush()
                 return self._after_stale()
+            fields.update(changed)
             crashpoint("before_commit", boundary.step)
             self.committer.submit(boundary)
             if self.committer.mode is Durability.SYNC:
@@ -184,11 +204,14 @@ class Execution:
     def _upgrade(self, found: Readable) -> None:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""
         run, wf, up = self.run, self.workflow, found.upgrade
+        writer = self.host.writer()
+        stored, uploads = self.artifacts.offload_fields(writer, found.fields, wf.codec.lazy)
+        self.stored = dict(stored)
         sealed = seal_state(
             self.keyring,
             run.tenant_id,
             run.run_id,
-            found.fields,
+            stored,
             previous=self.record,
             steps=self.seq,
             drop=found.drop,
@@ -204,6 +227,7 @@ class Execution:
             next_step=up.next_step,
             workflow_version=wf.version,
             state_schema=wf.state_schema,
+            artifacts=uploads,
             now=self.clock.now(),
             data={
                 "from_version": run.workflow_version,
@@ -219,52 +243,69 @@ class Execution:
 
     def _step(
         self, name: str, state: Any, fields: dict[str, bytes]
-    ) -> tuple[Boundary, Any, str | None]:
-        """Run one step and describe its boundary; returns (boundary, new state, next step)."""
+    ) -> tuple[Boundary, Any, str | None, dict[str, bytes]]:
+        """Run one step and describe its boundary; returns (boundary, new state, next step,
+        the fields it changed). Values over the offload threshold are uploaded now, before
+        the boundary is handed to the committer, and stored as pointers."""
         run, wf = self.run, self.workflow
         self.effects.begin_step(name, self.seq + 1)
-        self.host.begin_step()
+        self.host.begin_step(name, self.seq + 1)
         ctx = Context(run, name, self.host)
+        if wf.codec.lazy:
+            bind_lazy(state, wf.codec.lazy, lambda ref: loads(self.host.get_artifact(ref)))
         started = self.clock.now()
         outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
         self.host.flush_streams()  # what the step streamed is stored before its boundary
+        writer = self.host.writer()
+        offloaded: list[int] = []
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
-            self.limits.check(encoded)
+            reseal = self.keyring is not None and self.record is None  # sealed before records
+            changed = {k: v for k, v in encoded.items() if reseal or fields.get(k) != v}
+            stored, offloaded = self.artifacts.offload_fields(writer, changed, wf.codec.lazy)
+            self.limits.check({**self.stored, **stored})
+        except StoreError:
+            raise  # the artifact store failed: not the state's fault; a later claim retries
         except PerdureError as exc:
-            outcome, encoded = Fail("state_not_storable", exc.message), fields
+            outcome, encoded, changed, stored = (
+                Fail("state_not_storable", exc.message),
+                fields,
+                {},
+                {},
+            )
         if outcome.state is not None:
             state = outcome.state
         unresolved = self.compensation.all() if isinstance(outcome, Fail) else []
-        reseal = self.keyring is not None and self.record is None  # sealed before records
-        changed = {k: v for k, v in encoded.items() if reseal or fields.get(k) != v}
         sealed = seal_state(
             self.keyring,
             run.tenant_id,
             run.run_id,
-            changed,
+            stored,
             previous=self.record,
             steps=self.seq + 1,
         )
         self.host.step_done(ctx.new_messages)
+        messages, message_refs = self.artifacts.offload_messages(writer, ctx.new_messages)
+        self.stored.update(stored)
         common: dict[str, Any] = {
             "step": name,
             "started_at": started,
             "finished_at": self.clock.now(),
             "state": sealed.fields,
             "state_seal": sealed.seal,
-            "messages": tuple(ctx.new_messages),
+            "messages": messages,
             "budget": self.host.spend(name, encoded),
             "workflow_version": wf.version,
             "state_schema": wf.state_schema,
+            "artifacts": (*self.host.uploads, *offloaded, *message_refs),
+            "savepoints": tuple(self.host.savepoints),
         }
         boundary = to_boundary(outcome, common, self.clock.now())
         if unresolved and boundary.error is not None:
             error = replace(boundary.error, unresolved_compensations=tuple(unresolved))
             boundary = replace(boundary, error=error)
-        fields.update(changed)
         self.record = sealed.record
-        return boundary, state, next_step_of(outcome)
+        return boundary, state, next_step_of(outcome), changed
 
     # -- stopping -------------------------------------------------------------------------------
 

@@ -14,12 +14,15 @@ import hashlib
 from dataclasses import replace
 from datetime import datetime
 
+from perdure.core.artifacts import ArtifactError, ArtifactRef
 from perdure.core.budget import BudgetState
 from perdure.core.clock import Clock
 from perdure.core.errors import StreamClosedError
+from perdure.core.history import SavepointMark
 from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
 from perdure.core.signals import Escalate
 from perdure.runtime.aio import Bridge
+from perdure.runtime.artifacts import Artifacts, Data, Writer
 from perdure.runtime.claim import Claim
 from perdure.runtime.effect_runner import EffectRunner
 from perdure.runtime.stream_sink import DEFAULT_MAX_DELAY, DurableStream
@@ -31,9 +34,21 @@ class StepHost:
     release id was replaced with; ``budget`` is the run's budget after the last boundary."""
 
     def __init__(
-        self, store: Store, clock: Clock, claim: Claim, effects: EffectRunner, bridge: Bridge
+        self,
+        store: Store,
+        clock: Clock,
+        claim: Claim,
+        effects: EffectRunner,
+        bridge: Bridge,
+        artifacts: Artifacts,
     ) -> None:
         self.store = store
+        self.artifacts = artifacts
+        self.step = ""
+        self.step_seq = 0
+        self.uploads: list[int] = []
+        """Ids of the references the running step uploaded (committed with its boundary)."""
+        self.savepoints: list[SavepointMark] = []
         self.bridge = bridge
         self.clock = clock
         self.claim = claim
@@ -54,8 +69,37 @@ class StepHost:
     def thread_messages(self) -> list[Message]:
         if self._thread_messages is None:
             run = self.claim.run
-            self._thread_messages = self.store.messages(run.tenant_id, run.thread_id)
+            found = self.store.messages(run.tenant_id, run.thread_id)
+            self._thread_messages = [self._resolved(m) for m in found]
         return self._thread_messages
+
+    def _resolved(self, m: Message) -> Message:
+        try:
+            return self.artifacts.resolve_message(self.claim.tenant_id, m)
+        except ArtifactError as exc:
+            raise Escalate("needs_attention", exc.code, exc.evidence, exc.message) from exc
+
+    def writer(self) -> Writer:
+        """Who writes artifacts now: this run, the running step, this fence."""
+        run = self.claim.run
+        return Writer(run.tenant_id, run.run_id, self.step or None, self.step_seq, run.fence)
+
+    def put_artifact(
+        self, data: Data, media_type: str, parents: tuple[ArtifactRef, ...]
+    ) -> ArtifactRef:
+        ref, ref_id = self.artifacts.put(self.writer(), data, media_type, parents)
+        self.uploads.append(ref_id)
+        return ref
+
+    def get_artifact(self, ref: ArtifactRef) -> bytes:
+        try:
+            return self.artifacts.get(self.claim.tenant_id, ref, f"step {self.step}")
+        except ArtifactError as exc:
+            raise Escalate("needs_attention", exc.code, exc.evidence, exc.message) from exc
+
+    def mark_savepoint(self, mark: SavepointMark) -> None:
+        self.savepoints = [s for s in self.savepoints if s.label != mark.label]
+        self.savepoints.append(mark)
 
     def approvals(self) -> list[Approval]:
         if self._approvals is None:
@@ -140,9 +184,12 @@ class StepHost:
 
     # -- kept by the execution --------------------------------------------------------------------
 
-    def begin_step(self) -> None:
-        """A step starts: nothing charged yet, no stream open."""
+    def begin_step(self, step: str = "", step_seq: int = 0) -> None:
+        """A step starts: nothing charged, uploaded, marked or streamed yet."""
         self._charge = (0.0, 0)
+        self.step, self.step_seq = step, step_seq
+        self.uploads = []
+        self.savepoints = []
         self.streams = []
 
     def step_done(self, messages: list[Message]) -> None:

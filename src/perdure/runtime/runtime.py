@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock
 from perdure.core.errors import (
@@ -25,14 +26,18 @@ from perdure.core.serde import Limits
 from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
 from perdure.runtime.aio import EventLoop
+from perdure.runtime.archive import Archive
+from perdure.runtime.artifacts import Artifacts
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, setting, tenant_of
 from perdure.runtime.clock import default_clock
 from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.fleet import Fleet
+from perdure.runtime.history import History
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.operator import Operator
+from perdure.runtime.retention import Retainer
 from perdure.runtime.services import RunView, Services, Stopped
 from perdure.runtime.stream_reader import Streams
 from perdure.runtime.telemetry import Telemetry, current_trace
@@ -40,6 +45,7 @@ from perdure.runtime.threads import Threads
 from perdure.runtime.versions import Versions
 from perdure.runtime.waits import Waits
 from perdure.store.base import Store
+from perdure.store.objects import ObjectStore
 from perdure.store.url import open_store
 
 Part = TypeVar("Part")
@@ -69,6 +75,10 @@ class Runtime:
     ``migrate=False``. ``owner`` names this process in leases (default ``host:pid``);
     ``lease_seconds`` is how long a claim lasts without a heartbeat. ``clock`` is the only
     source of time (inject a :class:`~perdure.core.clock.FakeClock` in tests).
+    ``artifacts`` is where artifacts live (a directory, ``s3://bucket/prefix`` or an
+    :class:`~perdure.store.objects.ObjectStore`; default ``PERDURE_ARTIFACTS``, else the
+    directory ``artifacts`` beside the SQLite file); state fields and message contents larger
+    than ``offload_bytes`` (default ``PERDURE_OFFLOAD_BYTES``, else 256 KiB) are kept there.
     """
 
     def __init__(
@@ -82,6 +92,8 @@ class Runtime:
         migrate: bool = True,
         keyring: Keyring | None = None,
         limits: Limits | None = None,
+        artifacts: str | ObjectStore | None = None,
+        offload_bytes: int | None = None,
     ) -> None:
         lease_seconds = setting("lease_seconds", lease_seconds, 1, 86_400)
         store = db if db is not None and not isinstance(db, str) else open_store(db)
@@ -101,6 +113,10 @@ class Runtime:
         self.heartbeat = Heartbeat(store, parts.clock, parts.owner, lease_seconds)
         self.shutdown = threading.Event()
         self.loop = EventLoop()
+        self.artifacts = Artifacts(
+            store, parts.clock, location=artifacts, offload_bytes=offload_bytes
+        )
+        parts.artifacts = self.artifacts
         self.services = Services(
             store,
             parts.clock,
@@ -109,8 +125,12 @@ class Runtime:
             parts.keyring,
             parts.limits,
             self.loop,
+            self.artifacts,
         )
         self.telemetry: Telemetry = self.services.telemetry
+        self.history_part = History(parts, self.artifacts)
+        self.retainer = Retainer(parts, self.artifacts)
+        self.archive = self.retainer.cold
         self.waits = Waits(parts)
         self.effect_admin = EffectAdmin(parts)
         self.versions = Versions(parts)
@@ -305,12 +325,13 @@ class Runtime:
         effects."""
         tenant = tenant_of(tenant)
         run = self.store.get_run(tenant, run_id)
+        messages = self.store.messages(tenant, run.thread_id)
         recent = self.store.events(tenant, run_id, limit=events, latest=True) if events else []
         return RunView(
             run=run,
             steps=self.store.steps(tenant, run_id),
             events=recent,
-            messages=self.store.messages(tenant, run.thread_id),
+            messages=[self.artifacts.readable(tenant, m) for m in messages],
             effects=self.store.list_effects(tenant, run_id=run_id),
         )
 
@@ -386,6 +407,23 @@ class Runtime:
     moved_since = _part(Operator.moved_since, "operator")
     last_event_seq = _part(Operator.last_event_seq, "operator")
     wait_for_events = _part(Operator.wait_for_events, "operator")
+    history = _part(History.history, "history_part")
+    state_at = _part(History.state_at, "history_part")
+    savepoint = _part(History.savepoint, "history_part")
+    savepoints = _part(History.savepoints, "history_part")
+    lineage = _part(History.lineage, "history_part")
+    fork = _part(History.fork, "history_part")
+    gc = _part(Retainer.gc, "retainer")
+    delete_thread = _part(Retainer.delete_thread, "retainer")
+    delete_run = _part(Retainer.delete_run, "retainer")
+    restore = _part(Archive.restore, "archive")
+    archived = _part(Archive.archived, "archive")
+
+    def get_artifact(self, ref: ArtifactRef, *, tenant: Tenant = DEFAULT_TENANT) -> bytes:
+        """The bytes of an artifact of ``tenant``, checked against the reference (raises
+        :class:`~perdure.core.artifacts.ArtifactMissingError` or
+        :class:`~perdure.core.artifacts.ArtifactCorruptError`)."""
+        return self.artifacts.get(tenant_of(tenant), ArtifactRef.from_json(ref), "get_artifact")
 
     # -- the fleet ------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from perdure.core.records import StopReason
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.runtime.aio import EventLoop
+from perdure.runtime.artifacts import Artifacts
 from perdure.runtime.leases import Heartbeat
 from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
@@ -31,6 +32,14 @@ SUGGESTIONS = {
     "undeclared_transition": "add the step to next=[...] (or fix the goto), deploy, then resume",
     "budget_exhausted": "raise the budget (`perdure resume RUN --add-steps N ...`) or end the run",
     "no_progress": "the run repeats itself; patch the state or resume at another step",
+    "artifact_missing": (
+        "restore the object into the artifact store (its digest is in the evidence), then "
+        "`perdure resume RUN --app MODULE`; or `perdure fork RUN --at STEP` from before it"
+    ),
+    "artifact_corrupt": (
+        "restore the original bytes (the digest in the evidence names them), then "
+        "`perdure resume RUN --app MODULE`; or `perdure fork RUN --at STEP` from before it"
+    ),
 }
 
 
@@ -56,6 +65,7 @@ class Services:
     keyring: Keyring | None
     limits: Limits
     loop: EventLoop
+    artifacts: Artifacts
     telemetry: Telemetry = field(default_factory=Telemetry)
 
 

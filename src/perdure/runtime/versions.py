@@ -13,7 +13,7 @@ from perdure.core.model import TERMINAL, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.versions import Quarantine
 from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
-from perdure.runtime.checkpoint import Readable, inspect
+from perdure.runtime.checkpoint import Attention, Readable, inspect
 
 if TYPE_CHECKING:
     from perdure.core.budget import Budget
@@ -25,7 +25,8 @@ LIVE = [s for s in RunStatus if s not in TERMINAL]
 @dataclass(frozen=True, slots=True)
 class CheckRow:
     """What the loaded code would do with one stored run: ``run`` (as it is), ``migrate``
-    (upgrade first), or ``quarantine`` (with the reason); ``note`` explains."""
+    (upgrade first), ``quarantine`` (with the reason), or ``attention`` (an artifact its state
+    points to cannot be read); ``note`` explains."""
 
     tenant_id: str
     run_id: str
@@ -85,7 +86,19 @@ class Versions:
                 f"no loaded workflow is called {run.workflow!r}",
             )
         stored = self.parts.store.load_state(run.tenant_id, run.run_id)
-        found = inspect(run, stored, wf, keyring=self.parts.keyring, limits=self.parts.limits)
+        artifacts = self.parts.artifacts
+        found = inspect(
+            run,
+            stored,
+            wf,
+            keyring=self.parts.keyring,
+            limits=self.parts.limits,
+            resolve=None
+            if artifacts is None
+            else (lambda f: artifacts.resolve_fields(run.tenant_id, f, wf.codec.lazy)),
+        )
+        if isinstance(found, Attention):
+            return CheckRow(*base, "attention", found.reason, found.message)
         if isinstance(found, Quarantine):
             return CheckRow(*base, "quarantine", found.reason, found.message)
         note = _describe(found, wf)

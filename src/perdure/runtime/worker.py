@@ -7,9 +7,11 @@ import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from types import FrameType
 
 from perdure.core.errors import ConfigError, PerdureError, StoreError
+from perdure.core.history import Retention
 from perdure.core.model import Run
 from perdure.runtime.base import setting
 from perdure.runtime.runtime import Runtime
@@ -40,6 +42,9 @@ class Worker:
     Each wait reads the runtime's clock afresh, so a test clock moved by another process (see
     :mod:`perdure.runtime.clock`) is honoured within ``max_poll_interval`` seconds.
     The process reports itself in the workers table while it runs (``perdure workers``).
+    With ``gc_every`` (seconds), an idle dispatcher runs :meth:`Runtime.gc` under
+    ``retention`` at most that often (by the runtime's clock); what it did goes to
+    ``on_gc``, and an error to ``on_error``.
     """
 
     def __init__(
@@ -52,6 +57,9 @@ class Worker:
         on_stop: Callable[[str, str], None] | None = None,
         on_error: Callable[[PerdureError], None] | None = None,
         on_drain: Callable[[], None] | None = None,
+        gc_every: float | None = None,
+        retention: Retention | None = None,
+        on_gc: Callable[[str], None] | None = None,
     ) -> None:
         self.runtime = runtime
         self.concurrency = int(setting("concurrency", concurrency, 1, MAX_CONCURRENCY, "runs"))
@@ -64,6 +72,10 @@ class Worker:
         self.on_stop = on_stop
         self.on_error = on_error
         self.on_drain = on_drain
+        self.gc_every = None if gc_every is None else setting("gc_every", gc_every, 1, 10**7)
+        self.retention = retention or Retention()
+        self.on_gc = on_gc
+        self._next_gc: datetime | None = None
         self._work = threading.Event()
         self._count = 0
         self._in_flight = 0
@@ -134,6 +146,7 @@ class Worker:
                     self._in_flight += 1
                 pool.submit(self._advance, run)
                 continue
+            self._collect()
             with self._slots:
                 busy = self._in_flight
             if until_idle:
@@ -170,6 +183,26 @@ class Worker:
                 self._in_flight -= 1
                 self._slots.notify_all()
             self._work.set()  # a slot is free: an idle dispatcher looks for work again
+
+    def _collect(self) -> None:
+        """Garbage-collect when ``gc_every`` says it is time (only between claims, when idle)."""
+        if self.gc_every is None:
+            return
+        now = self.runtime.clock.now()
+        if self._next_gc is not None and now < self._next_gc:
+            return
+        self._next_gc = now + timedelta(seconds=self.gc_every)
+        try:
+            report = self.runtime.gc(self.retention)
+        except PerdureError as exc:
+            if self.on_error is not None:
+                self.on_error(exc)
+            return
+        if self.on_gc is not None:
+            self.on_gc(
+                f"gc: {report.runs} runs, {report.orphan_uploads} orphaned uploads, "
+                f"{report.objects_deleted} objects"
+            )
 
     def _idle(self, delay: float) -> None:
         """Wait for work: until notified, the backoff delay, or the next due timer."""

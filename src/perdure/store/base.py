@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import BudgetState
+from perdure.core.history import Lineage, SavepointMark
 from perdure.core.model import (
     JSON,
     Event,
@@ -47,6 +49,7 @@ from perdure.store.capabilities import (
     UpgradesStore,
     WaitsStore,
 )
+from perdure.store.lifecycle import ArchiveStore, ArtifactLedger, HistoryStore, RetentionStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,11 @@ class NewRun:
     trace: dict[str, str] | None = None
     """A W3C trace context (``traceparent``, ``tracestate``) kept in the ``created`` event, so
     whichever worker runs the run continues the caller's trace."""
+    lineage: Lineage | None = None
+    """For a fork: where it came from (recorded in ``forks``)."""
+    artifacts: tuple[ArtifactRef, ...] = ()
+    """Artifacts the initial state or messages point to (a fork's inheritance), recorded as
+    committed references of the new run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +110,10 @@ class Boundary:
     state_schema: int | None = None
     state_seal: str | None = None
     """The run row's new sealed state record (None: unchanged)."""
+    artifacts: tuple[int, ...] = ()
+    """Ids of ``uploaded`` artifact rows this boundary commits (see :meth:`record_artifact`)."""
+    savepoints: tuple[SavepointMark, ...] = ()
+    """Savepoints the step marked; they point at this boundary's step."""
 
 
 class Store(
@@ -113,6 +125,10 @@ class Store(
     StreamsStore,
     GraphCheckpointStore,
     AccessStore,
+    HistoryStore,
+    ArtifactLedger,
+    RetentionStore,
+    ArchiveStore,
     Protocol,
 ):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,

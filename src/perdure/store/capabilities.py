@@ -221,11 +221,13 @@ class UpgradesStore(Protocol):
         now: datetime,
         data: JSON,
         state_seal: str | None = None,
+        artifacts: Sequence[int] = (),
     ) -> Run:
         """Rewrite a claimed run for the running code: the migrated state ``fields`` (all of
         them), the fields in ``drop`` deleted, the (renamed) ``next_step`` and the versions it is
         now written with, atomically; appends an ``upgraded`` event with ``data``. Guarded like
-        :meth:`commit`."""
+        :meth:`commit`. ``artifacts``: uploaded references the new fields point to, committed
+        in the same transaction."""
         ...
 
     def scan_runs(

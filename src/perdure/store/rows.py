@@ -13,6 +13,7 @@ from typing import Any, Protocol, cast
 
 import orjson
 
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import BudgetState
 from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import (
@@ -306,7 +307,13 @@ def message_from_row(row: Row, when: When) -> Message:
         seq=row["seq"],
         run_id=row["run_id"],
         at=when(row["at"]),
+        artifact=_content_artifact(row["content_artifact"]),
     )
+
+
+def _content_artifact(value: str | None) -> ArtifactRef | None:
+    data = from_json(value)
+    return None if data is None else ArtifactRef.from_json(data)
 
 
 def tool_calls_json(message: Message) -> str | None:

@@ -20,6 +20,10 @@ first parameter is the engine (``self``), and named in the class body below:
 * :mod:`~perdure.store.engine.streams`: durable token streams;
 * :mod:`~perdure.store.engine.checkpoints`: LangGraph threads' checkpoints, blobs and writes;
 * :mod:`~perdure.store.engine.access`: API keys, event feeds, operator counts;
+* :mod:`~perdure.store.engine.history`: state history, savepoints, fork lineage;
+* :mod:`~perdure.store.engine.artifacts`: artifact references;
+* :mod:`~perdure.store.engine.retention`: deleting finished runs, erasing threads;
+* :mod:`~perdure.store.engine.archive`: a run's rows out and back in (cold tier);
 * :mod:`~perdure.store.engine.tx`: what they share inside one transaction.
 """
 
@@ -28,16 +32,20 @@ from __future__ import annotations
 from perdure.store.driver import Driver
 from perdure.store.engine import (
     access,
+    archive,
     checkpoints,
     commits,
     effects,
     fleet,
+    history,
+    retention,
     runs,
     streams,
     threads,
     versions,
     waits,
 )
+from perdure.store.engine import artifacts as artifact_refs
 
 
 class Engine:
@@ -133,6 +141,31 @@ class Engine:
     spend_counts = access.spend_counts
     queue = access.queue
     wait_for_events = access.wait_for_events
+    # -- history, savepoints and forks ------------------------------------------------------------
+    state_changes = history.state_changes
+    state_at = history.state_at
+    add_savepoint = history.add_savepoint
+    savepoints = history.savepoints
+    lineage = history.lineage
+    messages_until = history.messages_until
+
+    # -- artifacts --------------------------------------------------------------------------------
+    record_artifact = artifact_refs.record_artifact
+    artifacts = artifact_refs.artifacts
+    orphan_uploads = artifact_refs.orphan_uploads
+    drop_artifacts = artifact_refs.drop_artifacts
+    referenced = artifact_refs.referenced
+
+    # -- retention and erasure --------------------------------------------------------------------
+    expired_runs = retention.expired_runs
+    delete_runs = retention.delete_runs
+    prune_finished = retention.prune_finished
+    erase_thread = retention.erase_thread
+    erase_run = retention.erase_run
+
+    # -- archive ----------------------------------------------------------------------------------
+    export_run = archive.export_run
+    import_run = archive.import_run
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

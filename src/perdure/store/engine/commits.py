@@ -14,6 +14,7 @@ from perdure.core.records import SignalWait
 from perdure.store.base import Boundary
 from perdure.store.driver import Tx
 from perdure.store.engine import threads
+from perdure.store.engine.history import commit_marks
 from perdure.store.engine.tx import event, guard_failure, wake, write_fields, write_messages
 from perdure.store.rows import Params, advance_params, step_completed, step_params, to_json
 
@@ -56,9 +57,12 @@ def commit(
                 for b in boundaries:
                     seq += 1
                     tx.run("insert_step", step_params(ids, seq, b, fence, d.stamp))
-                    write_fields(tx, ids, b.state)
+                    version = int(row["state_version"])
+                    write_fields(tx, ids, b.state, step_seq=seq, version=version)
                     finished = d.stamp(b.finished_at)
-                    write_messages(tx, tenant_id, row["thread_id"], run_id, b.messages, finished)
+                    thread = row["thread_id"]
+                    write_messages(tx, tenant_id, thread, run_id, b.messages, finished, seq)
+                    commit_marks(tx, ids, b, seq, fence, at, d.stamp)
                     event(tx, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
                 # messages added from outside while the step ran join the thread after its own
                 threads.deliver_unread(tx, tenant_id, row["thread_id"], None, at)

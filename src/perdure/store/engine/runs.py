@@ -14,6 +14,7 @@ from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.core.threads import ThreadPolicy
 from perdure.store.base import NewRun
 from perdure.store.engine import threads
+from perdure.store.engine.history import record_fork, record_inherited
 from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
 from perdure.store.rows import (
     ERROR_STATUSES,
@@ -77,7 +78,7 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
         policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
         if ahead and policy is ThreadPolicy.REJECT:
             raise threads.busy_error(new.tenant_id, new.thread_id, ahead)  # rolls it all back
-        write_fields(tx, ids, new.state)
+        write_fields(tx, ids, new.state, step_seq=0, version=0)
         created: dict[str, JSON] = {"workflow": new.workflow}
         if ahead:
             created["queued_behind"] = ahead[0]["run_id"]
@@ -89,6 +90,11 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
             write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
         if new.trace:
             created["trace"] = dict(new.trace)
+        if new.lineage is not None:
+            created["forked_from"] = new.lineage.to_json()
+            record_fork(tx, ids, new.lineage, at)
+        for ref in new.artifacts:
+            record_inherited(tx, ids, ref, at)
         event(tx, ids, "created", None, None, created, at)
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when), True

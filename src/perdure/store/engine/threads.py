@@ -22,7 +22,7 @@ from perdure.core.errors import ThreadBusyError
 from perdure.core.model import Message, RunStatus
 from perdure.core.threads import DEFAULT_POLICY, Delivery, ThreadInfo, ThreadPolicy
 from perdure.store.driver import Tx
-from perdure.store.engine.tx import event, fetch
+from perdure.store.engine.tx import event, fetch, write_messages
 from perdure.store.rows import Row, tool_calls_json
 
 if TYPE_CHECKING:
@@ -160,19 +160,7 @@ def post_message(
         ahead = tx.all("lock_thread_runs", params)
         if not ahead:
             deliver(tx, tenant_id, thread_id, None, at)  # anything left waiting goes first
-            tx.lock_thread(tenant_id, thread_id)
-            tx.run(
-                "insert_message",
-                {
-                    **params,
-                    "run_id": None,
-                    "role": message.role,
-                    "content": message.content,
-                    "tool_calls": tool_calls_json(message),
-                    "tool_call_id": message.tool_call_id,
-                    "at": at,
-                },
-            )
+            write_messages(tx, tenant_id, thread_id, None, [message], at)
             return Delivery.APPENDED
         chosen = policy_of(tx, tenant_id, thread_id, policy)
         if chosen is ThreadPolicy.REJECT:

@@ -43,21 +43,40 @@ def event(
     tx.run("insert_event", {"tenant_id": ids["tenant_id"], "run_id": ids["run_id"], **params})
 
 
-def write_fields(tx: Tx, ids: Params, fields: dict[str, bytes]) -> None:
-    """Insert or rewrite state fields (canonical JSON, stored as text byte for byte)."""
+def write_fields(
+    tx: Tx,
+    ids: Params,
+    fields: dict[str, bytes],
+    *,
+    step_seq: int,
+    version: int,
+    drop: Sequence[str] = (),
+) -> None:
+    """Insert or rewrite state fields (canonical JSON, stored as text byte for byte), delete
+    the ``drop`` ones, and append each change to the run's history at ``step_seq`` (a removed
+    field as NULL): only what changed is written, so the cost does not grow with history."""
+    at = {"step_seq": step_seq, "version": version}
     for name, value in fields.items():
-        tx.run("upsert_field", {**ids, "field": name, "value": value.decode()})
+        text = value.decode()
+        tx.run("upsert_field", {**ids, "field": name, "value": text})
+        tx.run("insert_history", {**ids, **at, "field": name, "value": text})
+    for name in drop:
+        tx.run("delete_field", {**ids, "field": name})
+        tx.run("insert_history", {**ids, **at, "field": name, "value": None})
 
 
 def write_messages(
     tx: Tx,
     tenant_id: str,
     thread_id: str,
-    run_id: str,
+    run_id: str | None,
     messages: Sequence[Message],
     at: Any,
+    step_seq: int = 0,
 ) -> None:
-    """Append messages to a thread, numbered while the transaction holds the thread."""
+    """Append messages to a thread, numbered while the transaction holds the thread, each
+    with the step that appended it (0: with the run's start) and, for content kept in the
+    artifact store, its reference."""
     if not messages:
         return
     thread = {"tenant_id": tenant_id, "thread_id": thread_id}
@@ -73,6 +92,8 @@ def write_messages(
                 "tool_calls": rows.tool_calls_json(m),
                 "tool_call_id": m.tool_call_id,
                 "at": at,
+                "step_seq": step_seq,
+                "content_artifact": rows.to_json(m.artifact.to_json()) if m.artifact else None,
             },
         )
 

@@ -60,6 +60,7 @@ def upgrade_run(
     now: datetime,
     data: JSON,
     state_seal: str | None = None,
+    artifacts: Sequence[int] = (),
 ) -> Run:
     """See :meth:`Store.upgrade_run`."""
     d = self.driver
@@ -81,9 +82,17 @@ def upgrade_run(
         )
         if row is None:
             raise guard_failure(tx, ids, fence, expected_version)
-        write_fields(tx, ids, fields)
-        for name in drop:
-            tx.run("delete_field", {**ids, "field": name})
+        write_fields(
+            tx,
+            ids,
+            fields,
+            step_seq=int(row["steps_done"]),
+            version=int(row["state_version"]),
+            drop=drop,
+        )
+        for artifact_id in artifacts:
+            params = {**ids, "id": artifact_id, "fence": fence, "now": at}
+            tx.run("commit_artifact", {**params, "step_seq": int(row["steps_done"])})
         event(tx, ids, "upgraded", next_step, fence, data, at)
     return run_from_row(row, d.when)
 

@@ -176,7 +176,9 @@ def reopen(
         )
         if row is None:
             raise guard_failure(tx, ids, None, expected_version)
-        write_fields(tx, ids, state)
+        write_fields(
+            tx, ids, state, step_seq=int(row["steps_done"]), version=int(row["state_version"])
+        )
         tx.run("reset_planned_effects", {**ids, "now": at})
         event(tx, ids, "resumed", next_step, None, data, at)
         change = {"from": str(expected_status), "to": "RUNNING"}

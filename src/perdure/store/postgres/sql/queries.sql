@@ -230,14 +230,15 @@ SELECT pg_advisory_xact_lock(1918989411, hashtext(%(tenant_id)s || '/' || %(thre
 
 -- name: insert_message
 INSERT INTO perdure.messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
-                              tool_call_id, at)
+                              tool_call_id, at, step_seq, content_artifact)
 VALUES (%(tenant_id)s, %(thread_id)s,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM perdure.messages
          WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s),
-        %(run_id)s, %(role)s, %(content)s, %(tool_calls)s::json, %(tool_call_id)s, %(at)s);
+        %(run_id)s, %(role)s, %(content)s, %(tool_calls)s::json, %(tool_call_id)s, %(at)s,
+        %(step_seq)s, %(content_artifact)s::json);
 
 -- name: list_messages
-SELECT seq, run_id, role, content, tool_calls, tool_call_id, at
+SELECT seq, run_id, role, content, tool_calls, tool_call_id, at, content_artifact
 FROM perdure.messages
 WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
 ORDER BY seq;
@@ -901,3 +902,403 @@ FROM perdure.runs
 WHERE budget IS NOT NULL AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
 GROUP BY tenant_id, workflow
 ORDER BY tenant_id, workflow;
+-- History, savepoints, forks (0011) ---------------------------------------------------------
+
+-- name: insert_history
+INSERT INTO perdure.state_history (run_id, tenant_id, field, step_seq, version, value)
+VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(step_seq)s, %(version)s, %(value)s);
+
+-- name: state_changes
+SELECT step_seq, version, field, octet_length(value) AS size,
+       COALESCE(strpos(value, '"__perdure_artifact__"') > 0, false) AS offloaded
+FROM perdure.state_history
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY step_seq, version, field;
+
+-- name: state_at
+-- For each field, its latest value at or before the step (the primary key serves it).
+SELECT DISTINCT ON (field) field, value FROM perdure.state_history
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND step_seq <= %(step_seq)s
+ORDER BY field, step_seq DESC, version DESC;
+
+-- name: get_savepoint
+SELECT run_id, tenant_id, label, step_seq, created_by, created_at, expires_at
+FROM perdure.savepoints
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND label = %(label)s;
+
+-- name: insert_savepoint
+INSERT INTO perdure.savepoints (run_id, tenant_id, label, step_seq, created_by, created_at,
+                                expires_at)
+VALUES (%(run_id)s, %(tenant_id)s, %(label)s, %(step_seq)s, %(by)s, %(now)s, %(expires_at)s);
+
+-- name: list_savepoints
+SELECT run_id, tenant_id, label, step_seq, created_by, created_at, expires_at
+FROM perdure.savepoints
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY step_seq, created_at;
+
+-- name: insert_fork
+INSERT INTO perdure.forks (run_id, tenant_id, source_run_id, step_seq, savepoint, patched,
+                           created_by, created_at)
+VALUES (%(run_id)s, %(tenant_id)s, %(source_run_id)s, %(step_seq)s, %(savepoint)s,
+        %(patched)s::json, %(by)s, %(now)s);
+
+-- name: get_fork
+SELECT run_id, tenant_id, source_run_id, step_seq, savepoint, patched, created_by, created_at
+FROM perdure.forks WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: run_message_bounds
+SELECT MAX(CASE WHEN COALESCE(step_seq, 0) <= %(step_seq)s THEN seq END) AS kept,
+       MIN(seq) AS first
+FROM perdure.messages
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND run_id = %(run_id)s;
+
+-- Artifacts (0012) ---------------------------------------------------------------------------
+
+-- name: insert_artifact
+INSERT INTO perdure.artifacts (tenant_id, run_id, step, step_seq, fence, digest, size,
+                               media_type, parents, status, created_at, committed_at)
+VALUES (%(tenant_id)s, %(run_id)s, %(step)s, %(step_seq)s, %(fence)s, %(digest)s, %(size)s,
+        %(media_type)s, %(parents)s::json, %(status)s, %(now)s,
+        CASE WHEN %(status)s = 'committed' THEN %(now)s::timestamptz END)
+RETURNING id;
+
+-- name: commit_artifact
+UPDATE perdure.artifacts SET status = 'committed', committed_at = %(now)s, step_seq = %(step_seq)s
+WHERE id = %(id)s AND tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND fence = %(fence)s
+  AND status = 'uploaded';
+
+-- name: list_artifacts
+SELECT id, tenant_id, run_id, step, step_seq, fence, digest, size, media_type, parents,
+       status, created_at, committed_at
+FROM perdure.artifacts
+WHERE tenant_id = %(tenant_id)s
+  AND (%(run_id)s::text IS NULL OR run_id = %(run_id)s)
+  AND (%(digest)s::text IS NULL OR digest = %(digest)s)
+ORDER BY id;
+
+-- name: orphan_uploads
+SELECT a.id, a.tenant_id, a.run_id, a.step, a.step_seq, a.fence, a.digest, a.size,
+       a.media_type, a.parents, a.status, a.created_at, a.committed_at
+FROM perdure.artifacts a JOIN perdure.runs r ON r.run_id = a.run_id
+WHERE a.status = 'uploaded'
+  AND (r.fence <> a.fence OR r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ORDER BY a.id
+LIMIT %(limit)s;
+
+-- name: delete_artifact
+DELETE FROM perdure.artifacts WHERE id = %(id)s RETURNING tenant_id, digest;
+
+-- name: digest_in_use
+SELECT 1 AS used WHERE EXISTS (
+    SELECT 1 FROM perdure.artifacts WHERE tenant_id = %(tenant_id)s AND digest = %(digest)s)
+  OR EXISTS (
+    SELECT 1 FROM perdure.messages
+    WHERE tenant_id = %(tenant_id)s AND content_artifact IS NOT NULL
+      AND content_artifact::text LIKE %(pattern)s);
+
+-- Retention and erasure (0011, 0012) ---------------------------------------------------------
+
+-- name: expired_runs
+SELECT tenant_id, run_id FROM perdure.runs r
+WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+  AND updated_at <= %(before)s
+  AND (%(workflow)s::text IS NULL OR workflow = %(workflow)s)
+  AND workflow <> ALL (%(exclude)s::text[])
+  AND NOT EXISTS (
+      SELECT 1 FROM perdure.savepoints s
+      WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > %(now)s))
+ORDER BY updated_at
+LIMIT %(limit)s;
+
+-- name: thread_has_live_run
+SELECT 1 AS live FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND run_id <> %(run_id)s
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+LIMIT 1;
+
+-- name: erased_thread_runs
+-- Locked, so no worker claims one of them while the thread is erased.
+SELECT run_id, status, owner, lease_until FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
+FOR UPDATE;
+
+-- name: run_artifact_digests
+SELECT DISTINCT digest FROM perdure.artifacts
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_artifacts
+DELETE FROM perdure.artifacts WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_history
+DELETE FROM perdure.state_history WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_state_fields
+DELETE FROM perdure.state_fields WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_steps
+DELETE FROM perdure.steps WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_events
+DELETE FROM perdure.events WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_effects
+DELETE FROM perdure.effects WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_approvals
+DELETE FROM perdure.approvals WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_signals
+DELETE FROM perdure.signals WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_savepoints
+DELETE FROM perdure.savepoints WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_forks
+DELETE FROM perdure.forks WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_requests
+-- Remembered client requests whose answer names the run.
+DELETE FROM perdure.requests
+WHERE tenant_id = %(tenant_id)s AND result::text LIKE %(pattern)s;
+
+-- name: detach_run_messages
+UPDATE perdure.messages SET run_id = NULL
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: run_message_artifacts
+SELECT content_artifact FROM perdure.messages
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: thread_message_artifacts
+SELECT content_artifact FROM perdure.messages
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s;
+
+-- name: delete_thread_messages
+DELETE FROM perdure.messages WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s;
+
+-- name: delete_run
+DELETE FROM perdure.runs WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: insert_erasure
+INSERT INTO perdure.erasures (tenant_id, thread_id, run_id, counts, erased_by, at)
+VALUES (%(tenant_id)s, %(thread_id)s, %(run_id)s, %(counts)s::json, %(by)s, %(now)s);
+
+-- Deleting many runs at once (gc): one statement per table for a batch of runs.
+
+-- name: doomed_runs
+SELECT r.tenant_id, r.run_id,
+       EXISTS (SELECT 1 FROM perdure.runs o
+               WHERE o.tenant_id = r.tenant_id AND o.thread_id = r.thread_id
+                 AND o.run_id <> r.run_id AND o.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')) AS live
+FROM perdure.runs r
+WHERE r.run_id = ANY (%(run_ids)s::text[]) AND r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
+
+-- name: runs_artifact_digests
+SELECT DISTINCT tenant_id, digest FROM perdure.artifacts WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: runs_message_artifacts
+SELECT tenant_id, content_artifact FROM perdure.messages
+WHERE run_id = ANY (%(run_ids)s::text[]) AND content_artifact IS NOT NULL;
+
+-- name: delete_runs_artifacts
+DELETE FROM perdure.artifacts WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_history
+DELETE FROM perdure.state_history WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_state_fields
+DELETE FROM perdure.state_fields WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_steps
+DELETE FROM perdure.steps WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_events
+DELETE FROM perdure.events WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_effects
+DELETE FROM perdure.effects WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_approvals
+DELETE FROM perdure.approvals WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_signals
+DELETE FROM perdure.signals WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_savepoints
+DELETE FROM perdure.savepoints WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_forks
+DELETE FROM perdure.forks WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: detach_runs_messages
+UPDATE perdure.messages SET run_id = NULL WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_messages
+DELETE FROM perdure.messages WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs
+DELETE FROM perdure.runs WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- Archive and restore (cold tier): every row a run owns, out and back in.
+
+-- name: export_runs
+SELECT * FROM perdure.runs WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY run_id;
+
+-- name: export_steps
+SELECT * FROM perdure.steps WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY seq;
+
+-- name: export_state_fields
+SELECT * FROM perdure.state_fields WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY field;
+
+-- name: export_history
+SELECT * FROM perdure.state_history WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY step_seq, version, field;
+
+-- name: export_events
+SELECT * FROM perdure.events WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY seq;
+
+-- name: export_effects
+SELECT * FROM perdure.effects WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY id;
+
+-- name: export_approvals
+SELECT * FROM perdure.approvals WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY id;
+
+-- name: export_signals
+SELECT * FROM perdure.signals WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY id;
+
+-- name: export_savepoints
+SELECT * FROM perdure.savepoints WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY step_seq, label;
+
+-- name: export_forks
+SELECT * FROM perdure.forks WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY run_id;
+
+-- name: export_artifacts
+SELECT * FROM perdure.artifacts WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY id;
+
+-- name: export_messages
+SELECT * FROM perdure.messages WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY seq;
+
+-- name: restore_run
+INSERT INTO perdure.runs (run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner, lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema)
+VALUES (%(run_id)s, %(tenant_id)s, %(thread_id)s, %(workflow)s, %(status)s, %(next_step)s, %(state_version)s, %(fence)s, %(owner)s, %(lease_until)s, %(release)s::json, %(idempotency_key)s, %(result)s::json, %(error)s::json, %(steps_done)s, %(created_at)s, %(updated_at)s, %(wake_at)s, %(step_attempts)s, %(retry_since)s, %(waiting)s::json, %(budget)s::json, %(workflow_version)s, %(state_schema)s);
+
+-- name: restore_effect
+INSERT INTO perdure.effects (effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash, request, status, attempts, result, receipt, last_error, compensator, resolution, created_at, updated_at)
+VALUES (%(effect_key)s, %(tenant_id)s, %(run_id)s, %(step)s, %(step_seq)s, %(name)s, %(target)s, %(operation)s, %(request_hash)s, %(request)s::json, %(status)s, %(attempts)s, %(result)s::json, %(receipt)s, %(last_error)s::json, %(compensator)s, %(resolution)s::json, %(created_at)s, %(updated_at)s);
+
+-- name: restore_approval
+INSERT INTO perdure.approvals (tenant_id, run_id, step, role, request, on_approve, on_reject, status, decided_by, decided_role, comment, request_id, requested_at, decided_at)
+VALUES (%(tenant_id)s, %(run_id)s, %(step)s, %(role)s, %(request)s::json, %(on_approve)s, %(on_reject)s, %(status)s, %(decided_by)s, %(decided_role)s, %(comment)s, %(request_id)s, %(requested_at)s, %(decided_at)s);
+
+-- name: restore_signal
+INSERT INTO perdure.signals (tenant_id, run_id, signal_id, name, payload, received_at, consumed_at)
+VALUES (%(tenant_id)s, %(run_id)s, %(signal_id)s, %(name)s, %(payload)s::json, %(received_at)s, %(consumed_at)s);
+
+-- name: restore_artifact
+INSERT INTO perdure.artifacts (tenant_id, run_id, step, step_seq, fence, digest, size, media_type, parents, status, created_at, committed_at)
+VALUES (%(tenant_id)s, %(run_id)s, %(step)s, %(step_seq)s, %(fence)s, %(digest)s, %(size)s, %(media_type)s, %(parents)s::json, %(status)s, %(created_at)s, %(committed_at)s);
+
+-- name: restore_message
+INSERT INTO perdure.messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls, tool_call_id, at, step_seq, content_artifact)
+VALUES (%(tenant_id)s, %(thread_id)s, (SELECT COALESCE(MAX(seq), 0) + 1 FROM perdure.messages WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s), %(run_id)s, %(role)s, %(content)s, %(tool_calls)s::json, %(tool_call_id)s, %(at)s, %(step_seq)s, %(content_artifact)s::json);
+
+-- name: restore_event
+INSERT INTO perdure.events (tenant_id, run_id, type, step, fence, data, at)
+VALUES (%(tenant_id)s, %(run_id)s, %(type)s, %(step)s, %(fence)s, %(data)s::json, %(at)s);
+
+-- name: restore_step
+INSERT INTO perdure.steps (run_id, seq, tenant_id, name, fence, outcome, next_step, started_at, finished_at)
+VALUES (%(run_id)s, %(seq)s, %(tenant_id)s, %(name)s, %(fence)s, %(outcome)s, %(next_step)s, %(started_at)s, %(finished_at)s);
+
+-- Pruning parts of finished runs that are kept (gc's events and history retention).
+
+-- name: prune_events
+DELETE FROM perdure.events WHERE run_id IN (
+    SELECT r.run_id FROM perdure.runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= %(before)s
+      AND EXISTS (SELECT 1 FROM perdure.events e WHERE e.run_id = r.run_id)
+    LIMIT %(limit)s);
+
+-- name: prune_history
+-- A live savepoint keeps its run's history (it may be forked from).
+DELETE FROM perdure.state_history WHERE run_id IN (
+    SELECT r.run_id FROM perdure.runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= %(before)s
+      AND EXISTS (SELECT 1 FROM perdure.state_history h WHERE h.run_id = r.run_id)
+      AND NOT EXISTS (
+          SELECT 1 FROM perdure.savepoints s
+          WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > %(now)s))
+    LIMIT %(limit)s);
+
+-- name: delete_run_stream_entries
+DELETE FROM perdure.stream_entries
+WHERE tenant_id = %(tenant_id)s
+  AND message_id IN (SELECT message_id FROM perdure.streams
+                     WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s);
+
+-- name: delete_run_streams
+DELETE FROM perdure.streams WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_thread_inbox
+DELETE FROM perdure.thread_inbox WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_run_graph_writes
+-- A LangGraph thread's run owns its graph rows (a thread is one run of workflow langgraph).
+DELETE FROM perdure.graph_writes
+WHERE tenant_id = %(tenant_id)s
+  AND thread_id IN (SELECT thread_id FROM perdure.runs WHERE tenant_id = %(tenant_id)s
+                    AND run_id = %(run_id)s AND workflow = 'langgraph');
+
+-- name: delete_run_graph_blobs
+DELETE FROM perdure.graph_blobs
+WHERE tenant_id = %(tenant_id)s
+  AND thread_id IN (SELECT thread_id FROM perdure.runs WHERE tenant_id = %(tenant_id)s
+                    AND run_id = %(run_id)s AND workflow = 'langgraph');
+
+-- name: delete_run_graph_checkpoints
+DELETE FROM perdure.graph_checkpoints WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_thread_inbox
+-- Messages posted to the thread from outside any run.
+DELETE FROM perdure.thread_inbox WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s;
+
+-- name: delete_thread_policy
+DELETE FROM perdure.threads WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s;
+
+-- name: delete_runs_stream_entries
+DELETE FROM perdure.stream_entries
+WHERE (tenant_id, message_id) IN (SELECT tenant_id, message_id FROM perdure.streams
+                                  WHERE run_id = ANY (%(run_ids)s::text[]));
+
+-- name: delete_runs_streams
+DELETE FROM perdure.streams WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_thread_inbox
+DELETE FROM perdure.thread_inbox WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: delete_runs_graph_writes
+DELETE FROM perdure.graph_writes
+WHERE (tenant_id, thread_id) IN (SELECT tenant_id, thread_id FROM perdure.runs
+                                 WHERE run_id = ANY (%(run_ids)s::text[])
+                                   AND workflow = 'langgraph');
+
+-- name: delete_runs_graph_blobs
+DELETE FROM perdure.graph_blobs
+WHERE (tenant_id, thread_id) IN (SELECT tenant_id, thread_id FROM perdure.runs
+                                 WHERE run_id = ANY (%(run_ids)s::text[])
+                                   AND workflow = 'langgraph');
+
+-- name: delete_runs_graph_checkpoints
+DELETE FROM perdure.graph_checkpoints WHERE run_id = ANY (%(run_ids)s::text[]);

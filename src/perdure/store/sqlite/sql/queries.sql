@@ -183,11 +183,11 @@ LIMIT :limit;
 
 -- name: insert_message
 INSERT INTO messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
-                      tool_call_id, at)
+                      tool_call_id, at, step_seq, content_artifact)
 VALUES (:tenant_id, :thread_id,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages
          WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
-        :run_id, :role, :content, :tool_calls, :tool_call_id, :at);
+        :run_id, :role, :content, :tool_calls, :tool_call_id, :at, :step_seq, :content_artifact);
 
 -- name: list_messages
 SELECT * FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id ORDER BY seq;
@@ -775,3 +775,387 @@ FROM runs
 WHERE budget IS NOT NULL AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
 GROUP BY tenant_id, workflow
 ORDER BY tenant_id, workflow;
+-- History, savepoints, forks (0011) ---------------------------------------------------------
+
+-- name: insert_history
+INSERT INTO state_history (run_id, tenant_id, field, step_seq, version, value)
+VALUES (:run_id, :tenant_id, :field, :step_seq, :version, :value);
+
+-- name: state_changes
+SELECT step_seq, version, field, length(CAST(value AS BLOB)) AS size,
+       COALESCE(instr(value, '"__perdure_artifact__"') > 0, 0) AS offloaded
+FROM state_history
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY step_seq, version, field;
+
+-- name: state_at
+-- For each field, its latest value at or before the step (the primary key serves both parts).
+SELECT h.field, h.value FROM state_history h
+WHERE h.tenant_id = :tenant_id AND h.run_id = :run_id AND h.step_seq <= :step_seq
+  AND NOT EXISTS (
+      SELECT 1 FROM state_history l
+      WHERE l.run_id = h.run_id AND l.field = h.field AND l.step_seq <= :step_seq
+        AND (l.step_seq > h.step_seq OR (l.step_seq = h.step_seq AND l.version > h.version)));
+
+-- name: get_savepoint
+SELECT * FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id AND label = :label;
+
+-- name: insert_savepoint
+INSERT INTO savepoints (run_id, tenant_id, label, step_seq, created_by, created_at, expires_at)
+VALUES (:run_id, :tenant_id, :label, :step_seq, :by, :now, :expires_at);
+
+-- name: list_savepoints
+SELECT * FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY step_seq, created_at;
+
+-- name: insert_fork
+INSERT INTO forks (run_id, tenant_id, source_run_id, step_seq, savepoint, patched, created_by,
+                   created_at)
+VALUES (:run_id, :tenant_id, :source_run_id, :step_seq, :savepoint, :patched, :by, :now);
+
+-- name: get_fork
+SELECT * FROM forks WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: run_message_bounds
+SELECT MAX(CASE WHEN COALESCE(step_seq, 0) <= :step_seq THEN seq END) AS kept,
+       MIN(seq) AS first
+FROM messages
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND run_id = :run_id;
+
+-- Artifacts (0012) ---------------------------------------------------------------------------
+
+-- name: insert_artifact
+INSERT INTO artifacts (tenant_id, run_id, step, step_seq, fence, digest, size, media_type,
+                       parents, status, created_at, committed_at)
+VALUES (:tenant_id, :run_id, :step, :step_seq, :fence, :digest, :size, :media_type, :parents,
+        :status, :now, CASE WHEN :status = 'committed' THEN :now END)
+RETURNING id;
+
+-- name: commit_artifact
+UPDATE artifacts SET status = 'committed', committed_at = :now, step_seq = :step_seq
+WHERE id = :id AND tenant_id = :tenant_id AND run_id = :run_id AND fence = :fence
+  AND status = 'uploaded';
+
+-- name: list_artifacts
+SELECT * FROM artifacts
+WHERE tenant_id = :tenant_id
+  AND (:run_id IS NULL OR run_id = :run_id)
+  AND (:digest IS NULL OR digest = :digest)
+ORDER BY id;
+
+-- name: orphan_uploads
+SELECT a.* FROM artifacts a JOIN runs r ON r.run_id = a.run_id
+WHERE a.status = 'uploaded'
+  AND (r.fence <> a.fence OR r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+ORDER BY a.id
+LIMIT :limit;
+
+-- name: delete_artifact
+DELETE FROM artifacts WHERE id = :id RETURNING tenant_id, digest;
+
+-- name: digest_in_use
+SELECT 1 AS used WHERE EXISTS (
+    SELECT 1 FROM artifacts WHERE tenant_id = :tenant_id AND digest = :digest)
+  OR EXISTS (
+    SELECT 1 FROM messages
+    WHERE tenant_id = :tenant_id AND content_artifact IS NOT NULL
+      AND content_artifact LIKE :pattern);
+
+-- Retention and erasure (0011, 0012) ---------------------------------------------------------
+
+-- name: expired_runs
+SELECT tenant_id, run_id FROM runs r
+WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+  AND updated_at <= :before
+  AND (:workflow IS NULL OR workflow = :workflow)
+  AND workflow NOT IN (SELECT value FROM json_each(:exclude))
+  AND NOT EXISTS (
+      SELECT 1 FROM savepoints s
+      WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > :now))
+ORDER BY updated_at
+LIMIT :limit;
+
+-- name: thread_has_live_run
+SELECT 1 AS live FROM runs
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND run_id <> :run_id
+  AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+LIMIT 1;
+
+-- name: erased_thread_runs
+SELECT run_id, status, owner, lease_until FROM runs
+WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: run_artifact_digests
+SELECT DISTINCT digest FROM artifacts WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_artifacts
+DELETE FROM artifacts WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_history
+DELETE FROM state_history WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_state_fields
+DELETE FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_steps
+DELETE FROM steps WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_events
+DELETE FROM events WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_effects
+DELETE FROM effects WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_approvals
+DELETE FROM approvals WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_signals
+DELETE FROM signals WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_savepoints
+DELETE FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_forks
+DELETE FROM forks WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_requests
+-- Remembered client requests whose answer names the run.
+DELETE FROM requests WHERE tenant_id = :tenant_id AND result LIKE :pattern;
+
+-- name: detach_run_messages
+UPDATE messages SET run_id = NULL WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: run_message_artifacts
+SELECT content_artifact FROM messages WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: thread_message_artifacts
+SELECT content_artifact FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: delete_thread_messages
+DELETE FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: delete_run
+DELETE FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: insert_erasure
+INSERT INTO erasures (tenant_id, thread_id, run_id, counts, erased_by, at)
+VALUES (:tenant_id, :thread_id, :run_id, :counts, :by, :now);
+
+-- Deleting many runs at once (gc): one statement per table for a batch of runs.
+
+-- name: doomed_runs
+SELECT r.tenant_id, r.run_id,
+       EXISTS (SELECT 1 FROM runs o
+               WHERE o.tenant_id = r.tenant_id AND o.thread_id = r.thread_id
+                 AND o.run_id <> r.run_id AND o.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')) AS live
+FROM runs r
+WHERE r.run_id IN (SELECT value FROM json_each(:run_ids)) AND r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED');
+
+-- name: runs_artifact_digests
+SELECT DISTINCT tenant_id, digest FROM artifacts WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: runs_message_artifacts
+SELECT tenant_id, content_artifact FROM messages
+WHERE run_id IN (SELECT value FROM json_each(:run_ids)) AND content_artifact IS NOT NULL;
+
+-- name: delete_runs_artifacts
+DELETE FROM artifacts WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_history
+DELETE FROM state_history WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_state_fields
+DELETE FROM state_fields WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_steps
+DELETE FROM steps WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_events
+DELETE FROM events WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_effects
+DELETE FROM effects WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_approvals
+DELETE FROM approvals WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_signals
+DELETE FROM signals WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_savepoints
+DELETE FROM savepoints WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_forks
+DELETE FROM forks WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: detach_runs_messages
+UPDATE messages SET run_id = NULL WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_messages
+DELETE FROM messages WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs
+DELETE FROM runs WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- Archive and restore (cold tier): every row a run owns, out and back in.
+
+-- name: export_runs
+SELECT * FROM runs WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY run_id;
+
+-- name: export_steps
+SELECT * FROM steps WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY seq;
+
+-- name: export_state_fields
+SELECT * FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY field;
+
+-- name: export_history
+SELECT * FROM state_history WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY step_seq, version, field;
+
+-- name: export_events
+SELECT * FROM events WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY seq;
+
+-- name: export_effects
+SELECT * FROM effects WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY id;
+
+-- name: export_approvals
+SELECT * FROM approvals WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY id;
+
+-- name: export_signals
+SELECT * FROM signals WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY id;
+
+-- name: export_savepoints
+SELECT * FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY step_seq, label;
+
+-- name: export_forks
+SELECT * FROM forks WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY run_id;
+
+-- name: export_artifacts
+SELECT * FROM artifacts WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY id;
+
+-- name: export_messages
+SELECT * FROM messages WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY seq;
+
+-- name: restore_run
+INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner, lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema)
+VALUES (:run_id, :tenant_id, :thread_id, :workflow, :status, :next_step, :state_version, :fence, :owner, :lease_until, :release, :idempotency_key, :result, :error, :steps_done, :created_at, :updated_at, :wake_at, :step_attempts, :retry_since, :waiting, :budget, :workflow_version, :state_schema);
+
+-- name: restore_effect
+INSERT INTO effects (effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash, request, status, attempts, result, receipt, last_error, compensator, resolution, created_at, updated_at)
+VALUES (:effect_key, :tenant_id, :run_id, :step, :step_seq, :name, :target, :operation, :request_hash, :request, :status, :attempts, :result, :receipt, :last_error, :compensator, :resolution, :created_at, :updated_at);
+
+-- name: restore_approval
+INSERT INTO approvals (tenant_id, run_id, step, role, request, on_approve, on_reject, status, decided_by, decided_role, comment, request_id, requested_at, decided_at)
+VALUES (:tenant_id, :run_id, :step, :role, :request, :on_approve, :on_reject, :status, :decided_by, :decided_role, :comment, :request_id, :requested_at, :decided_at);
+
+-- name: restore_signal
+INSERT INTO signals (tenant_id, run_id, signal_id, name, payload, received_at, consumed_at)
+VALUES (:tenant_id, :run_id, :signal_id, :name, :payload, :received_at, :consumed_at);
+
+-- name: restore_artifact
+INSERT INTO artifacts (tenant_id, run_id, step, step_seq, fence, digest, size, media_type, parents, status, created_at, committed_at)
+VALUES (:tenant_id, :run_id, :step, :step_seq, :fence, :digest, :size, :media_type, :parents, :status, :created_at, :committed_at);
+
+-- name: restore_message
+INSERT INTO messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls, tool_call_id, at, step_seq, content_artifact)
+VALUES (:tenant_id, :thread_id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id), :run_id, :role, :content, :tool_calls, :tool_call_id, :at, :step_seq, :content_artifact);
+
+-- name: restore_event
+INSERT INTO events (tenant_id, run_id, type, step, fence, data, at)
+VALUES (:tenant_id, :run_id, :type, :step, :fence, :data, :at);
+
+-- name: restore_step
+INSERT INTO steps (run_id, seq, tenant_id, name, fence, outcome, next_step, started_at, finished_at)
+VALUES (:run_id, :seq, :tenant_id, :name, :fence, :outcome, :next_step, :started_at, :finished_at);
+
+-- Pruning parts of finished runs that are kept (gc's events and history retention).
+
+-- name: prune_events
+DELETE FROM events WHERE run_id IN (
+    SELECT r.run_id FROM runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= :before
+      AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id)
+    LIMIT :limit);
+
+-- name: prune_history
+-- A live savepoint keeps its run's history (it may be forked from).
+DELETE FROM state_history WHERE run_id IN (
+    SELECT r.run_id FROM runs r
+    WHERE r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND r.updated_at <= :before
+      AND EXISTS (SELECT 1 FROM state_history h WHERE h.run_id = r.run_id)
+      AND NOT EXISTS (
+          SELECT 1 FROM savepoints s
+          WHERE s.run_id = r.run_id AND (s.expires_at IS NULL OR s.expires_at > :now))
+    LIMIT :limit);
+
+-- name: delete_run_stream_entries
+DELETE FROM stream_entries
+WHERE tenant_id = :tenant_id
+  AND message_id IN (SELECT message_id FROM streams
+                     WHERE tenant_id = :tenant_id AND run_id = :run_id);
+
+-- name: delete_run_streams
+DELETE FROM streams WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_thread_inbox
+DELETE FROM thread_inbox WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_run_graph_writes
+-- A LangGraph thread's run owns its graph rows (a thread is one run of workflow langgraph).
+DELETE FROM graph_writes
+WHERE tenant_id = :tenant_id
+  AND thread_id IN (SELECT thread_id FROM runs WHERE tenant_id = :tenant_id
+                    AND run_id = :run_id AND workflow = 'langgraph');
+
+-- name: delete_run_graph_blobs
+DELETE FROM graph_blobs
+WHERE tenant_id = :tenant_id
+  AND thread_id IN (SELECT thread_id FROM runs WHERE tenant_id = :tenant_id
+                    AND run_id = :run_id AND workflow = 'langgraph');
+
+-- name: delete_run_graph_checkpoints
+DELETE FROM graph_checkpoints WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_thread_inbox
+-- Messages posted to the thread from outside any run.
+DELETE FROM thread_inbox WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: delete_thread_policy
+DELETE FROM threads WHERE tenant_id = :tenant_id AND thread_id = :thread_id;
+
+-- name: delete_runs_stream_entries
+DELETE FROM stream_entries
+WHERE (tenant_id, message_id) IN (SELECT tenant_id, message_id FROM streams
+                                  WHERE run_id IN (SELECT value FROM json_each(:run_ids)));
+
+-- name: delete_runs_streams
+DELETE FROM streams WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_thread_inbox
+DELETE FROM thread_inbox WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: delete_runs_graph_writes
+DELETE FROM graph_writes
+WHERE (tenant_id, thread_id) IN (SELECT tenant_id, thread_id FROM runs
+                                 WHERE run_id IN (SELECT value FROM json_each(:run_ids))
+                                   AND workflow = 'langgraph');
+
+-- name: delete_runs_graph_blobs
+DELETE FROM graph_blobs
+WHERE (tenant_id, thread_id) IN (SELECT tenant_id, thread_id FROM runs
+                                 WHERE run_id IN (SELECT value FROM json_each(:run_ids))
+                                   AND workflow = 'langgraph');
+
+-- name: delete_runs_graph_checkpoints
+DELETE FROM graph_checkpoints WHERE run_id IN (SELECT value FROM json_each(:run_ids));

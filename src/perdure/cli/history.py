@@ -1,0 +1,153 @@
+"""``perdure history``, ``fork`` and ``savepoint`` (and ``show --at``): a run's past, and new
+runs from a point of it."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import click
+import orjson
+
+from perdure.cli.support import Settings, app_option, parse_json, pass_settings, run_command
+from perdure.core.errors import InvalidInputError
+from perdure.runtime.history import HistoryEntry
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def duration(text: str, what: str) -> timedelta:
+    """``30d``, ``12h``, ``15m``, ``90s`` or ``0`` as a duration; else one-line bad input."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is None:
+        raise InvalidInputError(
+            f"{what} {text!r} is not a duration", fix="write e.g. 30d, 12h, 15m, 90s or 0"
+        )
+    seconds = float(found.group(1)) * _UNITS[found.group(2)]
+    if seconds > 100 * 365 * 86_400:
+        raise InvalidInputError(f"{what} {text!r} is over 100 years", fix="pass a shorter one")
+    return timedelta(seconds=seconds)
+
+
+def _entry_line(e: HistoryEntry) -> str:
+    name = e.step or "(start)"
+    changed = ", ".join(
+        f"{c.field}{'' if c.size is not None else ' (removed)'}"
+        f"{' [artifact]' if c.offloaded else ''}"
+        for c in e.changes
+    )
+    marks = f"  savepoint: {', '.join(e.savepoints)}" if e.savepoints else ""
+    if e.artifacts:
+        marks += f"  artifacts: {len(e.artifacts)}"
+    then = f" -> {e.next_step}" if e.next_step else ""
+    outcome = f" {e.outcome}{then}" if e.outcome else ""
+    return f"{e.step_seq:>4}  {name}{outcome}  changed: {changed or '-'}{marks}"
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_settings
+@run_command
+def history(settings: Settings, run_id: str, as_json: bool) -> None:
+    """List a run's steps (0 is its start) with the state fields each one changed and the
+    savepoints that mark it. See a state with `perdure show RUN --at STEP`."""
+    with settings.runtime() as rt:
+        entries = rt.history(run_id, tenant=settings.tenant)
+        lineage = rt.lineage(run_id, tenant=settings.tenant)
+    if as_json:
+        out = {
+            "run_id": run_id,
+            "forked_from": lineage.to_json() if lineage else None,
+            "steps": [e.to_json() for e in entries],
+        }
+        click.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
+        return
+    if lineage is not None:
+        click.echo(
+            f"forked from {lineage.source_run_id} at step {lineage.step_seq}"
+            + (f" (savepoint {lineage.savepoint})" if lineage.savepoint else "")
+        )
+    for e in entries:
+        click.echo(_entry_line(e))
+
+
+def show_state_at(settings: Settings, run_id: str, step: int, as_json: bool) -> None:
+    """What ``perdure show RUN --at STEP`` prints: the state at that step."""
+    with settings.runtime() as rt:
+        state = rt.state_at(run_id, step, tenant=settings.tenant)
+    if as_json:
+        out = {"run_id": run_id, "step_seq": step, "state": state}
+        click.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
+        return
+    click.echo(f"run {run_id} at step {step}:")
+    for name, value in state.items():
+        text = orjson.dumps(value).decode()
+        click.echo(f"  {name} = {text if len(text) <= 200 else text[:200] + '...'}")
+
+
+@click.command()
+@click.argument("run_id")
+@app_option
+@click.option("--at", "at_step", type=int, help="Fork from the state after step N (0: start).")
+@click.option("--savepoint", help="Fork from this savepoint.")
+@click.option("--patch-state", help="State fields to overwrite, as a JSON object.")
+@click.option("--next", "next_step", help="The step the fork starts with (default: the next).")
+@click.option("--thread", help="The fork's thread (default: a new one named after it).")
+@click.option("--as", "by", help="Who forks (recorded).")
+@pass_settings
+@run_command
+def fork(
+    settings: Settings,
+    run_id: str,
+    app: str | None,
+    at_step: int | None,
+    savepoint: str | None,
+    patch_state: str | None,
+    next_step: str | None,
+    thread: str | None,
+    by: str | None,
+) -> None:
+    """Create a new run from a run's state at a step or a savepoint (time travel).
+
+    The original is not changed. Effects confirmed up to that point are not repeated: the fork
+    never runs those steps. The steps after it run again in the fork, with new effect keys:
+    their effects happen again (see docs/history.md). A worker runs the fork like any run.
+    """
+    with settings.runtime(app, with_workflows=True) as rt:
+        run = rt.fork(
+            run_id,
+            at=at_step,
+            savepoint=savepoint,
+            patch=parse_json(patch_state, "--patch-state"),
+            next_step=next_step,
+            thread=thread,
+            tenant=settings.tenant,
+            by=by,
+        )
+    click.echo(f"forked {run_id} as {run.run_id} (PENDING at {run.next_step})")
+
+
+@click.command()
+@click.argument("run_id")
+@click.argument("label")
+@click.option("--at", "at_step", type=int, help="Step N (default: the last committed).")
+@click.option("--expires", help="Lapse after this long, e.g. 30d (default: never).")
+@click.option("--as", "by", help="Who confirms it (recorded).")
+@pass_settings
+@run_command
+def savepoint(
+    settings: Settings,
+    run_id: str,
+    label: str,
+    at_step: int | None,
+    expires: str | None,
+    by: str | None,
+) -> None:
+    """Mark a point of a run's history as a confirmed savepoint LABEL to fork from later."""
+    ttl = None if expires is None else duration(expires, "--expires")
+    with settings.runtime() as rt:
+        sp = rt.savepoint(run_id, label, at=at_step, tenant=settings.tenant, by=by, expires=ttl)
+    until = f", until {sp.expires_at:%Y-%m-%d %H:%M} UTC" if sp.expires_at else ""
+    click.echo(f"savepoint {sp.label} of {run_id} at step {sp.step_seq} by {sp.created_by}{until}")
