@@ -184,3 +184,19 @@ class StreamClosedError(PerdureError):
 
     code = "stream_closed"
     fix = "write through the sink of the current attempt; a finished message is never reopened"
+
+
+class ConflictingUpdatesError(PerdureError):
+    """Two branches or children wrote the same state field and the workflow declares no
+    reducer for it: perdure never lets the last writer win."""
+
+    code = "conflicting_updates"
+    fix = "declare a reducer for the field: Workflow(..., reducers={'field': append})"
+
+
+class ChildRunError(PerdureError):
+    """A child run cannot be started or waited for as asked (a key used twice with another
+    input, a wait for a key that was never spawned)."""
+
+    code = "child_run_invalid"
+    fix = "give each child a unique key and wait only for keys this run spawned"

@@ -32,6 +32,7 @@ from perdure.core.workflow import (
 )
 from perdure.runtime.boundaries import next_step_of, to_boundary
 from perdure.runtime.checkpoint import Readable, inspect
+from perdure.runtime.children import Spawner, checked_wait, request_cancel_children
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.compensation import Compensation
@@ -63,7 +64,8 @@ class Execution:
             store, clock, self.claim, workflow, self.committer, services.loop
         )
         self.compensation = Compensation(self.effects)
-        self.host = StepHost(store, clock, self.claim, self.effects, self.bridge)
+        spawner = Spawner(store, clock, services.keyring, services.limits)
+        self.host = StepHost(store, clock, self.claim, self.effects, self.bridge, spawner)
         self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
@@ -196,6 +198,7 @@ class Execution:
         ctx = Context(run, name, self.host)
         started = self.clock.now()
         outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
+        outcome = checked_wait(self.store, run, outcome)
         self.host.flush_streams()  # what the step streamed is stored before its boundary
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
@@ -302,7 +305,9 @@ class Execution:
         return Stopped(StopReason.LOST, current.run_id)
 
     def _finish_cancel(self) -> Stopped:
-        """Compensate confirmed effects (newest first), then end the run CANCELLED."""
+        """Pass the cancel on to the children, compensate confirmed effects (newest first),
+        then end the run CANCELLED."""
+        request_cancel_children(self.store, self.clock, self.run, "parent cancelled")
         unresolved = self.compensation.all()
         run = self._current()
         deleted = None

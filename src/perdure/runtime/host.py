@@ -20,6 +20,7 @@ from perdure.core.errors import StreamClosedError
 from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
 from perdure.core.signals import Escalate
 from perdure.runtime.aio import Bridge
+from perdure.runtime.children import Spawner
 from perdure.runtime.claim import Claim
 from perdure.runtime.effect_runner import EffectRunner
 from perdure.runtime.stream_sink import DurableStream
@@ -31,9 +32,16 @@ class StepHost:
     release id was replaced with; ``budget`` is the run's budget after the last boundary."""
 
     def __init__(
-        self, store: Store, clock: Clock, claim: Claim, effects: EffectRunner, bridge: Bridge
+        self,
+        store: Store,
+        clock: Clock,
+        claim: Claim,
+        effects: EffectRunner,
+        bridge: Bridge,
+        spawner: Spawner,
     ) -> None:
         self.store = store
+        self.spawner = spawner
         self.bridge = bridge
         self.clock = clock
         self.claim = claim

@@ -38,6 +38,7 @@ from perdure.core.model import (
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
 from perdure.core.threads import ThreadPolicy
 from perdure.store.capabilities import (
+    ChildrenStore,
     EffectLedger,
     FleetStore,
     StreamsStore,
@@ -65,6 +66,10 @@ class NewRun:
     """What to do when the thread is busy (None: the thread's own policy, else enqueue)."""
     state_seal: str | None = None
     """The run row's sealed record of its state (see :class:`perdure.core.seal.StateSeal`)."""
+    parent_run_id: str | None = None
+    """The run whose step started this one (``ctx.spawn``), in the same tenant."""
+    child_key: str | None = None
+    """The key the parent gave this child (unique among the parent's children)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +105,14 @@ class Boundary:
 
 
 class Store(
-    EffectLedger, WaitsStore, UpgradesStore, FleetStore, ThreadsStore, StreamsStore, Protocol
+    EffectLedger,
+    WaitsStore,
+    UpgradesStore,
+    FleetStore,
+    ThreadsStore,
+    StreamsStore,
+    ChildrenStore,
+    Protocol,
 ):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,
     the other capabilities in :mod:`perdure.store.capabilities`."""

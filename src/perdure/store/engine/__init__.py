@@ -24,7 +24,17 @@ first parameter is the engine (``self``), and named in the class body below:
 from __future__ import annotations
 
 from perdure.store.driver import Driver
-from perdure.store.engine import commits, effects, fleet, runs, streams, threads, versions, waits
+from perdure.store.engine import (
+    children,
+    commits,
+    effects,
+    fleet,
+    runs,
+    streams,
+    threads,
+    versions,
+    waits,
+)
 
 
 class Engine:
@@ -96,6 +106,9 @@ class Engine:
     stream_entries = streams.stream_entries
     stream_info = streams.stream_info
     watch_streams = streams.watch_streams
+
+    # ChildrenStore
+    child_runs = children.child_runs
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, RunNotFoundError, StoreUnavailableError
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.core.threads import ThreadPolicy
 from perdure.store.base import NewRun
-from perdure.store.engine import threads
+from perdure.store.engine import children, threads
 from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
 from perdure.store.rows import (
     ERROR_STATUSES,
@@ -60,6 +61,8 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
                     "workflow_version": new.release.workflow_version,
                     "state_schema": new.release.state_schema,
                     "state_seal": new.state_seal,
+                    "parent_run_id": new.parent_run_id,
+                    "child_key": new.child_key,
                     "now": at,
                 },
             )
@@ -259,6 +262,8 @@ def set_status(
         event(tx, ids, "status", None, fence, change, at)
         if status.terminal:  # messages that waited for this run's end join the thread now
             threads.deliver(tx, tenant_id, row["thread_id"], None, at)
+        if status in SETTLED:  # a parent waiting for this child may go on
+            children.wake_parent(tx, tenant_id, run_id, at)
     return run_from_row(row, d.when)
 
 

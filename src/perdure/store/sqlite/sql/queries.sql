@@ -24,12 +24,12 @@ ROLLBACK;
 -- on PostgreSQL, on the place a concurrent creator took) inserts nothing.
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
                   idempotency_key, budget, workflow_version, state_schema, state_seal, thread_seq,
-                  created_at, updated_at)
+                  created_at, updated_at, parent_run_id, child_key)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
         :idempotency_key, :budget, :workflow_version, :state_schema, :state_seal,
         (SELECT COALESCE(MAX(thread_seq), 0) + 1 FROM runs
          WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
-        :now, :now)
+        :now, :now, :parent_run_id, :child_key)
 ON CONFLICT DO NOTHING
 RETURNING run_id;
 
@@ -548,3 +548,14 @@ SELECT seq, attempt, kind, text FROM stream_entries
 WHERE tenant_id = :tenant_id AND message_id = :message_id AND seq > :after
 ORDER BY seq
 LIMIT :limit;
+
+-- name: child_runs
+-- The children a run started (ctx.spawn), by key.
+SELECT run_id, child_key, workflow, status, result, error, created_at, updated_at
+FROM runs
+WHERE tenant_id = :tenant_id AND parent_run_id = :parent_run_id
+ORDER BY child_key;
+
+-- name: run_parent
+SELECT parent_run_id, child_key FROM runs
+WHERE tenant_id = :tenant_id AND run_id = :run_id;
