@@ -56,6 +56,7 @@ class EventType(StrEnum):
     LATE_APPROVAL = "late_approval"
     LATE_SIGNAL = "late_signal"
     LATE_STATUS = "late_status"
+    CHILDREN_SETTLED = "children_settled"
 
 
 class StopReason(StrEnum):
