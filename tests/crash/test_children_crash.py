@@ -102,7 +102,7 @@ def test_a_sigkill_with_children_and_branches_in_flight_resumes_each_exactly_onc
     assert branches == {"a": "confirmed", "b": "confirmed"}
     for child in final["children"]:
         effects = show(db_url, child["run_id"])["effects"]
-        assert [(e["status"], e["attempts"]) for e in effects][0][0] == "confirmed"
+        assert [e["status"] for e in effects] == ["confirmed"]
 
     listed = run_cli(db_url, "runs", "--parent", run_id, "--json")
     assert listed.returncode == 0, listed.stderr
