@@ -9,6 +9,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.effects import EffectStatus
 from perdure.core.retry import RetryPolicy
@@ -139,3 +141,101 @@ def test_a_failing_branch_lets_the_others_record_their_outcome_then_fails_the_st
         effects = {e.name: e.status for e in rt.effects(run_id=run.run_id)}
     assert ended.status is not RunStatus.SUCCEEDED
     assert effects == {"ok/q": EffectStatus.CONFIRMED, "no/q": EffectStatus.REJECTED}
+
+
+def test_model_call_branches_overlap_and_replay_by_branch_id(db_url: str, clock: FakeClock) -> None:
+    from perdure import Message
+    from perdure.providers.scripted import Scripted, ScriptedModel
+    from perdure.runtime.parallel import ModelCall
+
+    meeting = threading.Barrier(2, timeout=30)
+
+    def script(request: Any) -> Scripted:
+        meeting.wait()  # both calls are in flight at once
+        return Scripted(text=f"re: {request.messages[-1].content}")
+
+    model = ScriptedModel("m-1", script)
+
+    @step
+    def ask(ctx: Context, s: Fan):  # type: ignore[no-untyped-def]
+        replies = ctx.parallel(
+            {
+                "q2": ModelCall(model, [Message("user", "two")]),
+                "q1": ModelCall(model, [Message("user", "one")]),
+            }
+        )
+        return done({bid: r.text for bid, r in replies.items()})
+
+    wf = Workflow("ask", state=Fan, steps=[ask])
+    with Runtime(db_url, clock=clock, owner="w", workflows=[wf]) as rt:
+        run = rt.start(wf)
+        rt.run_until_idle()
+        ended = rt.get(run.run_id)
+        names = sorted(e.name for e in rt.effects(run_id=run.run_id))
+    assert ended.status is RunStatus.SUCCEEDED, ended.error
+    assert ended.result == {"q1": "re: one", "q2": "re: two"}
+    assert list(ended.result) == ["q1", "q2"]
+    assert names == ["q1/model", "q2/model"] and model.calls == 2
+
+
+@dataclass
+class Tally:
+    items: list[str] = field(default_factory=list)
+    best: int = 0
+    tags: dict[str, int] = field(default_factory=dict)
+
+
+ORDERS = ["abc", "acb", "bac", "bca", "cab", "cba"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_any_order_of_branch_completions_gives_the_same_state(
+    db_url: str, clock: FakeClock, order: str
+) -> None:
+    from perdure.core.reducers import append, maximum, merge
+
+    turn = {b: threading.Event() for b in "abc"}
+    returned = {b: threading.Event() for b in "abc"}
+    finished: list[str] = []
+
+    def work(request: Any, key: str) -> Any:
+        bid = request["b"]
+        assert turn[bid].wait(timeout=30)
+        finished.append(bid)
+        returned[bid].set()
+        return {"items": [bid], "best": request["v"], "tags": {"k": request["v"], bid: 1}}
+
+    def conduct() -> None:
+        for bid in order:  # the calls end in this order
+            turn[bid].set()
+            assert returned[bid].wait(timeout=30)
+
+    @step
+    def tally(ctx: Context, s: Tally):  # type: ignore[no-untyped-def]
+        values = {"a": 5, "b": 9, "c": 2}
+        conductor = threading.Thread(target=conduct)
+        conductor.start()
+        found = ctx.parallel(
+            {b: EffectCall("w", "t", "op", {"b": b, "v": values[b]}, work) for b in "cab"}
+        )
+        conductor.join()
+        out = ctx.merge(s, found)
+        return done({"items": out.items, "best": out.best, "tags": out.tags})
+
+    wf = Workflow(
+        "tally",
+        state=Tally,
+        steps=[tally],
+        reducers={"items": append, "best": maximum, "tags": merge},
+    )
+    with Runtime(db_url, clock=clock, owner="w", workflows=[wf]) as rt:
+        run = rt.start(wf)
+        rt.run_until_idle()
+        ended = rt.get(run.run_id)
+    assert "".join(finished) == order
+    assert ended.status is RunStatus.SUCCEEDED, ended.error
+    assert ended.result == {
+        "items": ["a", "b", "c"],
+        "best": 9,
+        "tags": {"k": 2, "a": 1, "b": 1, "c": 1},
+    }
