@@ -256,3 +256,71 @@ def test_runs_list_the_children_of_a_parent_and_none_for_a_run_without(
         run = rt.start(wf)
         rt.run_until_idle()
         assert rt.children(run.run_id) == []
+
+
+@step(next=["combine"])
+async def adispatch(ctx: Context, s: Plan):  # type: ignore[no-untyped-def]
+    for topic in s.topics:
+        await ctx.aspawn(researcher, {"topic": topic}, key=topic, share=0.5)
+    return wait_for_children(on_done="combine")
+
+
+def test_an_async_step_spawns_with_a_share_of_its_budget(db_url: str, clock: FakeClock) -> None:
+    from perdure.core.budget import Budget
+
+    wf = Workflow(
+        "asuper",
+        state=Plan,
+        steps=[adispatch, combine],
+        reducers={"findings": append, "cost": total},
+        budget=Budget(steps=20, cost=10.0),
+    )
+    with Runtime(db_url, clock=clock, owner="w", workflows=[wf, researcher]) as rt:
+        parent = rt.start(wf, {"topics": ["alpha", "beta"]})
+        rt.run_until_idle()
+        ended = rt.get(parent.run_id)
+        kids = [rt.get(k.run_id) for k in rt.children(parent.run_id)]
+    assert ended.status is RunStatus.SUCCEEDED, ended.error
+    assert ended.result is not None and isinstance(ended.result, dict)
+    assert ended.result["findings"] == ["alpha: found", "beta: found"]
+    for kid in kids:
+        assert kid.budget is not None
+        assert (kid.budget.limits.steps, kid.budget.limits.cost) == (10, 5.0)
+        assert kid.thread_id == kid.run_id != parent.thread_id
+
+
+@step
+def hostile(ctx: Context, s: Plan):  # type: ignore[no-untyped-def]
+    from perdure.core.errors import InvalidInputError
+
+    seen = []
+    for key in ["", "a\x00b", "k" * 500]:
+        try:
+            ctx.spawn(researcher, {"topic": "x"}, key=key)
+        except InvalidInputError as exc:
+            seen.append(exc.code)
+    return done(seen)
+
+
+def test_hostile_child_keys_are_refused_as_typed_input_errors(
+    db_url: str, clock: FakeClock
+) -> None:
+    wf = Workflow("hostile", state=Plan, steps=[hostile])
+    with Runtime(db_url, clock=clock, owner="w", workflows=[wf, researcher]) as rt:
+        run = rt.start(wf)
+        rt.run_until_idle()
+        ended = rt.get(run.run_id)
+        assert rt.children(run.run_id) == []
+    assert ended.result == ["invalid_input"] * 3
+
+
+def test_the_parents_history_names_each_child_once_and_the_wake(
+    db_url: str, clock: FakeClock
+) -> None:
+    with fresh(db_url, clock) as rt:
+        parent = rt.start(supervisor, {"topics": ["alpha", "beta"]})
+        rt.run_until_idle()
+        events = rt.status(parent.run_id, events=100).events
+    spawned = [e.data for e in events if e.type == "child_spawned"]
+    assert sorted(d["key"] for d in spawned) == ["alpha", "beta"]  # type: ignore[index]
+    assert [e.type for e in events].count("children_settled") == 1

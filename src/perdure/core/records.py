@@ -57,6 +57,7 @@ class EventType(StrEnum):
     LATE_SIGNAL = "late_signal"
     LATE_STATUS = "late_status"
     CHILDREN_SETTLED = "children_settled"
+    CHILD_SPAWNED = "child_spawned"
 
 
 class StopReason(StrEnum):

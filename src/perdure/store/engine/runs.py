@@ -83,6 +83,8 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
             raise threads.busy_error(new.tenant_id, new.thread_id, ahead)
         write_fields(tx, ids, new.state)
         created: dict[str, JSON] = {"workflow": new.workflow}
+        if new.parent_run_id is not None:
+            created["parent_run_id"] = new.parent_run_id
         if ahead:
             created["queued_behind"] = ahead[0]["run_id"]
             if policy is ThreadPolicy.INTERRUPT:
@@ -92,6 +94,10 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
         else:
             write_messages(tx, new.tenant_id, new.thread_id, new.run_id, new.messages, at)
         event(tx, ids, "created", None, None, created, at)
+        if new.parent_run_id is not None:  # the parent's history names the child it started
+            parent = {"tenant_id": new.tenant_id, "run_id": new.parent_run_id}
+            info = {"key": new.child_key, "run_id": new.run_id, "workflow": new.workflow}
+            event(tx, parent, "child_spawned", None, None, info, at)
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when), True
 
