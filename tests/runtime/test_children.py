@@ -324,3 +324,63 @@ def test_the_parents_history_names_each_child_once_and_the_wake(
     spawned = [e.data for e in events if e.type == "child_spawned"]
     assert sorted(d["key"] for d in spawned) == ["alpha", "beta"]  # type: ignore[index]
     assert [e.type for e in events].count("children_settled") == 1
+
+
+def test_a_repeated_cancel_of_a_cancelled_parent_cancels_the_children_it_left(
+    db_url: str, clock: FakeClock
+) -> None:
+    from perdure.runtime.control import cancel_run
+
+    COMPENSATED.clear()
+    with fresh(db_url, clock) as rt:
+        parent = rt.start(supervisor, {"topics": ["alpha", "beta"], "modes": {
+            "alpha": "hold", "beta": "hold"}})  # fmt: skip
+        rt.run_until_idle()
+        # only the parent is asked (as if the process that asked died before the children)
+        asked = cancel_run(rt.parts, "default", parent.run_id, "stop", None)
+        assert asked.status is RunStatus.CANCELLED  # nothing of its own to compensate
+        assert {k.status for k in rt.children(parent.run_id)} == {RunStatus.WAITING_EXTERNAL}
+        rt.cancel(parent.run_id)  # a repeat passes the cancel on to the unsettled children
+        rt.run_until_idle()
+        kids = rt.children(parent.run_id)
+    assert [k.status for k in kids] == [RunStatus.CANCELLED] * 2
+    assert sorted(COMPENSATED) == ["alpha", "beta"]
+
+
+@step(next=["combine"])
+def booked(ctx: Context, s: Plan):  # type: ignore[no-untyped-def]
+    ctx.effect(
+        "book",
+        target="ledger",
+        operation="reserve",
+        request={"topic": "parent"},
+        execute=lambda req, key: {"ok": True},
+        compensate=release_reservation,
+    )
+    for topic in s.topics:
+        ctx.spawn(researcher, {"topic": topic, "mode": "hold"}, key=topic)
+    return wait_for_children(on_done="combine")
+
+
+booking = Workflow(
+    "booking", state=Plan, steps=[booked, combine], compensators=[release_reservation]
+)
+
+
+def test_a_worker_that_finishes_a_parents_cancel_cancels_its_children_first(
+    db_url: str, clock: FakeClock
+) -> None:
+    from perdure.runtime.control import cancel_run
+
+    COMPENSATED.clear()
+    with Runtime(db_url, clock=clock, owner="w", workflows=[booking, researcher]) as rt:
+        parent = rt.start(booking, {"topics": ["alpha", "beta"]})
+        rt.run_until_idle()
+        asked = cancel_run(rt.parts, "default", parent.run_id, "stop", None)
+        assert asked.status is RunStatus.CANCEL_REQUESTED  # a worker must compensate
+        rt.run_until_idle()  # the parent's cancel asks its children, then each compensates
+        ended = rt.get(parent.run_id)
+        kids = rt.children(parent.run_id)
+    assert ended.status is RunStatus.CANCELLED
+    assert [k.status for k in kids] == [RunStatus.CANCELLED] * 2
+    assert sorted(COMPENSATED) == ["alpha", "beta", "parent"]
