@@ -17,12 +17,16 @@ What a step returns (outcomes)
     :func:`goto`, :func:`done`, :func:`fail`, :func:`wait_for_approval`,
     :func:`wait_for_signal`, :func:`sleep`, :func:`sleep_until`; the values they build:
     :class:`Next`, :class:`Done`, :class:`Fail`, :class:`WaitApproval`, :class:`WaitSignal`,
-    :class:`Sleep`, and their union :data:`Outcome`.
+    :class:`Sleep`, and their union :data:`Outcome`; :func:`wait_for_children` and
+    :class:`WaitChildren` (child runs: ``docs/parallel.md``).
 
 Inside a step
     :class:`Context` (the ``ctx`` argument), :class:`Message`, :class:`ToolCall`,
     :func:`tool_call`, :class:`Approval` (``ctx.approval``), :class:`Signal` (``ctx.signals``),
-    :class:`Release` (``ctx.release``), :class:`ArtifactRef` (``ctx.put_artifact``).
+    :class:`Release` (``ctx.release``), :class:`ArtifactRef` (``ctx.put_artifact``);
+    :class:`ChildRecord` (``ctx.children``), :class:`EffectCall` and :class:`ModelCall`
+    (branches of ``ctx.parallel``), :class:`ConflictingUpdatesError` (two writes of a field
+    without a reducer).
 
 Effects (``ctx.effect``)
     :class:`EffectResult` (a result with a receipt), :class:`Reconciled` (what a reconciler
@@ -80,6 +84,7 @@ from perdure.core.chat import (
     TokenUsage,
     ToolSpec,
 )
+from perdure.core.children import ChildRecord
 from perdure.core.clock import Clock, FakeClock, SystemClock
 from perdure.core.effects import (
     BudgetExhaustedError,
@@ -97,6 +102,7 @@ from perdure.core.effects import (
 from perdure.core.errors import (
     ApprovalStateError,
     ConfigError,
+    ConflictingUpdatesError,
     DecodeError,
     DefinitionError,
     EffectNotFoundError,
@@ -144,6 +150,7 @@ from perdure.core.workflow import (
     Outcome,
     Sleep,
     WaitApproval,
+    WaitChildren,
     WaitSignal,
     Workflow,
     done,
@@ -153,11 +160,13 @@ from perdure.core.workflow import (
     sleep_until,
     step,
     wait_for_approval,
+    wait_for_children,
     wait_for_signal,
 )
 from perdure.runtime.asyncrt import AsyncRuntime
 from perdure.runtime.context import Context, tool_call
 from perdure.runtime.model_calls import ModelReply
+from perdure.runtime.parallel import EffectCall, ModelCall
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.services import RunView
 from perdure.runtime.tools import arun_tools, run_tools
@@ -174,8 +183,10 @@ __all__ = [
     "Budget",
     "BudgetExhaustedError",
     "ChatModel",
+    "ChildRecord",
     "Clock",
     "ConfigError",
+    "ConflictingUpdatesError",
     "Context",
     "DecodeError",
     "DefinitionError",
@@ -183,6 +194,7 @@ __all__ = [
     "Delta",
     "Done",
     "Durability",
+    "EffectCall",
     "EffectConflictError",
     "EffectError",
     "EffectNotFoundError",
@@ -202,6 +214,7 @@ __all__ = [
     "Limits",
     "Message",
     "MigrationChecksumError",
+    "ModelCall",
     "ModelReply",
     "ModelRequest",
     "ModelResponse",
@@ -247,6 +260,7 @@ __all__ = [
     "TransientError",
     "UnknownOutcomeError",
     "WaitApproval",
+    "WaitChildren",
     "WaitSignal",
     "Worker",
     "Workflow",
@@ -263,5 +277,6 @@ __all__ = [
     "step",
     "tool_call",
     "wait_for_approval",
+    "wait_for_children",
     "wait_for_signal",
 ]

@@ -236,6 +236,8 @@ CREATE TABLE perdure.runs (
     state_schema integer,
     state_seal text,
     thread_seq bigint,
+    parent_run_id text,
+    child_key text,
     CONSTRAINT runs_fence_check CHECK ((fence >= 0)),
     CONSTRAINT runs_pkey PRIMARY KEY (run_id),
     CONSTRAINT runs_state_version_check CHECK ((state_version >= 0)),
@@ -422,6 +424,9 @@ CREATE INDEX runs_by_thread ON perdure.runs USING btree (tenant_id, thread_id, c
 
 -- index runs_by_wake
 CREATE INDEX runs_by_wake ON perdure.runs USING btree (wake_at);
+
+-- index runs_children
+CREATE UNIQUE INDEX runs_children ON perdure.runs USING btree (tenant_id, parent_run_id, child_key) WHERE (parent_run_id IS NOT NULL);
 
 -- index runs_quarantined
 CREATE INDEX runs_quarantined ON perdure.runs USING btree (status, workflow);

@@ -40,6 +40,10 @@ CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at);
 -- index runs_by_wake
 CREATE INDEX runs_by_wake ON runs (wake_at);
 
+-- index runs_children
+CREATE UNIQUE INDEX runs_children ON runs (tenant_id, parent_run_id, child_key)
+    WHERE parent_run_id IS NOT NULL;
+
 -- index runs_quarantined
 CREATE INDEX runs_quarantined ON runs (status, workflow);
 
@@ -264,7 +268,7 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, state_seal TEXT, thread_seq INTEGER,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, state_seal TEXT, thread_seq INTEGER, parent_run_id TEXT, child_key TEXT,
     UNIQUE (tenant_id, idempotency_key)
 );
 

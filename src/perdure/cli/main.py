@@ -10,7 +10,7 @@ import sys
 import click
 import orjson
 
-from perdure.cli import render
+from perdure.cli import children, render
 from perdure.cli.client import Client, server_options
 from perdure.cli.drills import drills
 from perdure.cli.effects import chaos, effects
@@ -169,6 +169,7 @@ def start(
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--watch", "watching", is_flag=True, help="Refresh every second until Ctrl-C.")
+@click.option("--parent", "parent", help="Only the child runs of this run (by key).")
 @pass_settings
 @run_command
 def runs(
@@ -182,10 +183,23 @@ def runs(
     limit: int,
     as_json: bool,
     watching: bool,
+    parent: str | None,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first (with --parent: a run's children, by key)."""
     if watching:
         watch_runs(settings, statuses, workflow, thread, limit)
+        return
+    if parent is not None:
+        with settings.runtime() as rt:
+            kids = rt.children(parent, tenant=settings.tenant)[:limit]
+            found = [rt.get(k.run_id, tenant=settings.tenant) for k in kids]
+        if as_json:
+            rows = [
+                {**render.run_json(r), "child_key": k.key} for k, r in zip(kids, found, strict=True)
+            ]
+            click.echo(orjson.dumps(rows).decode())
+        else:
+            click.echo(render.runs_table(found))
         return
     if stuck:
         with settings.runtime() as rt:
@@ -223,10 +237,17 @@ def show(settings: Settings, run_id: str, as_json: bool, events: int, at_step: i
         return
     with settings.runtime() as rt:
         view = rt.status(run_id, tenant=settings.tenant, events=events)
+        kids = rt.children(run_id, tenant=settings.tenant)
     if as_json:
-        click.echo(orjson.dumps(render.view_json(view), option=orjson.OPT_INDENT_2).decode())
+        data = {
+            **render.view_json(view),
+            "children": [k.to_json() for k in kids],
+            "branches": children.branches(view.effects),
+        }
+        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
     else:
-        click.echo(render.view_text(view))
+        extra = children.children_text(kids, view.effects)
+        click.echo(render.view_text(view) + (f"\n{extra}" if extra else ""))
 
 
 @main.command()

@@ -229,3 +229,19 @@ class KeyNotFoundError(PerdureError):
 
     code = "key_not_found"
     fix = "see the tenant's keys with `perdure keys list`"
+
+
+class ConflictingUpdatesError(PerdureError):
+    """Two branches or children wrote the same state field and the workflow declares no
+    reducer for it: perdure never lets the last writer win."""
+
+    code = "conflicting_updates"
+    fix = "declare a reducer for the field: Workflow(..., reducers={'field': append})"
+
+
+class ChildRunError(PerdureError):
+    """A child run cannot be started or waited for as asked (a key used twice with another
+    input, a wait for a key that was never spawned)."""
+
+    code = "child_run_invalid"
+    fix = "give each child a unique key and wait only for keys this run spawned"

@@ -34,6 +34,7 @@ class StepOutcome(StrEnum):
     WAIT_APPROVAL = "wait_approval"
     WAIT_SIGNAL = "wait_signal"
     SLEEP = "sleep"
+    WAIT_CHILDREN = "wait_children"
 
 
 class EventType(StrEnum):
@@ -63,6 +64,8 @@ class EventType(StrEnum):
     GRAPH_PRUNED = "graph_pruned"
     SAVEPOINT = "savepoint"
     RESTORED = "restored"
+    CHILDREN_SETTLED = "children_settled"
+    CHILD_SPAWNED = "child_spawned"
 
 
 class StopReason(StrEnum):
@@ -93,6 +96,7 @@ class WaitKind(StrEnum):
     APPROVAL = "approval"
     SIGNAL = "signal"
     TIMER = "timer"
+    CHILDREN = "children"
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +223,23 @@ class TimerWait:
         return {"kind": str(self.kind), "next": self.next, "until": self.until.isoformat()}
 
 
-Waiting = ApprovalWait | SignalWait | TimerWait
+@dataclass(frozen=True, slots=True)
+class ChildrenWait:
+    """The run waits until its children named in ``keys`` (None: every child it started) are
+    settled (SUCCEEDED, FAILED, CANCELLED, NEEDS_ATTENTION or QUARANTINED), then continues
+    with ``next``."""
+
+    next: str
+    keys: tuple[str, ...] | None = None
+    kind: WaitKind = field(default=WaitKind.CHILDREN, init=False)
+
+    def to_json(self) -> dict[str, JSON]:
+        """The wait as stored on the run."""
+        keys: JSON = None if self.keys is None else list(self.keys)
+        return {"kind": str(self.kind), "next": self.next, "keys": keys}
+
+
+Waiting = ApprovalWait | SignalWait | TimerWait | ChildrenWait
 """What a WAITING_* run waits for."""
 
 
@@ -240,6 +260,9 @@ def waiting_from_json(data: Any) -> Waiting | None:
         )
     if kind == WaitKind.TIMER:
         return TimerWait(str(data["next"]), datetime.fromisoformat(str(data["until"])))
+    if kind == WaitKind.CHILDREN:
+        keys = data.get("keys")
+        return ChildrenWait(str(data["next"]), None if keys is None else tuple(map(str, keys)))
     return None
 
 

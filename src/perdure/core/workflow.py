@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from perdure.core.errors import DefinitionError
 from perdure.core.model import JSON
+from perdure.core.reducers import Reducer, declared
 from perdure.core.serde import StateCodec
 from perdure.core.versions import Compatibility
 
@@ -101,7 +102,17 @@ class Sleep:
     state: Any = None
 
 
-Outcome = Next | Done | Fail | WaitApproval | WaitSignal | Sleep
+@dataclass(frozen=True, slots=True)
+class WaitChildren:
+    """Outcome: wait (holding nothing) until the child runs named in ``keys`` (None: all the
+    run started) are settled, then continue with ``next``; it reads them as ``ctx.children``."""
+
+    next: str
+    keys: tuple[str, ...] | None = None
+    state: Any = None
+
+
+Outcome = Next | Done | Fail | WaitApproval | WaitSignal | Sleep | WaitChildren
 
 
 def goto(step: str, state: Any = None) -> Next:
@@ -157,6 +168,17 @@ def sleep_until(until: datetime, *, next: str, state: Any = None) -> Sleep:
     return Sleep(until, next, state)
 
 
+def wait_for_children(
+    keys: Iterable[str] | None = None, *, on_done: str, state: Any = None
+) -> WaitChildren:
+    """Pause the run until its child runs (``ctx.spawn``) named in ``keys`` — all of them when
+    None — have ended (SUCCEEDED, FAILED, CANCELLED) or need a person (NEEDS_ATTENTION,
+    QUARANTINED); then go to ``on_done``, which reads each child with ``ctx.children``. No
+    process is held meanwhile: the last child's own final commit wakes the parent."""
+    chosen = None if keys is None else tuple(sorted(set([keys] if isinstance(keys, str) else keys)))
+    return WaitChildren(on_done, chosen, state)
+
+
 def continuations(outcome: Outcome) -> list[str]:
     """The steps an outcome may continue with (each must be declared in the step's ``next``)."""
     if isinstance(outcome, Next):
@@ -165,7 +187,7 @@ def continuations(outcome: Outcome) -> list[str]:
         return [outcome.on_approve, outcome.on_reject]
     if isinstance(outcome, WaitSignal):
         return [outcome.next, *([outcome.on_timeout] if outcome.on_timeout else [])]
-    if isinstance(outcome, Sleep):
+    if isinstance(outcome, Sleep | WaitChildren):
         return [outcome.next]
     return []
 
@@ -246,6 +268,9 @@ class Workflow(Generic[S]):
     ``retired={"model": {"old-model": "new-model"}, "tools": {"v1": None}}`` replaces a retired
     model or tool set named in a run's release manifest, or (None) quarantines such runs.
     ``model`` is the model id recorded in the release manifest of runs started without one.
+    ``reducers`` maps state fields to how updates from parallel branches or child runs combine
+    (:mod:`perdure.core.reducers`: ``append``, ``merge``, ``max``, ``min``, ``sum`` or a
+    function); a field that is not a field of ``state`` is refused here.
     Raises :class:`DefinitionError` for an empty step list, duplicate or malformed names, an
     unknown start step, a ``next`` naming an unknown step, or a retry policy whose
     ``on_exhausted`` names an unknown step.
@@ -268,6 +293,7 @@ class Workflow(Generic[S]):
         removed: dict[str, str] | None = None,
         retired: dict[str, dict[str, str | None]] | None = None,
         model: str | None = None,
+        reducers: dict[str, Reducer | str] | None = None,
     ) -> None:
         if not _NAME.match(name):
             raise DefinitionError(
@@ -336,6 +362,7 @@ class Workflow(Generic[S]):
             )
         self.migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self.model = model
+        self.reducers = declared(reducers or {}, state)
         self.name = name
         self.version = version
         self.state_schema = state_schema

@@ -9,12 +9,22 @@ from perdure.core.model import RunStatus
 from perdure.core.records import (
     ApprovalRequest,
     ApprovalWait,
+    ChildrenWait,
     RunError,
     SignalWait,
     StepOutcome,
     TimerWait,
 )
-from perdure.core.workflow import Done, Fail, Next, Outcome, Sleep, WaitApproval, WaitSignal
+from perdure.core.workflow import (
+    Done,
+    Fail,
+    Next,
+    Outcome,
+    Sleep,
+    WaitApproval,
+    WaitChildren,
+    WaitSignal,
+)
 from perdure.store.base import Boundary
 
 
@@ -74,6 +84,14 @@ def to_boundary(outcome: Outcome, common: dict[str, Any], now: datetime) -> Boun
             status=RunStatus.WAITING_EXTERNAL,
             waiting=TimerWait(outcome.next, outcome.until),
             wake_at=outcome.until,
+            **common,
+        )
+    if isinstance(outcome, WaitChildren):
+        return Boundary(
+            outcome=StepOutcome.WAIT_CHILDREN,
+            next_step=outcome.next,
+            status=RunStatus.WAITING_EXTERNAL,
+            waiting=ChildrenWait(outcome.next, outcome.keys),
             **common,
         )
     raise TypeError(f"not an outcome: {outcome!r}")

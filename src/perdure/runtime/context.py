@@ -11,12 +11,14 @@ from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from perdure.core.signals import Cancelled
 from perdure.core.streams import StreamSink
+from perdure.runtime.fanout import FanOut
 from perdure.runtime.stream_sink import DEFAULT_BATCH, DEFAULT_MAX_DELAY
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from perdure.core.artifacts import ArtifactRef
+    from perdure.core.budget import BudgetState
     from perdure.core.chat import ChatModel, Pricing, ToolSpec
     from perdure.core.history import SavepointMark
     from perdure.core.retry import RetryPolicy
@@ -25,8 +27,11 @@ if TYPE_CHECKING:
     from perdure.core.tools import ToolRegistry
     from perdure.runtime.aio import Bridge
     from perdure.runtime.artifacts import Data
+    from perdure.runtime.children import Spawner
+    from perdure.runtime.claim import Claim
     from perdure.runtime.effect_runner import Compensate, EffectRunner, Execute, Reconcile
     from perdure.runtime.model_calls import AsyncModelStream, ModelReply, ModelStream
+    from perdure.store.base import Store
 
 
 class StepHost(Protocol):
@@ -34,6 +39,10 @@ class StepHost(Protocol):
 
     effects: EffectRunner
     bridge: Bridge
+    spawner: Spawner
+    claim: Claim
+    store: Store
+    budget: BudgetState | None
 
     def now(self) -> datetime: ...
     def thread_messages(self) -> list[Message]: ...
@@ -56,12 +65,14 @@ class StepHost(Protocol):
     def mark_savepoint(self, mark: SavepointMark) -> None: ...
 
 
-class Context:
+class Context(FanOut):
     """Handed to every step as its first argument.
 
     Attributes a step may read: ``run_id``, ``tenant_id``, ``thread_id``, ``workflow``, ``step``
     (the running step's name) and ``fence`` (the lease's fencing token: pass it to a downstream
     system so it can refuse writes from a worker that lost the run).
+
+    Child runs, parallel branches and reducers: :class:`~perdure.runtime.fanout.FanOut`.
 
     Messages added with :meth:`add_message` are appended to the thread in the same transaction as
     the step's boundary, so they are recorded exactly when the step's progress is.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Generator
+from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -54,6 +56,14 @@ T = TypeVar("T")
 S = EffectStatus
 
 
+@dataclass(frozen=True, slots=True)
+class Offloaded:
+    """Yielded by an effect of a parallel branch while its call runs elsewhere."""
+
+    key: str
+    future: Future[Any]
+
+
 class EffectRunner:
     """Drives the effects of one execution of one run (one fence)."""
 
@@ -78,6 +88,8 @@ class EffectRunner:
         self.step = ""
         self.step_seq = 0
         self._names: set[str] = set()
+        self.offload: Callable[[Execute, Callable[[], Any]], Future[Any]] | None = None
+        """Set by ``ctx.parallel`` while its branches run (see :meth:`_call`)."""
 
     def awaited(self, value: T | Awaitable[T]) -> T:
         """The value an ``execute``/``reconcile``/``compensate`` call produced: an async
@@ -218,11 +230,7 @@ class EffectRunner:
         record = self.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
         try:
             with self.telemetry.effect(self.claim.run, new.step, new.key, new.name):
-                out = (
-                    execute(new.request, new.key)
-                    if deadline is None
-                    else execute(new.request, new.key, timeout=deadline)
-                )
+                out = yield from self._call(execute, new, deadline)
                 out = (yield from out) if isinstance(out, Generator) else self.awaited(out)
                 if fault("unknown", new.name):
                     raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
@@ -242,6 +250,24 @@ class EffectRunner:
                 fix="return JSON-compatible data (or EffectResult) from execute",
             )
         return result
+
+    def _call(
+        self, execute: Execute, new: NewEffect, deadline: float | None
+    ) -> Generator[Any, None, Any]:
+        """Call ``execute``; inside ``ctx.parallel`` the call is handed to :attr:`offload` (a
+        thread, or a task on the loop) and an :class:`Offloaded` is yielded until it is done,
+        so the store work of every branch stays in this thread while the calls overlap."""
+
+        def call() -> Any:
+            if deadline is None:
+                return execute(new.request, new.key)
+            return execute(new.request, new.key, timeout=deadline)
+
+        if self.offload is None:
+            return call()
+        future = self.offload(execute, call)
+        yield Offloaded(new.key, future)
+        return future.result()
 
     def _failed(
         self,

@@ -34,6 +34,7 @@ from perdure.core.workflow import (
 )
 from perdure.runtime.boundaries import next_step_of, to_boundary
 from perdure.runtime.checkpoint import Attention, Readable, inspect
+from perdure.runtime.children import Spawner, checked_wait, request_cancel_children
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.compensation import Compensation
@@ -72,8 +73,9 @@ class Execution:
         )
         self.compensation = Compensation(self.effects)
         self.artifacts = services.artifacts
+        spawner = Spawner(store, clock, services.keyring, services.limits)
         self.host = StepHost(
-            store, clock, self.claim, self.effects, self.bridge, services.artifacts
+            store, clock, self.claim, self.effects, self.bridge, services.artifacts, spawner
         )
         self.stored: dict[str, bytes] = {}
         """The state as stored (offloaded values as pointers), for the size limits."""
@@ -255,6 +257,7 @@ class Execution:
             bind_lazy(state, wf.codec.lazy, lambda ref: loads(self.host.get_artifact(ref)))
         started = self.clock.now()
         outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
+        outcome = checked_wait(self.store, run, outcome)
         self.host.flush_streams()  # what the step streamed is stored before its boundary
         writer = self.host.writer()
         offloaded: list[int] = []
@@ -374,7 +377,9 @@ class Execution:
         return Stopped(StopReason.LOST, current.run_id)
 
     def _finish_cancel(self) -> Stopped:
-        """Compensate confirmed effects (newest first), then end the run CANCELLED."""
+        """Pass the cancel on to the children, compensate confirmed effects (newest first),
+        then end the run CANCELLED."""
+        request_cancel_children(self.store, self.clock, self.run, "parent cancelled")
         unresolved = self.compensation.all()
         run = self._current()
         deleted = None

@@ -23,6 +23,7 @@ from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Sign
 from perdure.core.signals import Escalate
 from perdure.runtime.aio import Bridge
 from perdure.runtime.artifacts import Artifacts, Data, Writer
+from perdure.runtime.children import Spawner
 from perdure.runtime.claim import Claim
 from perdure.runtime.effect_runner import EffectRunner
 from perdure.runtime.stream_sink import DEFAULT_MAX_DELAY, DurableStream
@@ -41,8 +42,10 @@ class StepHost:
         effects: EffectRunner,
         bridge: Bridge,
         artifacts: Artifacts,
+        spawner: Spawner,
     ) -> None:
         self.store = store
+        self.spawner = spawner
         self.artifacts = artifacts
         self.step = ""
         self.step_seq = 0

@@ -10,6 +10,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
+from perdure.core.children import ChildRecord
 from perdure.core.clock import Clock
 from perdure.core.errors import (
     InvalidInputError,
@@ -373,9 +374,21 @@ class Runtime:
         :meth:`resume`) finishes it: at the next boundary the running step is not committed,
         confirmed effects with a compensator are compensated newest first, and the run ends
         CANCELLED. A finished run is returned unchanged. Cancelling is idempotent (a repeat
-        changes nothing); ``request_id`` is recorded with the request.
+        changes nothing); ``request_id`` is recorded with the request. The run's unsettled
+        child runs (``ctx.spawn``) are cancelled the same way, and theirs in turn.
         """
-        return cancel_run(self.parts, tenant_of(tenant), run_id, reason, request_id)
+        tenant = tenant_of(tenant)
+        run = cancel_run(self.parts, tenant, run_id, reason, request_id)
+        for child in self.store.child_runs(tenant, run_id):
+            if not child.settled:
+                self.cancel(child.run_id, tenant=tenant, reason=reason or "parent cancelled")
+        return run
+
+    def children(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[ChildRecord]:
+        """The child runs a run started (``ctx.spawn``), by key, with status and outcome."""
+        tenant = tenant_of(tenant)
+        self.store.get_run(tenant, run_id)  # RunNotFoundError for an unknown run
+        return self.store.child_runs(tenant, run_id)
 
     # -- waits, effects and old runs: the parts' methods, with their contracts ------------------
 

@@ -22,6 +22,7 @@ from perdure.core.workflow import (
     Sleep,
     StepDef,
     WaitApproval,
+    WaitChildren,
     WaitSignal,
     Workflow,
     continuations,
@@ -69,7 +70,9 @@ class StepCaller:
             return Fail(exc.code, exc.message, {"fix": exc.fix} if exc.fix else {})
         except Exception as exc:
             return self._step_failed(step, exc, step_attempts)
-        if not isinstance(outcome, Next | Done | Fail | WaitApproval | WaitSignal | Sleep):
+        if not isinstance(
+            outcome, Next | Done | Fail | WaitApproval | WaitSignal | Sleep | WaitChildren
+        ):
             raise _attention(
                 "invalid_outcome",
                 step.name,

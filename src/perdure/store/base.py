@@ -41,6 +41,7 @@ from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
 from perdure.core.threads import ThreadPolicy
 from perdure.store.capabilities import (
     AccessStore,
+    ChildrenStore,
     EffectLedger,
     FleetStore,
     GraphCheckpointStore,
@@ -78,6 +79,10 @@ class NewRun:
     artifacts: tuple[ArtifactRef, ...] = ()
     """Artifacts the initial state or messages point to (a fork's inheritance), recorded as
     committed references of the new run."""
+    parent_run_id: str | None = None
+    """The run whose step started this one (``ctx.spawn``), in the same tenant."""
+    child_key: str | None = None
+    """The key the parent gave this child (unique among the parent's children)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +134,7 @@ class Store(
     ArtifactLedger,
     RetentionStore,
     ArchiveStore,
+    ChildrenStore,
     Protocol,
 ):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,

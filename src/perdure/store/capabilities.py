@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from perdure.core.budget import BudgetState
+from perdure.core.children import ChildRecord
 from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
 from perdure.core.graph import (
     GraphCheckpoint,
@@ -564,4 +565,18 @@ class AccessStore(Protocol):
         timeout). A store without notifications (SQLite), or one whose listening connection
         was just lost, returns None at once and the caller polls :meth:`events_since`. Callers
         re-read the events either way."""
+        ...
+
+
+class ChildrenStore(Protocol):
+    """Child runs: the runs a step of another run started (``ctx.spawn``)."""
+
+    def child_runs(self, tenant_id: str, parent_run_id: str) -> list[ChildRecord]:
+        """The children of ``parent_run_id`` (key, run id, workflow, status, result, error),
+        by key. A child is created with :meth:`Store.create_run` naming its parent; when the
+        transaction that settles a child (a commit or :meth:`Store.set_status` to SUCCEEDED,
+        FAILED, CANCELLED, NEEDS_ATTENTION or QUARANTINED) leaves every child its parent
+        waits for settled, that same transaction wakes the parent (RUNNING, lease free, at the
+        wait's ``next``); a parent whose awaited children settled before its wait commits does
+        not wait."""
         ...

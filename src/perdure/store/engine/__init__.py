@@ -34,6 +34,7 @@ from perdure.store.engine import (
     access,
     archive,
     checkpoints,
+    children,
     commits,
     effects,
     fleet,
@@ -166,6 +167,9 @@ class Engine:
     # -- archive ----------------------------------------------------------------------------------
     export_run = archive.export_run
     import_run = archive.import_run
+
+    # ChildrenStore
+    child_runs = children.child_runs
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, RunClosedError
 from perdure.core.model import RunStatus
-from perdure.core.records import SignalWait
+from perdure.core.records import ChildrenWait, SignalWait
 from perdure.store.base import Boundary
 from perdure.store.driver import Tx
-from perdure.store.engine import threads
+from perdure.store.engine import children, threads
 from perdure.store.engine.history import commit_marks
 from perdure.store.engine.tx import event, guard_failure, wake, write_fields, write_messages
 from perdure.store.rows import Params, advance_params, step_completed, step_params, to_json
@@ -71,6 +72,8 @@ def commit(
                 change = {"from": "RUNNING", "to": str(last.status)}
                 event(tx, ids, "status", last.step, fence, change, at)
                 version = _begin_wait(tx, ids, last, fence, at) or version
+            if last.status in SETTLED:
+                children.wake_parent(tx, tenant_id, run_id, at)
     except (RunClosedError, LeaseLostError) as exc:
         info = {"fence": fence, "steps": [b.step for b in boundaries], "refused": exc.code}
         self.record_event(tenant_id, run_id, "late_commit", info, now)
@@ -79,8 +82,9 @@ def commit(
 
 
 def _begin_wait(tx: Tx, ids: Params, last: Boundary, fence: int, at: Any) -> int | None:
-    """Inside a commit: record a pending approval, or take a signal already in the inbox (the
-    run then does not wait). Returns the new state_version if the run was woken."""
+    """Inside a commit: record a pending approval, or take a signal already in the inbox, or
+    find every awaited child settled already (the run then does not wait). Returns the new
+    state_version if the run was woken."""
     waiting = last.waiting
     if last.approval is not None:
         a = last.approval
@@ -97,6 +101,10 @@ def _begin_wait(tx: Tx, ids: Params, last: Boundary, fence: int, at: Any) -> int
             },
         )
         return None
+    if isinstance(waiting, ChildrenWait):
+        if not children.all_settled(tx, ids["tenant_id"], ids["run_id"], waiting):
+            return None
+        return children.wake_children(tx, ids, waiting, fence, at)
     if not isinstance(waiting, SignalWait):
         return None
     found = tx.one("first_unconsumed_signal", {**ids, "name": waiting.name})

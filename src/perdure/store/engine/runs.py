@@ -9,11 +9,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, RunNotFoundError, StoreUnavailableError
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.core.threads import ThreadPolicy
 from perdure.store.base import NewRun
-from perdure.store.engine import threads
+from perdure.store.engine import children, threads
 from perdure.store.engine.history import record_fork, record_inherited
 from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
 from perdure.store.rows import (
@@ -62,6 +63,8 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
                     "workflow_version": new.release.workflow_version,
                     "state_schema": new.release.state_schema,
                     "state_seal": new.state_seal,
+                    "parent_run_id": new.parent_run_id,
+                    "child_key": new.child_key,
                     "now": at,
                 },
             )
@@ -80,6 +83,8 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
             raise threads.busy_error(new.tenant_id, new.thread_id, ahead)  # rolls it all back
         write_fields(tx, ids, new.state, step_seq=0, version=0)
         created: dict[str, JSON] = {"workflow": new.workflow}
+        if new.parent_run_id is not None:
+            created["parent_run_id"] = new.parent_run_id
         if ahead:
             created["queued_behind"] = ahead[0]["run_id"]
             if policy is ThreadPolicy.INTERRUPT:
@@ -96,6 +101,10 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
         for ref in new.artifacts:
             record_inherited(tx, ids, ref, at)
         event(tx, ids, "created", None, None, created, at)
+        if new.parent_run_id is not None:  # the parent's history names the child it started
+            parent = {"tenant_id": new.tenant_id, "run_id": new.parent_run_id}
+            info = {"key": new.child_key, "run_id": new.run_id, "workflow": new.workflow}
+            event(tx, parent, "child_spawned", None, None, info, at)
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when), True
 
@@ -266,6 +275,8 @@ def set_status(
         event(tx, ids, "status", None, fence, change, at)
         if status.terminal:  # messages that waited for this run's end join the thread now
             threads.deliver(tx, tenant_id, row["thread_id"], None, at)
+        if status in SETTLED:  # a parent waiting for this child may go on
+            children.wake_parent(tx, tenant_id, run_id, at)
     return run_from_row(row, d.when)
 
 

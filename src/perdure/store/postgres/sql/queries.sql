@@ -13,13 +13,13 @@ SELECT set_config('synchronous_commit', 'on', false),
 -- nothing; the engine then tells the two apart.
 INSERT INTO perdure.runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
                           idempotency_key, budget, workflow_version, state_schema, state_seal,
-                          thread_seq, created_at, updated_at)
+                          thread_seq, created_at, updated_at, parent_run_id, child_key)
 VALUES (%(run_id)s, %(tenant_id)s, %(thread_id)s, %(workflow)s, 'PENDING', %(next_step)s,
         %(release)s::json, %(idempotency_key)s, %(budget)s::json, %(workflow_version)s,
         %(state_schema)s, %(state_seal)s,
         (SELECT COALESCE(MAX(thread_seq), 0) + 1 FROM perdure.runs
          WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s),
-        %(now)s, %(now)s)
+        %(now)s, %(now)s, %(parent_run_id)s, %(child_key)s)
 ON CONFLICT DO NOTHING
 RETURNING run_id;
 
@@ -1302,3 +1302,14 @@ WHERE (tenant_id, thread_id) IN (SELECT tenant_id, thread_id FROM perdure.runs
 
 -- name: delete_runs_graph_checkpoints
 DELETE FROM perdure.graph_checkpoints WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: child_runs
+-- The children a run started (ctx.spawn), by key.
+SELECT run_id, child_key, workflow, status, result, error, created_at, updated_at
+FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND parent_run_id = %(parent_run_id)s
+ORDER BY child_key;
+
+-- name: run_parent
+SELECT parent_run_id, child_key FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;

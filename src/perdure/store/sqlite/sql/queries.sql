@@ -24,12 +24,12 @@ ROLLBACK;
 -- on PostgreSQL, on the place a concurrent creator took) inserts nothing.
 INSERT INTO runs (run_id, tenant_id, thread_id, workflow, status, next_step, release,
                   idempotency_key, budget, workflow_version, state_schema, state_seal, thread_seq,
-                  created_at, updated_at)
+                  created_at, updated_at, parent_run_id, child_key)
 VALUES (:run_id, :tenant_id, :thread_id, :workflow, 'PENDING', :next_step, :release,
         :idempotency_key, :budget, :workflow_version, :state_schema, :state_seal,
         (SELECT COALESCE(MAX(thread_seq), 0) + 1 FROM runs
          WHERE tenant_id = :tenant_id AND thread_id = :thread_id),
-        :now, :now)
+        :now, :now, :parent_run_id, :child_key)
 ON CONFLICT DO NOTHING
 RETURNING run_id;
 
@@ -1159,3 +1159,14 @@ WHERE (tenant_id, thread_id) IN (SELECT tenant_id, thread_id FROM runs
 
 -- name: delete_runs_graph_checkpoints
 DELETE FROM graph_checkpoints WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: child_runs
+-- The children a run started (ctx.spawn), by key.
+SELECT run_id, child_key, workflow, status, result, error, created_at, updated_at
+FROM runs
+WHERE tenant_id = :tenant_id AND parent_run_id = :parent_run_id
+ORDER BY child_key;
+
+-- name: run_parent
+SELECT parent_run_id, child_key FROM runs
+WHERE tenant_id = :tenant_id AND run_id = :run_id;
