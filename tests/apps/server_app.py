@@ -109,3 +109,26 @@ def think(ctx: Context, s: Bill) -> Outcome:
 
 
 spend = Workflow("spend", state=Bill, steps=[think], budget=Budget(tokens=10_000))
+
+
+WORDS = ["a ", "reply ", "streamed ", "token ", "by ", "token"]
+
+
+@dataclass
+class Talk:
+    message_id: str = "m-1"
+
+
+@step
+def talk(ctx: Context, s: Talk) -> Outcome:
+    """Streams :data:`WORDS` as a message's deltas, one write per permit of :data:`GATE`."""
+    sink = ctx.open_stream(s.message_id, batch=1)
+    for word in WORDS:
+        if not GATE.acquire(timeout=120):  # a safeguard for a broken test, not a timing
+            raise RuntimeError("the test never opened the gate")
+        sink.write(word)
+    sink.finish()
+    return done({"message_id": s.message_id})
+
+
+talk_flow = Workflow("talk", state=Talk, steps=[talk])

@@ -26,6 +26,7 @@ WORKFLOWS = [
     server_app.plain,
     server_app.flaky,
     server_app.spend,
+    server_app.talk_flow,
     waits_app.order,
 ]
 KEYS = {

@@ -13,7 +13,7 @@ import orjson
 
 from perdure import FakeClock, Runtime
 from perdure.server import create_app
-from tests.apps.server_app import GATE
+from tests.apps.server_app import GATE, WORDS
 from tests.server.conftest import WORKFLOWS, Served, start_server, stop_server
 
 
@@ -152,3 +152,40 @@ def test_on_postgresql_streams_wake_on_notify_without_polling(
     finally:
         stop_server(running)
         rt.close()
+
+
+def test_a_messages_deltas_stream_resumes_from_last_event_id_and_ends_when_it_is_whole(
+    served: Served, worker: Runtime
+) -> None:
+    with served.client("reader") as c:
+        run_id = c.post("/v1/runs", json={"workflow": "talk", "input": {"message_id": "m-7"}})
+        assert run_id.status_code == 201
+        got: list[Frame] = []
+        GATE.release(2)
+        with c.stream("GET", "/v1/messages/m-7/stream") as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            for f in frames(r):
+                if f.event == "message":
+                    got.append(f)
+                if len(got) == 2:
+                    break  # drop the connection mid-reply
+        GATE.release(2)
+        with c.stream(
+            "GET", "/v1/messages/m-7/stream", headers={"Last-Event-ID": str(got[-1].id)}
+        ) as r:
+            for f in frames(r):
+                if f.event == "message":
+                    got.append(f)
+                if len(got) == 3:
+                    break
+        GATE.release(len(WORDS))
+        with c.stream("GET", f"/v1/messages/m-7/stream?after={got[-1].id}") as r:
+            for f in frames(r):
+                if f.event == "end":
+                    break
+                if f.event == "message":
+                    got.append(f)
+    stored = list(served.runtime.stream("m-7", tenant="t1"))
+    assert [f.id for f in got] == [e.seq for e in stored], "every entry once, none twice"
+    assert [f.data["kind"] for f in got] == ["delta"] * len(WORDS) + ["finished"]
+    assert "".join(f.data["text"] for f in got) == "".join(WORDS)

@@ -13,10 +13,11 @@ from starlette.responses import Response, StreamingResponse
 
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, PerdureError
+from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Principal
 from perdure.core.shapes import approval_json, effect_json, event_json, iso, run_json
 from perdure.runtime.runtime import Runtime
-from perdure.server import sse
+from perdure.server import deltas, sse
 from perdure.server.auth import ADMIN, principal_of, require
 from perdure.server.hub import Hub
 
@@ -302,6 +303,22 @@ async def run_events(request: Request, who: Principal, rt: Runtime) -> Response:
     """The run's events, live (SSE), resumable with Last-Event-ID; ends when the run ends."""
     run = await call(rt.get, run_id_of(request), tenant=who)
     return event_stream(request, sse.RunEvents(rt, who.tenant_id, run.run_id))
+
+
+@endpoint
+async def message_deltas(request: Request, who: Principal, rt: Runtime) -> Response:
+    """A message's token deltas, live (SSE), resumable with Last-Event-ID; ends when the
+    message is finished."""
+    message_id = checked_id(request.path_params["message_id"], "message id")
+    after = sse.resume_position(
+        request.headers.get("last-event-id"), request.query_params.get("after")
+    )
+    heartbeat: float = request.app.state.heartbeat
+    return StreamingResponse(
+        deltas.message_stream(rt, who.tenant_id, message_id, after, heartbeat=heartbeat),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @endpoint

@@ -114,6 +114,15 @@ ENDPOINTS = (
         stream=True,
     ),
     Endpoint(
+        "/v1/messages/{message_id}/stream",
+        ("GET",),
+        api.message_deltas,
+        "A message's token deltas as server-sent events (id = sequence number; resume with "
+        "Last-Event-ID or ?after=); ends when the message is finished",
+        query=("after",),
+        stream=True,
+    ),
+    Endpoint(
         "/v1/approvals",
         ("GET",),
         api.list_approvals,
