@@ -27,8 +27,17 @@ def test_every_drill_holds_or_does_not_apply_on_a_workflow_with_two_effects(
     assert rows["artifact corrupted or lost"] == "n/a"
     assert rows["approval after hours"] == "n/a", "the workflow never waits for an approval"
     assert {v for k, v in rows.items() if "artifact" not in k and "approval" not in k} == {"yes"}
-    assert "not applicable: no artifacts" in out.stdout
+    assert "not applicable: the run stores no artifact" in out.stdout
     assert "10 drills, 8 applied, 0 did not hold" in out.stdout
+
+
+def test_the_artifact_drill_corrupts_and_loses_a_runs_artifacts_and_the_run_asks_a_person(
+    tmp_path: Path,
+) -> None:
+    (result,) = run_drills("tests.apps.artifacts_app", "big", workdir=tmp_path, only=("artifact",))
+    assert result.held is True, result.happened
+    assert "corrupted after step fill; handed to a person: artifact_corrupt" in result.happened
+    assert "deleted after step fill; handed to a person: artifact_missing" in result.happened
 
 
 def test_a_reconciler_that_does_not_look_fails_the_crash_drill(tmp_path: Path) -> None:

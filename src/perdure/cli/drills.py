@@ -43,7 +43,7 @@ def drills(
     late message to a finished run, approval after hours, cancel mid-step, unknown external
     status, database briefly unavailable (SQLite's write lock held by another connection; with
     --pg, every connection to that PostgreSQL database ended for a while),
-    artifact corrupted or lost (not applicable: no artifacts), budget exhausted. Each drill
+    artifact corrupted or lost (its objects overwritten, then deleted), budget exhausted. Each drill
     runs in a fresh folder, SQLite database and test clock, in real processes.
 
     Exits non-zero when a drill did not hold (an effect called more often than in the

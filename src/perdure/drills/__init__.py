@@ -26,7 +26,9 @@ twice). The drills:
    database (``pg``, one you can throw away), this drill's run lives there instead, and every
    perdure connection to it is ended again and again for two seconds (what a restart or a
    failover does to them) while the step runs (:mod:`perdure.drills.outage`).
-9. **artifact corrupted or lost**: not applicable until runs have artifacts.
+9. **artifact corrupted or lost**: killed after the first step that stored an artifact, the
+   run's objects are corrupted (one row) or deleted (another), then it resumes
+   (:mod:`perdure.drills.artifacts`).
 10. **budget exhausted**: the run is started with a step budget of half the reference's steps.
 """
 
@@ -237,9 +239,6 @@ class Drills:
         seen, _ = row.settle(self.approve_as)
         return self.judge(seen, f"{effect} was applied but its reply was lost")
 
-    def artifact_lost(self) -> tuple[str, bool | None]:
-        return "not applicable: no artifacts", None
-
     def budget_exhausted(self) -> tuple[str, bool | None]:
         limit = len(self.ref.steps) // 2
         row = self.row("budget-exhausted", start=False)
@@ -322,7 +321,8 @@ def said(out: subprocess.CompletedProcess[str], run_id: str) -> str:
     return line.replace(f"run {run_id} ", "")
 
 
-from perdure.drills.outage import database_unavailable  # noqa: E402 (it builds on Drills)
+from perdure.drills.artifacts import artifact_damaged  # noqa: E402 (they build on Drills)
+from perdure.drills.outage import database_unavailable  # noqa: E402
 
 DRILLS: Sequence[tuple[str, str, Callable[[Drills], tuple[str, bool | None]]]] = (
     ("timeout", "model call times out", Drills.model_timeout),
@@ -333,7 +333,7 @@ DRILLS: Sequence[tuple[str, str, Callable[[Drills], tuple[str, bool | None]]]] =
     ("cancel", "cancel mid-step", Drills.cancel_mid_step),
     ("unknown", "unknown external status", Drills.unknown_status),
     ("database", "database briefly unavailable", database_unavailable),
-    ("artifact", "artifact corrupted or lost", Drills.artifact_lost),
+    ("artifact", "artifact corrupted or lost", artifact_damaged),
     ("budget", "budget exhausted", Drills.budget_exhausted),
 )
 """The drills (short name, title, body) in the order of seed 002's list."""
