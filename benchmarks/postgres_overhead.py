@@ -489,6 +489,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--levels", default="1,4,16", help="concurrent runs, comma-separated")
     parser.add_argument("--modes", default="sync", help="perdure/LangGraph durability modes")
+    parser.add_argument(
+        "--only-perdure", action="store_true", help="the floor and perdure, not the peers"
+    )
     args = parser.parse_args()
     if not args.dsn:
         parser.error(
@@ -497,6 +500,8 @@ def main() -> None:
     levels = [int(n) for n in args.levels.split(",")]
     modes = [m.strip() for m in args.modes.split(",")]
     have = available()
+    if args.only_perdure:
+        have = dict.fromkeys(have)
     with_langgraph = bool(have["langgraph"] and have["langgraph-checkpoint-postgres"])
     name = f"perdure_bench_{os.getpid()}"
     results: dict[tuple[str, int], Level] = {}

@@ -147,6 +147,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--modes", default="sync,async,exit", help="durability modes")
+    parser.add_argument(
+        "--only-steps",
+        action="store_true",
+        help="only the commit floor and perdure's step cost (no peers, appends, resume)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="perdure-bench-") as tmp:
         folder = Path(tmp)
@@ -154,9 +160,11 @@ def main() -> None:
         print(f"{args.runs} runs x {args.steps} no-op steps; baseline = one durable SQLite commit")
         print(f"  {'SQLite commit (WAL, FULL)':<34} {base:9.1f} µs")
         ours: dict[str, float] = {}
-        for mode in ("sync", "async", "exit"):
+        for mode in args.modes.split(","):
             ours[mode] = perdure_step_us(folder, mode, args.runs, args.steps)
             print(line(f"perdure durability={mode}", ours[mode], base))
+        if args.only_steps:
+            return
         have = peers.available()
         if have.get("langgraph") and have.get("langgraph-checkpoint-sqlite"):
             for mode in peers.DURABILITY_MODES:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.errors import StoreError
-from perdure.store.postgres.driver import translate_error
+from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.url import open_store
 from tests.backends import PgServer, database_name, database_url
@@ -119,3 +120,25 @@ def test_a_connection_lost_mid_operation_is_a_store_error_with_a_fix(
         "error[store_unavailable]: lost the connection to PostgreSQL at db.example:5432/app"
     )
     assert "(fix: check that PostgreSQL is running" in error.one_line()
+
+
+def test_a_checkout_of_a_healthy_connection_makes_no_round_trip(
+    pg_server: PgServer, db_url: str, tmp_path: Path
+) -> None:
+    """The pool's check sends nothing on a healthy idle connection (libpq's protocol trace
+    stays empty) and refuses one whose server backend was terminated."""
+    conn = psycopg.connect(db_url, autocommit=True)
+    try:
+        trace = tmp_path / "libpq.trace"
+        with trace.open("w") as out:
+            conn.pgconn.trace(out.fileno())
+            _check(conn)
+            conn.pgconn.untrace()
+        assert trace.read_text() == ""
+        pg_server.admin.execute("SELECT pg_terminate_backend(%s, 10000)", [conn.info.backend_pid])
+        # pg_terminate_backend(pid, timeout) returns once the backend has exited, after it
+        # sent its farewell and closed the socket: the check sees it and pings, which fails
+        with pytest.raises(psycopg.OperationalError):
+            _check(conn)
+    finally:
+        conn.close()

@@ -12,12 +12,8 @@ import orjson
 
 from perdure.cli import children, render
 from perdure.cli.client import Client, server_options
-from perdure.cli.drills import drills
-from perdure.cli.effects import chaos, effects
-from perdure.cli.history import duration, fork, history, savepoint, show_state_at
-from perdure.cli.retention import delete, gc, restore
-from perdure.cli.serve import keys, log_options, serve, serve_metrics
-from perdure.cli.streams import stream, thread
+from perdure.cli.lazy import LazyGroup
+from perdure.cli.serve import log_options, serve_metrics
 from perdure.cli.support import (
     EXIT_ERROR,
     Settings,
@@ -28,17 +24,10 @@ from perdure.cli.support import (
     pass_settings,
     run_command,
 )
-from perdure.cli.versions import check, fail_run, repair
-from perdure.cli.waits import approvals, approve, reject, signal
-from perdure.cli.watch import watch, watch_runs
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
 from perdure.core.history import Retention
 from perdure.core.model import Durability, RunStatus
-from perdure.demos.agent_cli import agent_demo
-from perdure.demos.cli import demo
-from perdure.demos.gate import demo_gate
-from perdure.demos.refund_cli import refund_demo
 from perdure.runtime.base import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
 from perdure.runtime.logs import configure as configure_logs
@@ -46,8 +35,34 @@ from perdure.runtime.runtime import Runtime
 from perdure.runtime.worker import Worker
 from perdure.store.url import default_url, open_store, safe_url
 
+# Subcommands defined in other modules, imported only when used (see perdure.cli.lazy).
+LAZY_COMMANDS = {
+    "demo": "perdure.demos.cli:demo",
+    "effects": "perdure.cli.effects:effects",
+    "chaos": "perdure.cli.effects:chaos",
+    "approvals": "perdure.cli.waits:approvals",
+    "approve": "perdure.cli.waits:approve",
+    "reject": "perdure.cli.waits:reject",
+    "signal": "perdure.cli.waits:signal",
+    "check": "perdure.cli.versions:check",
+    "repair": "perdure.cli.versions:repair",
+    "fail": "perdure.cli.versions:fail_run",
+    "stream": "perdure.cli.streams:stream",
+    "thread": "perdure.cli.streams:thread",
+    "drills": "perdure.cli.drills:drills",
+    "serve": "perdure.cli.serve:serve",
+    "keys": "perdure.cli.serve:keys",
+    "watch": "perdure.cli.watch:watch",
+    "history": "perdure.cli.history:history",
+    "fork": "perdure.cli.history:fork",
+    "savepoint": "perdure.cli.history:savepoint",
+    "gc": "perdure.cli.retention:gc",
+    "delete": "perdure.cli.retention:delete",
+    "restore": "perdure.cli.retention:restore",
+}
 
-@click.group()
+
+@click.group(cls=LazyGroup, lazy=LAZY_COMMANDS)
 @click.version_option(package_name="perdure", prog_name="perdure")
 @click.option(
     "--db",
@@ -187,6 +202,8 @@ def runs(
 ) -> None:
     """List runs, newest first (with --parent: a run's children, by key)."""
     if watching:
+        from perdure.cli.watch import watch_runs
+
         watch_runs(settings, statuses, workflow, thread, limit)
         return
     if parent is not None:
@@ -233,6 +250,8 @@ def show(settings: Settings, run_id: str, as_json: bool, events: int, at_step: i
     """Show a run: status, next step, completed steps, messages, last events; with --at, its
     state at that step."""
     if at_step is not None:
+        from perdure.cli.history import show_state_at
+
         show_state_at(settings, run_id, at_step, as_json)
         return
     with settings.runtime() as rt:
@@ -362,6 +381,8 @@ def worker(
     gc_older_than: str,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
+    from perdure.cli.history import duration
+
     configure_logs(log_format, log_level.upper())
     rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
     if metrics_port is not None:
@@ -400,21 +421,6 @@ def workers(settings: Settings, as_json: bool) -> None:
         click.echo(orjson.dumps([render.worker_json(w, now) for w in found]).decode())
     else:
         click.echo(render.workers_table(found, now))
-
-
-main.add_command(demo)
-del refund_demo  # registered on the demo group when imported
-del agent_demo  # registered on the demo group when imported
-del demo_gate  # the same
-main.add_command(effects)
-for command in (approvals, approve, reject, signal, check, repair, fail_run):
-    main.add_command(command)
-main.add_command(chaos)
-main.add_command(stream)
-main.add_command(thread)
-main.add_command(drills)
-for command in (serve, keys, watch, history, fork, savepoint, gc, delete, restore):
-    main.add_command(command)
 
 
 def run() -> None:

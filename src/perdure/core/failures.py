@@ -20,7 +20,6 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass
 from datetime import datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from perdure.core.effects import EffectError, ErrorClass
@@ -133,6 +132,8 @@ def parse_retry_after(value: str, now: datetime | None = None) -> float | None:
     if now is None:
         return None
     try:
+        from email.utils import parsedate_to_datetime  # only for an HTTP-date Retry-After
+
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError):
         return None

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from perdure.cli import render
+from perdure.cli.lazy import LazyGroup
 from perdure.cli.support import Settings, pass_settings, run_command
 from perdure.core.errors import RunNotFoundError
 from perdure.core.model import Message, Run
@@ -40,7 +41,15 @@ def run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temper
     return runs[0]
 
 
-@click.group(invoke_without_command=True)
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    lazy={  # these modules register their group on ``demo`` when imported
+        "agent": "perdure.demos.agent_cli:agent_demo",
+        "refund": "perdure.demos.refund_cli:refund_demo",
+        "gate": "perdure.demos.gate:demo_gate",
+    },
+)
 @click.pass_context
 def demo(ctx: click.Context) -> None:
     """The temperature agent: crash before the reply, then resume in a new process.

@@ -13,11 +13,13 @@ runs on the loop the same way.
 
 from __future__ import annotations
 
-import asyncio
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # asyncio is imported on first use: a sync-only process never loads it
+    import asyncio
 
 T = TypeVar("T")
 
@@ -37,6 +39,8 @@ class EventLoop:
         """The running loop (started now if it was not)."""
         with self._lock:
             if self._loop is None:
+                import asyncio
+
                 loop = asyncio.new_event_loop()
                 ready = threading.Event()
 
@@ -55,6 +59,8 @@ class EventLoop:
         """Run ``awaitable`` on the loop and wait for its result (from any other thread)."""
         if self.on_loop():
             raise RuntimeError("perdure: a blocking call was made on the event loop thread")
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(_as_coroutine(awaitable), self.loop).result()
 
     def on_loop(self) -> bool:
@@ -97,6 +103,8 @@ class Bridge:
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run ``coroutine`` on the loop; meanwhile run, in this thread, every job it sends."""
+        import asyncio
+
         loop = self._loop.loop
         self._active = True
         try:
@@ -111,6 +119,8 @@ class Bridge:
 
     async def call(self, fn: Callable[[], T]) -> T:
         """From the step coroutine: run ``fn`` in the execution thread and await its result."""
+        import asyncio
+
         result: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._jobs.put((fn, result))
         return await result
@@ -119,6 +129,8 @@ class Bridge:
         """From the step coroutine: run ``fn`` in the execution thread, in order with every
         other job, without waiting for it (``fn`` must not raise). Every job posted before the
         coroutine ends runs before :meth:`run` returns."""
+        import asyncio
+
         self._jobs.put((fn, asyncio.get_running_loop().create_future()))
 
     async def _guarded(self, coroutine: Coroutine[Any, Any, T]) -> T:

@@ -15,7 +15,6 @@ never waits on the database. There is one implementation of every verb: the sync
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +35,8 @@ def _offload(
 
     async def call(self: AsyncRuntime, /, *args: P.args, **kwargs: P.kwargs) -> R:
         bound = functools.partial(method, self.runtime, *args, **kwargs)
+        import asyncio
+
         return await asyncio.get_running_loop().run_in_executor(self._pool, bound)
 
     call.__name__ = method.__name__
@@ -94,6 +95,8 @@ class AsyncRuntime:
 
     async def aclose(self) -> None:
         """Close the wrapped Runtime and this wrapper's threads."""
+        import asyncio
+
         await asyncio.get_running_loop().run_in_executor(self._pool, self.runtime.close)
         self._pool.shutdown(wait=False)
 
@@ -105,6 +108,8 @@ class AsyncRuntime:
 
 
 async def _entries(reader: StreamReader) -> AsyncIterator[StreamEntry]:
+    import asyncio
+
     loop = asyncio.get_running_loop()
     try:
         while True:

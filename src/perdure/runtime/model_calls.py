@@ -16,7 +16,6 @@ has its execution thread drain it and hands the deltas over to the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import (
     AsyncIterable,
@@ -59,6 +58,8 @@ from perdure.core.streams import StreamSink
 from perdure.core.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
+    import asyncio
+
     from perdure.core.tools import ToolRegistry
     from perdure.runtime.aio import Bridge
     from perdure.runtime.context import Context, StepHost
@@ -329,6 +330,8 @@ class AsyncModelStream:
         self._reply: ModelReply | None = None
 
     async def __aiter__(self) -> AsyncIterator[Delta]:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
 

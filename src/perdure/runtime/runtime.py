@@ -213,9 +213,11 @@ class Runtime:
         """Claim and advance runnable runs inline until none is left; return how many ran.
 
         Each claimed run advances until it ends, waits, is quarantined or is lost. Runs leased
-        by a live owner elsewhere are left alone.
+        by a live owner elsewhere are left alone. Runs a newer release quarantined as
+        ``schema_too_new`` that this code reads are requeued first (once per registered
+        workflow version: see :meth:`recover_readable`).
         """
-        self.versions.recover_readable()
+        self.versions.recover_new()
         count = 0
         while max_runs is None or count < max_runs:
             if self.shutdown.is_set() or self.advance_one(tenant=tenant) is None:

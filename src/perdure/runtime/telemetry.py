@@ -15,6 +15,7 @@ A trace context given at start (or the caller's current span) is kept with the r
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -26,12 +27,19 @@ from perdure.core.signals import Cancelled, Escalate, RetryLater
 
 log = logging.getLogger("perdure")
 
-try:  # an optional dependency: spans only when the application installed opentelemetry-api
-    from opentelemetry import propagate as _propagate
-    from opentelemetry import trace as _trace
-except ImportError:  # pragma: no cover - exercised by the bare install
-    _trace = None  # type: ignore[assignment]
-    _propagate = None  # type: ignore[assignment]
+
+def _otel() -> tuple[Any, Any] | None:
+    """``(opentelemetry.trace, opentelemetry.propagate)`` once the application has imported
+    ``opentelemetry.trace`` (it must, to set a tracer provider), else None: a process that
+    does not trace never imports OpenTelemetry (an optional dependency) at all."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    try:
+        from opentelemetry import propagate
+    except ImportError:  # pragma: no cover - a broken install
+        return None
+    return trace, propagate
 
 
 class Observer(Protocol):
@@ -77,18 +85,21 @@ def fields_of(run: Run, step: str | None = None, attempt: int | None = None) -> 
 
 def tracing() -> bool:
     """True when an OpenTelemetry tracer provider is set (not the API's default proxy)."""
-    if _trace is None:
+    otel = _otel()
+    if otel is None:
         return False
-    provider = _trace.get_tracer_provider()
-    return not isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider)
+    trace = otel[0]
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
 
 def current_trace() -> dict[str, str] | None:
     """The W3C trace context of the caller's current span, if tracing is on."""
-    if _propagate is None or not tracing():
+    otel = _otel()
+    if otel is None or not tracing():
         return None
     carrier: dict[str, str] = {}
-    _propagate.inject(carrier)
+    otel[1].inject(carrier)
     return carrier or None
 
 
@@ -122,11 +133,12 @@ class Telemetry:
         for o in self.observers:
             o.claimed(run, takeover)
         log.info("run %s claimed", run.run_id, extra=fields_of(run, run.next_step))
-        if _trace is None or _propagate is None or not tracing():
+        otel = _otel()
+        if otel is None or not tracing():
             yield
             return
-        parent = _propagate.extract(trace) if trace else None
-        tracer = _trace.get_tracer("perdure")
+        parent = otel[1].extract(trace) if trace else None
+        tracer = otel[0].get_tracer("perdure")
         attributes = {f"perdure.{k}": v for k, v in fields_of(run, run.next_step).items()}
         with tracer.start_as_current_span("perdure.run", context=parent, attributes=attributes):
             yield
@@ -138,10 +150,13 @@ class Telemetry:
         report = StepReport()
         fields = fields_of(run, step, attempt)
         span_of: AbstractContextManager[Any] = nullcontext()
-        if _trace is not None and tracing():
+        otel = _otel()
+        if otel is not None and tracing():
             attributes = {f"perdure.{k}": v for k, v in fields.items()}
-            span_of = _trace.get_tracer("perdure").start_as_current_span(
-                "perdure.step", attributes=attributes
+            span_of = (
+                otel[0]
+                .get_tracer("perdure")
+                .start_as_current_span("perdure.step", attributes=attributes)
             )
         started = time.perf_counter()
         with span_of as span:
@@ -173,13 +188,16 @@ class Telemetry:
     @contextmanager
     def effect(self, run: Run, step: str, key: str, name: str) -> Iterator[None]:
         """Around one call of an effect: a ``perdure.effect`` span."""
-        if _trace is None or not tracing():
+        otel = _otel()
+        if otel is None or not tracing():
             yield
             return
         attributes = {f"perdure.{k}": v for k, v in fields_of(run, step).items()}
         attributes.update({"perdure.effect.key": key, "perdure.effect.name": name})
-        with _trace.get_tracer("perdure").start_as_current_span(
-            "perdure.effect", attributes=attributes
+        with (
+            otel[0]
+            .get_tracer("perdure")
+            .start_as_current_span("perdure.effect", attributes=attributes)
         ):
             yield
 

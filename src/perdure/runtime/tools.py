@@ -17,7 +17,6 @@ event loop; effects are taken one at a time by the run's execution thread.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from dataclasses import dataclass
 from functools import partial
@@ -27,6 +26,9 @@ from perdure.core.effects import EffectRejectedError, request_hash
 from perdure.core.model import JSON, Message, ToolCall
 from perdure.core.serde import dumps
 from perdure.core.tools import Tool, ToolArgumentError, ToolRegistry
+
+if TYPE_CHECKING:  # imported where used: a sync-only process never loads asyncio
+    import asyncio
 
 if TYPE_CHECKING:
     from perdure.runtime.context import Context
@@ -116,6 +118,7 @@ def run_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Messa
 async def arun_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Message]:
     """:func:`run_tools` for ``async def`` steps: ``await arun_tools(ctx, reply.message,
     tools)``. Tools may be ``async def``; read-only ones run concurrently."""
+    import asyncio
 
     effects: dict[str, asyncio.Future[Any]] = {}
 

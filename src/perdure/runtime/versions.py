@@ -16,6 +16,8 @@ from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 from perdure.runtime.checkpoint import Attention, Readable, inspect
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from perdure.core.budget import Budget
     from perdure.core.workflow import Workflow
 
@@ -44,18 +46,33 @@ class Versions:
 
     def __init__(self, parts: RuntimeParts) -> None:
         self.parts = parts
+        self._recovered: set[tuple[str, int, int]] = set()
 
     def recover_readable(self) -> list[tuple[str, str]]:
         """Put runs quarantined as ``schema_too_new`` that the loaded workflows can read back to
         RUNNING (after a rollback, when the newer release returns). Workers do this on start."""
+        return self._recover(self.parts.workflows.values())
+
+    def recover_new(self) -> list[tuple[str, str]]:
+        """:meth:`recover_readable` for the workflows (name, version, schema) this runtime has
+        not recovered yet: what ``run_until_idle`` does on each call, so that a loop of calls
+        does not open a write transaction per call and per workflow."""
+        return self._recover(
+            wf
+            for wf in self.parts.workflows.values()
+            if (wf.name, wf.version, wf.state_schema) not in self._recovered
+        )
+
+    def _recover(self, workflows: Iterable[Workflow[Any]]) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
-        for wf in self.parts.workflows.values():
+        for wf in list(workflows):
             found += self.parts.store.requeue_too_new(
                 wf.name,
                 workflow_version=wf.version,
                 state_schema=wf.state_schema,
                 now=self.parts.clock.now(),
             )
+            self._recovered.add((wf.name, wf.version, wf.state_schema))
         return found
 
     def check(self, *, tenant: str | None = None, limit: int = 100_000) -> list[CheckRow]:

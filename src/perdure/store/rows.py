@@ -148,9 +148,12 @@ def to_json(value: JSON | Record) -> str | None:
     ``to_json()`` object."""
     if value is None:
         return None
-    if isinstance(value, Record):
-        value = value.to_json()
+    if type(value) not in _PLAIN and isinstance(value, Record):
+        value = value.to_json()  # (a Protocol isinstance is slow: plain JSON skips it)
     return orjson.dumps(value).decode()
+
+
+_PLAIN = frozenset({dict, list, str, int, float, bool})
 
 
 def from_json(value: str | None) -> JSON:

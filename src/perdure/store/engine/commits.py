@@ -57,10 +57,11 @@ def commit(
             with tx.batch():
                 for b in boundaries:
                     seq += 1
-                    tx.run("insert_step", step_params(ids, seq, b, fence, d.stamp))
+                    step = step_params(ids, seq, b, fence, d.stamp)
+                    tx.run("insert_step", step)
                     version = int(row["state_version"])
                     write_fields(tx, ids, b.state, step_seq=seq, version=version)
-                    finished = d.stamp(b.finished_at)
+                    finished = step["finished_at"]  # stamped once per boundary
                     thread = row["thread_id"]
                     write_messages(tx, tenant_id, thread, run_id, b.messages, finished, seq)
                     commit_marks(tx, ids, b, seq, fence, at, d.stamp)

@@ -2,8 +2,13 @@
 
 Pooled connections are in autocommit mode, so every transaction is explicit
 (``conn.transaction()``); each sets ``synchronous_commit = on`` (a commit is durable when it
-returns, whatever the server's default) and ``TimeZone = UTC``, and is checked before each use,
-so connections a restarted server dropped are replaced. Times travel as ``datetime``, lists as
+returns, whatever the server's default) and ``TimeZone = UTC``. A connection is not pinged
+before each use (that is a round trip per transaction): :func:`_check` only looks, without
+a round trip, whether the server has said something on an idle connection (a restarted server
+sends its farewell and closes), and pings only then; a connection that breaks while in use
+fails that operation with :class:`~perdure.core.errors.StoreUnavailableError`, is discarded by
+the pool, and the caller's outage retry (the committer's, the worker's) continues on a fresh
+one. Times travel as ``datetime``, lists as
 ``text[]``, JSON as text (read back byte for byte). A thread's messages are numbered under a
 transaction-scoped advisory lock on the thread; migrations run under ``pg_advisory_xact_lock``
 (DDL is transactional in PostgreSQL). Idle workers are woken by LISTEN/NOTIFY on a connection
@@ -13,6 +18,7 @@ constraint name or class.
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -126,7 +132,7 @@ class PostgresDriver:
             max_size=max_connections,
             timeout=timeout,
             configure=_configure,
-            check=ConnectionPool.check_connection,
+            check=_check,
             name="perdure",
             open=True,
         )
@@ -241,6 +247,20 @@ class PostgresDriver:
 def _tenant_run(payload: str) -> tuple[str, str]:
     tenant, _, run = payload.partition("/")
     return tenant, run
+
+
+def _check(conn: Conn) -> None:
+    """The pool's check on checkout, without a round trip on a healthy connection: an idle
+    connection in autocommit mode has nothing to read, so anything readable on its socket (a
+    server's shutdown notice, an end of file) means the server spoke; then the connection is
+    pinged (``ConnectionPool.check_connection``), which raises if it is broken so the pool
+    replaces it."""
+    if conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN | select.POLLPRI | select.POLLERR)
+    if poller.poll(0):
+        ConnectionPool.check_connection(conn)
 
 
 def _configure(conn: Conn) -> None:

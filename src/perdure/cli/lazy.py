@@ -1,0 +1,37 @@
+"""A click group whose subcommands are imported when used, so that ``perdure demo resume``
+does not import the modules of every other command.
+
+A lazy subcommand is named ``module:attribute``; ``perdure --help`` still lists it with its
+short help (it imports them all then), and ``perdure NAME --help`` imports only ``NAME``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+
+class LazyGroup(click.Group):
+    """A :class:`click.Group` with ``lazy={"name": "package.module:attribute"}`` subcommands."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, str] = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every subcommand name, the loaded and the lazy ones, sorted."""
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The subcommand ``cmd_name``, importing its module on first use."""
+        found = super().get_command(ctx, cmd_name)
+        if found is not None or cmd_name not in self.lazy:
+            return found
+        module, _, attribute = self.lazy[cmd_name].partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):  # pragma: no cover - a wiring mistake
+            raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
+        self.add_command(command, cmd_name)
+        return command
