@@ -18,7 +18,6 @@ failure in branch-id order is raised.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -175,6 +174,8 @@ def _offload(
 
     def offload(execute: Execute, call: Callable[[], Any]) -> Future[Any]:
         if inspect.iscoroutinefunction(execute):
+            import asyncio  # only a process with async branches loads it
+
             return asyncio.run_coroutine_threadsafe(_awaited(call()), loop.loop)
 
         def in_thread() -> Any:
