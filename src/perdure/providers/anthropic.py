@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from perdure.core.chat import Delta, ModelRequest, ModelResponse, Pricing, TokenUsage, ToolSpec
+from perdure.core.chat import Delta, ModelRequest, ModelResponse, TokenUsage, ToolSpec
 from perdure.core.model import JSON, Message, ToolCall
 from perdure.core.tools import ToolArgumentError, lenient_json
 from perdure.providers.sdk import SdkModel, transient
@@ -145,22 +145,10 @@ class AnthropicModel(SdkModel):
     ``max_retries=0``). An ``Async…`` client class, or ``asynchronous=True``, makes every call a
     coroutine."""
 
-    def __init__(
-        self,
-        name: str,
-        client: Any = None,
-        *,
-        pricing: Pricing | None = None,
-        asynchronous: bool = False,
-        **client_options: Any,
-    ) -> None:
-        if client is None:
-            import anthropic
+    def _client(self, asynchronous: bool, options: dict[str, Any]) -> Any:
+        import anthropic
 
-            client_options.setdefault("max_retries", 0)
-            factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-            client = factory(**client_options)
-        self._setup(name, client, pricing, asynchronous)
+        return (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(**options)
 
     def _create(self) -> Any:
         return self.client.messages.create

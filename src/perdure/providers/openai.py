@@ -18,7 +18,6 @@ from perdure.core.chat import (
     Delta,
     ModelRequest,
     ModelResponse,
-    Pricing,
     TokenUsage,
     ToolSpec,
 )
@@ -141,22 +140,10 @@ class OpenAIModel(SdkModel):
     client (built from ``client_options`` when none is given, with ``max_retries=0``). An
     ``Async…`` client class, or ``asynchronous=True``, makes every call a coroutine."""
 
-    def __init__(
-        self,
-        name: str,
-        client: Any = None,
-        *,
-        pricing: Pricing | None = None,
-        asynchronous: bool = False,
-        **client_options: Any,
-    ) -> None:
-        if client is None:
-            import openai
+    def _client(self, asynchronous: bool, options: dict[str, Any]) -> Any:
+        import openai
 
-            client_options.setdefault("max_retries", 0)
-            factory = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-            client = factory(**client_options)
-        self._setup(name, client, pricing, asynchronous)
+        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**options)
 
     def _create(self) -> Any:
         return self.client.chat.completions.create

@@ -48,20 +48,35 @@ def cut() -> TransientError:
 
 class SdkModel:
     """A :class:`perdure.core.chat.ChatModel` on a vendor SDK client: ``complete`` and
-    ``stream``, sync or async as the client is. An adapter names the SDK's ``create`` method and
-    its wire format (:meth:`_create`, :meth:`_request`, :meth:`_response`, :meth:`_deltas`) and
-    its errors (:meth:`_translated`)."""
+    ``stream``, sync or async as the client is. An adapter names how to build its client
+    (:meth:`_client`), the SDK's ``create`` method and wire format (:meth:`_create`,
+    :meth:`_request`, :meth:`_response`, :meth:`_deltas`) and its errors (:meth:`_translated`)."""
 
     name: str
     client: Any
     pricing: Pricing | None
     asynchronous: bool
 
-    def _setup(self, name: str, client: Any, pricing: Pricing | None, asynchronous: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        client: Any = None,
+        *,
+        pricing: Pricing | None = None,
+        asynchronous: bool = False,
+        **client_options: Any,
+    ) -> None:
+        if client is None:
+            client_options.setdefault("max_retries", 0)
+            client = self._client(asynchronous, client_options)
         self.name = name
         self.client = client
         self.pricing = pricing
         self.asynchronous = asynchronous or type(client).__name__.startswith("Async")
+
+    def _client(self, asynchronous: bool, options: dict[str, Any]) -> Any:
+        """A new SDK client (async or not) built from ``options``."""
+        raise NotImplementedError
 
     def _create(self) -> Any:
         """The SDK method that makes one request."""
