@@ -3,11 +3,6 @@ resuming without paying twice for a model call and without sending the email twi
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 import click
 
 from perdure.cli import render
@@ -15,6 +10,7 @@ from perdure.cli.support import Settings, pass_settings, run_command
 from perdure.core.model import Message
 from perdure.demos import agent as agent_app
 from perdure.demos.cli import demo, run_of, side_file
+from perdure.demos.story import commands, fresh_db, verdict
 from perdure.runtime.crashpoints import EXIT_CODE, arm
 from perdure.runtime.runtime import Runtime
 
@@ -126,18 +122,8 @@ def agent_status(settings: Settings, as_json: bool) -> None:
 
 def story() -> None:
     """start (killed mid-stream) -> resume (killed after the email) -> resume -> status."""
-    folder = Path(tempfile.mkdtemp(prefix="perdure-agent-demo-"))
-    db = f"sqlite:///{folder / 'demo.db'}"
-
-    def step(title: str, *args: str) -> int:
-        click.secho(f"\n$ perdure demo agent {' '.join(args)}", bold=True)
-        click.echo(f"# {title}")
-        cmd = [sys.executable, "-m", "perdure", "--db", db, "demo", "agent", *args]
-        code = subprocess.run(cmd, check=False).returncode
-        click.echo(f"# exit code {code}")
-        return code
-
-    click.echo(f"Fresh database: {db}")
+    folder, db = fresh_db("perdure-agent-demo-")
+    step = commands(db, "demo", "agent")
     first = step(
         "The agent searches, then dies in the middle of streaming its answer.",
         "start",
@@ -158,7 +144,4 @@ def story() -> None:
     step("One email in the outbox; each model call confirmed once.", "status")
     ok = first == EXIT_CODE and second == EXIT_CODE and third == 0
     emails = len(agent_app.Outbox(str(folder / "outbox.jsonl")).sent())
-    ok = ok and emails == 1
-    click.echo("\n" + ("The agent survived both crashes." if ok else "The demo went wrong."))
-    if not ok:
-        sys.exit(1)
+    verdict(ok and emails == 1, "The agent survived both crashes.", "The demo went wrong.")

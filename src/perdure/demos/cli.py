@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from perdure.core.model import Message, Run
 from perdure.demos import brightness as brightness_app
 from perdure.demos import temperature as demo_app
 from perdure.demos.light import SmartLight
+from perdure.demos.story import commands, fresh_db, verdict
 from perdure.runtime.crashpoints import COMMIT_POINTS, EFFECT_POINTS, EXIT_CODE, arm
 from perdure.runtime.runtime import Runtime
 from perdure.store.url import safe_url
@@ -126,18 +125,8 @@ def demo_resume(settings: Settings, thread: str) -> None:
 
 def story() -> None:
     """Run start (crashing) -> status -> resume -> resume, each in a new process."""
-    folder = Path(tempfile.mkdtemp(prefix="perdure-demo-"))
-    db = f"sqlite:///{folder / 'demo.db'}"
-
-    def step(title: str, *args: str) -> int:
-        click.secho(f"\n$ perdure demo {' '.join(args)}", bold=True)
-        click.echo(f"# {title}")
-        cmd = [sys.executable, "-m", "perdure", "--db", db, "demo", *args]
-        code = subprocess.run(cmd, check=False).returncode
-        click.echo(f"# exit code {code}")
-        return code
-
-    click.echo(f"Fresh database: {db}")
+    _, db = fresh_db("perdure-demo-")
+    step = commands(db, "demo")
     crashed = step(
         "Run the agent; the process dies on entering reply, before it can answer.",
         "start",
@@ -158,10 +147,7 @@ def story() -> None:
         DEFAULT_THREAD,
     )
     step("Resuming again does nothing: the run is finished.", "resume", "--thread", DEFAULT_THREAD)
-    ok = crashed == EXIT_CODE and resumed == 0
-    click.echo("\n" + ("The run survived the crash." if ok else "The demo did not go as expected."))
-    if not ok:
-        sys.exit(1)
+    verdict(crashed == EXIT_CODE and resumed == 0, "The run survived the crash.")
 
 
 # -- the brightness demo ---------------------------------------------------------------------

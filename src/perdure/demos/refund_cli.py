@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import click
 
@@ -16,6 +14,7 @@ from perdure.core.model import Message
 from perdure.demos import refund as refund_app
 from perdure.demos.cli import demo, run_of, side_file
 from perdure.demos.ledger import Ledger
+from perdure.demos.story import fresh_db, verdict
 from perdure.runtime.runtime import Runtime
 
 THREAD = "refund-demo-8472"
@@ -85,8 +84,7 @@ def refund_status(settings: Settings) -> None:
 
 def story() -> None:
     """Each command in a new process, against a fresh database."""
-    folder = Path(tempfile.mkdtemp(prefix="perdure-refund-"))
-    db = f"sqlite:///{folder / 'demo.db'}"
+    _, db = fresh_db("perdure-refund-")
     run_id = ""
 
     def step(title: str, *args: str, crash: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -107,7 +105,6 @@ def story() -> None:
         click.echo(f"# exit code {out.returncode}")
         return out
 
-    click.echo(f"Fresh database: {db}")
     started = step(
         "Open the review; it waits for a manager, holding no process.", "demo", "refund", "start"
     )
@@ -150,6 +147,4 @@ def story() -> None:
     )
     final = step("One refund, one email.", "demo", "refund", "status")
     ok = "refunds paid     1" in final.stdout and "emails sent      1" in final.stdout
-    click.echo("\n" + ("Paid once, after approval." if ok else "The demo did not go as expected."))
-    if not ok:
-        sys.exit(1)
+    verdict(ok, "Paid once, after approval.")

@@ -11,14 +11,13 @@ here): perdure retries with durable waits.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from perdure.core.chat import Delta, ModelRequest, ModelResponse, Pricing, TokenUsage, ToolSpec
-from perdure.core.effects import TransientError
+from perdure.core.chat import Delta, ModelRequest, ModelResponse, TokenUsage, ToolSpec
 from perdure.core.model import JSON, Message, ToolCall
 from perdure.core.tools import ToolArgumentError, lenient_json
+from perdure.providers.sdk import SdkModel, transient
 
 STOP_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 """Anthropic stop reasons as the chat-completions finish reasons the rest of perdure uses."""
@@ -137,110 +136,34 @@ def translated(exc: Exception) -> Exception:
     529 overloaded, 5xx) pass as they are, with their status and Retry-After."""
     import anthropic
 
-    if isinstance(exc, anthropic.APITimeoutError):
-        return TransientError("timeout", str(exc))
-    if isinstance(exc, anthropic.APIConnectionError) or type(exc).__module__.startswith("httpx"):
-        return TransientError("dependency_unavailable", f"{type(exc).__name__}: {exc}")
-    return exc
+    return transient(exc, anthropic.APITimeoutError, anthropic.APIConnectionError)
 
 
-def _fitted(create: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Parameters this SDK version does not name travel in ``extra_body``."""
-    try:
-        known = inspect.signature(create).parameters
-    except (TypeError, ValueError):
-        return kwargs
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in known.values()):
-        return kwargs
-    extra = {k: v for k, v in kwargs.items() if k not in known}
-    if not extra:
-        return kwargs
-    fitted = {k: v for k, v in kwargs.items() if k in known}
-    fitted["extra_body"] = {**extra, **(kwargs.get("extra_body") or {})}
-    return fitted
-
-
-def _cut() -> TransientError:
-    return TransientError("dependency_unavailable", "the stream ended before the reply did")
-
-
-class AnthropicModel:
+class AnthropicModel(SdkModel):
     """A :class:`perdure.core.chat.ChatModel` on an ``anthropic.Anthropic`` or
     ``anthropic.AsyncAnthropic`` client (built from ``client_options`` when none is given, with
     ``max_retries=0``). An ``Async…`` client class, or ``asynchronous=True``, makes every call a
     coroutine."""
 
-    def __init__(
-        self,
-        name: str,
-        client: Any = None,
-        *,
-        pricing: Pricing | None = None,
-        asynchronous: bool = False,
-        **client_options: Any,
-    ) -> None:
-        if client is None:
-            import anthropic
+    def _client(self, asynchronous: bool, options: dict[str, Any]) -> Any:
+        import anthropic
 
-            client_options.setdefault("max_retries", 0)
-            factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-            client = factory(**client_options)
-        self.name = name
-        self.client = client
-        self.pricing = pricing
-        self.asynchronous = asynchronous or type(client).__name__.startswith("Async")
+        return (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(**options)
 
-    def complete(self, request: ModelRequest) -> Any:
-        """One message (a coroutine with an async client)."""
-        try:
-            out = self.client.messages.create(
-                **_fitted(self.client.messages.create, to_request(request))
-            )
-        except Exception as exc:
-            raise translated(exc) from exc
-        if inspect.isawaitable(out):
-            return self._acomplete(out)
-        return from_response(out)
+    def _create(self) -> Any:
+        return self.client.messages.create
 
-    async def _acomplete(self, pending: Any) -> ModelResponse:
-        try:
-            return from_response(await pending)
-        except Exception as exc:
-            raise translated(exc) from exc
+    def _request(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+        return to_request(request, stream=stream)
 
-    def stream(self, request: ModelRequest) -> Any:
-        """The reply's deltas (an async iterator with an async client)."""
-        if self.asynchronous:
-            return self._astream(request)
-        return self._stream(request)
+    def _response(self, response: Any) -> ModelResponse:
+        return from_response(response)
 
-    def _stream(self, request: ModelRequest) -> Iterator[Delta]:
-        finished = False
-        try:
-            for event in self.client.messages.create(
-                **_fitted(self.client.messages.create, to_request(request, stream=True))
-            ):
-                finished = finished or event.type == "message_stop"
-                yield from from_event(event)
-        except Exception as exc:
-            raise translated(exc) from exc
-        if not finished:
-            raise _cut()
+    def _deltas(self, item: Any) -> tuple[Iterable[Delta], bool]:
+        return from_event(item), item.type == "message_stop"
 
-    async def _astream(self, request: ModelRequest) -> AsyncIterator[Delta]:
-        finished = False
-        try:
-            events = await self.client.messages.create(
-                **_fitted(self.client.messages.create, to_request(request, stream=True))
-            )
-            async for event in events:
-                finished = finished or event.type == "message_stop"
-                for delta in from_event(event):
-                    yield delta
-        except Exception as exc:
-            raise translated(exc) from exc
-        if not finished:
-            raise _cut()
+    def _translated(self, exc: Exception) -> Exception:
+        return translated(exc)
 
 
 __all__ = ["AnthropicModel", "from_event", "from_response", "to_messages", "to_request"]

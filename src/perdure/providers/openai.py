@@ -11,21 +11,19 @@ itself, with durable waits that honour ``Retry-After``, instead of the SDK sleep
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from perdure.core.chat import (
     Delta,
     ModelRequest,
     ModelResponse,
-    Pricing,
     TokenUsage,
     ToolSpec,
 )
-from perdure.core.effects import TransientError
 from perdure.core.model import JSON, Message, ToolCall
 from perdure.core.serde import dumps
+from perdure.providers.sdk import SdkModel, transient
 
 
 def to_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -134,110 +132,34 @@ def translated(exc: Exception) -> Exception:
     status errors pass as they are (their status and Retry-After are read by perdure)."""
     import openai
 
-    if isinstance(exc, openai.APITimeoutError):
-        return TransientError("timeout", str(exc))
-    if isinstance(exc, openai.APIConnectionError) or type(exc).__module__.startswith("httpx"):
-        return TransientError("dependency_unavailable", f"{type(exc).__name__}: {exc}")
-    return exc
+    return transient(exc, openai.APITimeoutError, openai.APIConnectionError)
 
 
-def _fitted(create: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Parameters this SDK version does not name travel in ``extra_body``."""
-    try:
-        known = inspect.signature(create).parameters
-    except (TypeError, ValueError):
-        return kwargs
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in known.values()):
-        return kwargs
-    extra = {k: v for k, v in kwargs.items() if k not in known}
-    if not extra:
-        return kwargs
-    fitted = {k: v for k, v in kwargs.items() if k in known}
-    fitted["extra_body"] = {**extra, **(kwargs.get("extra_body") or {})}
-    return fitted
-
-
-def _cut() -> TransientError:
-    return TransientError("dependency_unavailable", "the stream ended before the reply did")
-
-
-class OpenAIModel:
+class OpenAIModel(SdkModel):
     """A :class:`perdure.core.chat.ChatModel` on an ``openai.OpenAI`` or ``openai.AsyncOpenAI``
     client (built from ``client_options`` when none is given, with ``max_retries=0``). An
     ``Async…`` client class, or ``asynchronous=True``, makes every call a coroutine."""
 
-    def __init__(
-        self,
-        name: str,
-        client: Any = None,
-        *,
-        pricing: Pricing | None = None,
-        asynchronous: bool = False,
-        **client_options: Any,
-    ) -> None:
-        if client is None:
-            import openai
+    def _client(self, asynchronous: bool, options: dict[str, Any]) -> Any:
+        import openai
 
-            client_options.setdefault("max_retries", 0)
-            factory = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-            client = factory(**client_options)
-        self.name = name
-        self.client = client
-        self.pricing = pricing
-        self.asynchronous = asynchronous or type(client).__name__.startswith("Async")
+        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**options)
 
-    def complete(self, request: ModelRequest) -> Any:
-        """One chat completion (a coroutine with an async client)."""
-        try:
-            out = self.client.chat.completions.create(
-                **_fitted(self.client.chat.completions.create, to_request(request))
-            )
-        except Exception as exc:
-            raise translated(exc) from exc
-        if inspect.isawaitable(out):
-            return self._acomplete(out)
-        return from_response(out)
+    def _create(self) -> Any:
+        return self.client.chat.completions.create
 
-    async def _acomplete(self, pending: Any) -> ModelResponse:
-        try:
-            return from_response(await pending)
-        except Exception as exc:
-            raise translated(exc) from exc
+    def _request(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+        return to_request(request, stream=stream)
 
-    def stream(self, request: ModelRequest) -> Any:
-        """The reply's deltas (an async iterator with an async client)."""
-        if self.asynchronous:
-            return self._astream(request)
-        return self._stream(request)
+    def _response(self, response: Any) -> ModelResponse:
+        return from_response(response)
 
-    def _stream(self, request: ModelRequest) -> Iterator[Delta]:
-        finished = False
-        try:
-            for chunk in self.client.chat.completions.create(
-                **_fitted(self.client.chat.completions.create, to_request(request, stream=True))
-            ):
-                for delta in from_chunk(chunk):
-                    finished = finished or delta.finish_reason is not None
-                    yield delta
-        except Exception as exc:
-            raise translated(exc) from exc
-        if not finished:
-            raise _cut()
+    def _deltas(self, item: Any) -> tuple[Iterable[Delta], bool]:
+        deltas = list(from_chunk(item))
+        return deltas, any(d.finish_reason is not None for d in deltas)
 
-    async def _astream(self, request: ModelRequest) -> AsyncIterator[Delta]:
-        finished = False
-        try:
-            chunks = await self.client.chat.completions.create(
-                **_fitted(self.client.chat.completions.create, to_request(request, stream=True))
-            )
-            async for chunk in chunks:
-                for delta in from_chunk(chunk):
-                    finished = finished or delta.finish_reason is not None
-                    yield delta
-        except Exception as exc:
-            raise translated(exc) from exc
-        if not finished:
-            raise _cut()
+    def _translated(self, exc: Exception) -> Exception:
+        return translated(exc)
 
 
 __all__ = [

@@ -2,35 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
 
 from perdure.core.errors import DefinitionError, InvalidInputError
 from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Approval, Message, Release, Run, Signal, ToolCall
 from perdure.core.signals import Cancelled
 from perdure.core.streams import StreamSink
+from perdure.runtime.agent_calls import AgentCalls, tool_call
+from perdure.runtime.artifact_calls import ArtifactCalls
 from perdure.runtime.fanout import FanOut
 from perdure.runtime.stream_sink import DEFAULT_BATCH, DEFAULT_MAX_DELAY
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
-
     from perdure.core.artifacts import ArtifactRef
     from perdure.core.budget import BudgetState
-    from perdure.core.chat import ChatModel, Pricing, ToolSpec
     from perdure.core.history import SavepointMark
     from perdure.core.retry import RetryPolicy
     from perdure.core.streams import StreamSink
-    from perdure.core.tokens import TokenCounter
-    from perdure.core.tools import ToolRegistry
     from perdure.runtime.aio import Bridge
     from perdure.runtime.artifacts import Data
     from perdure.runtime.children import Spawner
     from perdure.runtime.claim import Claim
     from perdure.runtime.effect_runner import Compensate, EffectRunner, Execute, Reconcile
-    from perdure.runtime.model_calls import AsyncModelStream, ModelReply, ModelStream
     from perdure.store.base import Store
 
 
@@ -65,7 +61,7 @@ class StepHost(Protocol):
     def mark_savepoint(self, mark: SavepointMark) -> None: ...
 
 
-class Context(FanOut):
+class Context(AgentCalls, ArtifactCalls, FanOut):
     """Handed to every step as its first argument.
 
     Attributes a step may read: ``run_id``, ``tenant_id``, ``thread_id``, ``workflow``, ``step``
@@ -73,6 +69,8 @@ class Context(FanOut):
     system so it can refuse writes from a worker that lost the run).
 
     Child runs, parallel branches and reducers: :class:`~perdure.runtime.fanout.FanOut`.
+    Model calls and context windows: :class:`~perdure.runtime.agent_calls.AgentCalls`.
+    Artifacts and savepoints: :class:`~perdure.runtime.artifact_calls.ArtifactCalls`.
 
     Messages added with :meth:`add_message` are appended to the thread in the same transaction as
     the step's boundary, so they are recorded exactly when the step's progress is.
@@ -291,243 +289,5 @@ class Context(FanOut):
             checked_id(message_id, "message id"), batch, reopen, max_delay
         )
 
-    # -- artifacts and savepoints ---------------------------------------------------------------
 
-    def put_artifact(
-        self,
-        data: Data,
-        *,
-        media_type: str = "application/octet-stream",
-        parents: Iterable[ArtifactRef] = (),
-    ) -> ArtifactRef:
-        """Store large or binary output in the artifact store; return its reference.
-
-        ``data`` is bytes, a ``pathlib.Path`` (streamed, never loaded whole to hash it) or a
-        binary file object. The bytes are uploaded *now*, before the step's boundary; the
-        reference (SHA-256 digest, size, ``media_type``, this run and step, and the
-        ``parents`` it was made from) is committed with the boundary. Keep the returned
-        :class:`~perdure.core.artifacts.ArtifactRef` in the state: it is small. If the step
-        does not commit (a crash, a retry), the upload is an orphan that ``perdure gc``
-        collects; the run never refers to it.
-        """
-        return self._host.put_artifact(data, media_type, tuple(parents))
-
-    def get_artifact(self, ref: ArtifactRef | dict[str, JSON]) -> bytes:
-        """The bytes of an artifact, checked against the reference's digest and size.
-
-        A missing object or bytes that do not match stop the run in NEEDS_ATTENTION with
-        reason ``artifact_missing`` or ``artifact_corrupt`` and the evidence (digest, size
-        expected and found, where it was read): never a wrong value handed to the step."""
-        from perdure.core.artifacts import ArtifactRef
-
-        return self._host.get_artifact(ArtifactRef.from_json(ref))
-
-    async def aput_artifact(
-        self,
-        data: Data,
-        *,
-        media_type: str = "application/octet-stream",
-        parents: Iterable[ArtifactRef] = (),
-    ) -> ArtifactRef:
-        """:meth:`put_artifact` for ``async def`` steps: the hashing, the database write and
-        the upload run in the run's own execution thread, so the event loop never waits."""
-        host, parents = self._host, tuple(parents)
-        return await host.bridge.call(lambda: host.put_artifact(data, media_type, parents))
-
-    async def aget_artifact(self, ref: ArtifactRef | dict[str, JSON]) -> bytes:
-        """:meth:`get_artifact` for ``async def`` steps (the read and the check run off the
-        event loop)."""
-        from perdure.core.artifacts import ArtifactRef
-
-        host, checked = self._host, ArtifactRef.from_json(ref)
-        return await host.bridge.call(lambda: host.get_artifact(checked))
-
-    def savepoint(self, label: str, *, expires: timedelta | datetime | None = None) -> None:
-        """Mark the state this step commits as savepoint ``label``: a confirmed point a
-        person can fork the run from (``perdure fork RUN --savepoint LABEL``).
-
-        It is recorded with the step's boundary (a step that does not commit marks nothing).
-        ``expires`` (a duration from now, or a time) lets it lapse; until then it also keeps
-        the run from being deleted by ``perdure gc``. A label is unique within a run."""
-        from perdure.core.history import SavepointMark
-        from perdure.core.ids import checked_id
-
-        checked_id(label, "savepoint label")
-        at = self.now() + expires if isinstance(expires, timedelta) else expires
-        self._host.mark_savepoint(SavepointMark(label, at))
-
-    # -- the agent layer (docs/agents.md) -----------------------------------------------------
-
-    @overload
-    def model_call(
-        self,
-        model: ChatModel,
-        messages: Sequence[Message] | None = None,
-        *,
-        stream: Literal[False] = False,
-        tools: ToolRegistry | Iterable[ToolSpec] = (),
-        name: str | None = None,
-        params: dict[str, JSON] | None = None,
-        retry: RetryPolicy | None = None,
-        pricing: Pricing | None = None,
-    ) -> ModelReply: ...
-    @overload
-    def model_call(
-        self,
-        model: ChatModel,
-        messages: Sequence[Message] | None = None,
-        *,
-        stream: Literal[True],
-        tools: ToolRegistry | Iterable[ToolSpec] = (),
-        name: str | None = None,
-        params: dict[str, JSON] | None = None,
-        retry: RetryPolicy | None = None,
-        pricing: Pricing | None = None,
-    ) -> ModelStream: ...
-    def model_call(
-        self,
-        model: ChatModel,
-        messages: Sequence[Message] | None = None,
-        *,
-        stream: bool = False,
-        tools: ToolRegistry | Iterable[ToolSpec] = (),
-        name: str | None = None,
-        params: dict[str, JSON] | None = None,
-        retry: RetryPolicy | None = None,
-        pricing: Pricing | None = None,
-    ) -> ModelReply | ModelStream:
-        """Call a model as a recorded effect and return its :class:`ModelReply`.
-
-        ``messages`` defaults to :attr:`messages` (pass :meth:`context` to send less). The
-        request (model id, messages, tool specs, ``params``) is hashed and recorded under the
-        effect key of ``name`` (default ``model.1``, ``model.2``… in call order), the reply
-        with its token usage and cost (``pricing``, or the model's own) after the call. A
-        re-executed step gets the recorded reply without calling the model; a call cut short by
-        a crash is made again and the lost attempt's estimated cost is added. The cost and
-        tokens are charged to the run's budget; an exhausted budget stops the step *before* the
-        call. Rate limits, timeouts and 5xx are retried with durable waits under ``retry``
-        (default :data:`perdure.runtime.model_calls.MODEL_RETRY`), honouring ``Retry-After``.
-
-        ``stream=True`` returns a :class:`~perdure.runtime.model_calls.ModelStream`: iterate it
-        for the deltas, then read ``.reply``. The reply's message id is fixed before the call.
-        """
-        if self._host.bridge.on_loop():
-            raise DefinitionError(
-                f"step {self.step!r} is async def: ctx.model_call would block every run",
-                fix="write `await ctx.amodel_call(...)` in async steps",
-            )
-        from perdure.runtime.model_calls import ModelStream, call_spec, call_steps, drain
-
-        label = self._label(name)
-        spec = call_spec(self, model, messages, stream, tools, label, params, retry, pricing)
-        steps = call_steps(self._host, spec, self._stream_sink)
-        return ModelStream(steps) if stream else drain(steps)
-
-    @overload
-    def amodel_call(
-        self,
-        model: ChatModel,
-        messages: Sequence[Message] | None = None,
-        *,
-        stream: Literal[False] = False,
-        tools: ToolRegistry | Iterable[ToolSpec] = (),
-        name: str | None = None,
-        params: dict[str, JSON] | None = None,
-        retry: RetryPolicy | None = None,
-        pricing: Pricing | None = None,
-    ) -> Coroutine[Any, Any, ModelReply]: ...
-    @overload
-    def amodel_call(
-        self,
-        model: ChatModel,
-        messages: Sequence[Message] | None = None,
-        *,
-        stream: Literal[True],
-        tools: ToolRegistry | Iterable[ToolSpec] = (),
-        name: str | None = None,
-        params: dict[str, JSON] | None = None,
-        retry: RetryPolicy | None = None,
-        pricing: Pricing | None = None,
-    ) -> AsyncModelStream: ...
-    def amodel_call(
-        self,
-        model: ChatModel,
-        messages: Sequence[Message] | None = None,
-        *,
-        stream: bool = False,
-        tools: ToolRegistry | Iterable[ToolSpec] = (),
-        name: str | None = None,
-        params: dict[str, JSON] | None = None,
-        retry: RetryPolicy | None = None,
-        pricing: Pricing | None = None,
-    ) -> Coroutine[Any, Any, ModelReply] | AsyncModelStream:
-        """:meth:`model_call` for ``async def`` steps: ``reply = await ctx.amodel_call(...)``,
-        or ``async for delta in ctx.amodel_call(..., stream=True)``. Same records; the
-        bookkeeping runs in the run's execution thread, an async client on the event loop."""
-        if not self._host.bridge.active:
-            raise DefinitionError(
-                f"ctx.amodel_call is for async def steps; step {self.step!r} is a plain function",
-                fix="write `ctx.model_call(...)` in plain steps",
-            )
-        from perdure.runtime.model_calls import AsyncModelStream, call_spec, call_steps, drain
-
-        label = self._label(name)
-        spec = call_spec(self, model, messages, stream, tools, label, params, retry, pricing)
-        bridge, host, sink = self._host.bridge, self._host, self._stream_sink
-        if stream:
-            return AsyncModelStream(bridge, lambda: call_steps(host, spec, sink))
-        return bridge.call(lambda: drain(call_steps(host, spec, sink)))
-
-    def context(
-        self,
-        *,
-        recent: int = 20,
-        max_tokens: int | None = None,
-        summarize: ChatModel | None = None,
-        counter: TokenCounter | None = None,
-    ) -> list[Message]:
-        """The messages to send to a model: the thread's prompt (leading system messages), the
-        latest summary, the ``recent`` messages (whole tool rounds; this round's tool results
-        always), within ``max_tokens`` by ``counter`` (default: ``tiktoken`` if installed, else
-        an estimate). With ``summarize``, messages that fall out of the window are summarized
-        by that model (a recorded model call, so a crash never summarizes twice) and the
-        summary is appended to the thread, marked with the range it covers."""
-        if self._host.bridge.on_loop():
-            raise DefinitionError(
-                "ctx.context would block the event loop in an async def step",
-                fix="write `await ctx.acontext(...)` in async steps",
-            )
-        from perdure.runtime.rebuild import rebuild_context
-
-        return rebuild_context(self, recent, max_tokens, summarize, counter)
-
-    async def acontext(
-        self,
-        *,
-        recent: int = 20,
-        max_tokens: int | None = None,
-        summarize: ChatModel | None = None,
-        counter: TokenCounter | None = None,
-    ) -> list[Message]:
-        """:meth:`context` for ``async def`` steps."""
-        from perdure.runtime.rebuild import rebuild_context
-
-        return await self._host.bridge.call(
-            lambda: rebuild_context(self, recent, max_tokens, summarize, counter)
-        )
-
-    def _label(self, name: str | None) -> str:
-        """The effect name of the next model call of this step."""
-        self._model_calls += 1
-        return name or f"model.{self._model_calls}"
-
-    def _stream_sink(self, message_id: str) -> StreamSink:
-        """Where a streamed model call writes its deltas: a new attempt of the reply's durable
-        token stream. An earlier attempt is superseded, even a finished one: a call that
-        crashed after its reply was streamed, before its outcome was recorded, is made again."""
-        return self._host.open_stream(message_id, DEFAULT_BATCH, reopen=True)
-
-
-def tool_call(id: str, name: str, arguments: JSON = None) -> ToolCall:
-    """Shorthand for :class:`perdure.core.model.ToolCall`."""
-    return ToolCall(id, name, arguments)
+__all__ = ["Context", "StepHost", "tool_call"]

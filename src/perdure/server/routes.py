@@ -28,6 +28,19 @@ class Endpoint:
 ADMIN = "admin"
 APPROVAL = "the role the approval request names"
 
+
+def _decision(verb: str) -> Endpoint:
+    """``POST /v1/runs/{run_id}/approve`` or ``/reject``: one handler decides by the path."""
+    return Endpoint(
+        f"/v1/runs/{{run_id}}/{verb}",
+        ("POST",),
+        api.decide,
+        f"{verb.capitalize()} the run's pending request (recorded as the key's name)",
+        role=APPROVAL,
+        body=("comment", "request_id"),
+    )
+
+
 ENDPOINTS = (
     Endpoint(
         "/v1/runs",
@@ -80,22 +93,7 @@ ENDPOINTS = (
         "Deliver a signal",
         body=("name", "payload", "signal_id"),
     ),
-    Endpoint(
-        "/v1/runs/{run_id}/approve",
-        ("POST",),
-        api.decide,
-        "Approve the run's pending request (recorded as the key's name)",
-        role=APPROVAL,
-        body=("comment", "request_id"),
-    ),
-    Endpoint(
-        "/v1/runs/{run_id}/reject",
-        ("POST",),
-        api.decide,
-        "Reject the run's pending request (recorded as the key's name)",
-        role=APPROVAL,
-        body=("comment", "request_id"),
-    ),
+    *(_decision(verb) for verb in ("approve", "reject")),
     Endpoint(
         "/v1/runs/{run_id}/events",
         ("GET",),

@@ -39,17 +39,15 @@ from perdure.core.model import (
 )
 from perdure.core.records import ApprovalRequest, RunError, StepOutcome, Waiting
 from perdure.core.threads import ThreadPolicy
+from perdure.store.access import AccessStore
 from perdure.store.capabilities import (
-    AccessStore,
     ChildrenStore,
     EffectLedger,
     FleetStore,
-    GraphCheckpointStore,
-    StreamsStore,
-    ThreadsStore,
     UpgradesStore,
     WaitsStore,
 )
+from perdure.store.conversations import GraphCheckpointStore, StreamsStore, ThreadsStore
 from perdure.store.lifecycle import ArchiveStore, ArtifactLedger, HistoryStore, RetentionStore
 
 
@@ -165,7 +163,7 @@ class Store(
         is written and ``(existing_run, False)`` is returned. Otherwise ``(run, True)``.
 
         The run takes the next place in its thread's queue and follows the thread's policy when
-        the thread has unfinished runs (see :class:`~perdure.store.capabilities.ThreadsStore`):
+        the thread has unfinished runs (see :class:`~perdure.store.conversations.ThreadsStore`):
         behind them its messages wait in the thread's inbox until it is claimed; ``reject``
         raises :class:`~perdure.core.errors.ThreadBusyError` and writes nothing.
         """

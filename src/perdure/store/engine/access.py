@@ -1,5 +1,5 @@
 """API keys, event feeds and operator counts. Methods of :class:`~perdure.store.engine.Engine`;
-contracts in :class:`~perdure.store.capabilities.AccessStore`."""
+contracts in :class:`~perdure.store.access.AccessStore`."""
 
 from __future__ import annotations
 

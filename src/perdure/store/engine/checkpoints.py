@@ -1,6 +1,6 @@
 """Graph checkpoints (LangGraph threads): put, put writes, read, list, delete, copy, prune.
 Methods of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.capabilities.GraphCheckpointStore`.
+:class:`~perdure.store.conversations.GraphCheckpointStore`.
 
 Every write first makes sure the thread's run exists (one idempotent insert), then reads that
 row locked for the transaction (``lock_run``) and checks who may write: a quarantined or

@@ -1,6 +1,6 @@
 """Durable token streams: open an attempt, append a batch of entries, read them back. Methods of
 :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.capabilities.StreamsStore`.
+:class:`~perdure.store.conversations.StreamsStore`.
 
 Every write first updates the stream's head row (``streams``), guarded by the run's fence, the
 attempt and an unfinished stream: that one conditional update hands out the sequence numbers,

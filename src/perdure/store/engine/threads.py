@@ -1,6 +1,6 @@
 """One writer per thread: admitting a new run under the thread's policy, the thread inbox, and
 the thread's policy and view. Methods of :class:`~perdure.store.engine.Engine` (contracts in
-:class:`~perdure.store.capabilities.ThreadsStore`) and the helpers that ``create_run``,
+:class:`~perdure.store.conversations.ThreadsStore`) and the helpers that ``create_run``,
 ``claim``, ``commit`` and ``set_status`` call inside their transactions.
 
 The rule itself lives in the claim queries: only the oldest unfinished run of a thread (by

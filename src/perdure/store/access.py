@@ -1,0 +1,94 @@
+"""The store's capabilities for access and observation: API keys, the tenant event feed, and
+the counts and queue an operator watches.
+
+:class:`perdure.store.base.Store` includes them; the rules in that module's docstring (tenant
+scoping, "now" as a parameter, one transaction per method, translated driver errors) hold for
+every method here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from perdure.core.keys import ApiKey
+from perdure.core.model import (
+    Event,
+)
+from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
+
+if TYPE_CHECKING:
+    pass
+
+
+class AccessStore(Protocol):
+    """API keys, the event feeds that live streams read, and the counts operators watch."""
+
+    def create_key(self, key: ApiKey, secret_hash: str, now: datetime) -> None:
+        """Store a new key. Raises :class:`~perdure.core.errors.InvalidInputError` when the
+        tenant already has a live (not revoked) key of that name; writes nothing then."""
+        ...
+
+    def find_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key with this id and its stored secret hash (of any tenant: the key names its
+        tenant), revoked or not; None when there is none."""
+        ...
+
+    def list_keys(self, tenant_id: str, *, revoked: bool = False) -> list[ApiKey]:
+        """The tenant's live keys (and revoked ones with ``revoked``), oldest first."""
+        ...
+
+    def revoke_key(self, tenant_id: str, key_id: str, now: datetime) -> ApiKey:
+        """Revoke a key (idempotent: a revoked key keeps its first revocation time).
+        Raises :class:`~perdure.core.errors.KeyNotFoundError` for a key of another tenant."""
+        ...
+
+    def tenant_events(
+        self,
+        tenant_id: str,
+        *,
+        after: int = 0,
+        types: Sequence[str] = (),
+        workflow: str | None = None,
+        limit: int = 1000,
+    ) -> list[Event]:
+        """Events of every run of one tenant with ``seq > after``, oldest first, filtered by
+        type (any of) and the run's workflow."""
+        ...
+
+    def events_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """``(seq, tenant_id, run_id)`` of events of every tenant with ``seq > after``, oldest
+        first: what a stream hub polls to know which runs moved (not scoped by tenant; never
+        shown to a caller)."""
+        ...
+
+    def last_event_seq(self) -> int:
+        """The highest event sequence number (0 when there are none)."""
+        ...
+
+    def run_counts(self, tenant_id: str | None = None) -> list[RunCount]:
+        """How many runs there are by tenant, workflow and status (one tenant, or all)."""
+        ...
+
+    def effect_counts(self, tenant_id: str | None = None) -> list[EffectCount]:
+        """How many effects there are by tenant and status (one tenant, or all)."""
+        ...
+
+    def spend_counts(self, tenant_id: str | None = None) -> list[SpendCount]:
+        """Tokens and cost the runs' budgets recorded, summed by tenant and workflow (one
+        tenant, or all)."""
+        ...
+
+    def queue(self, now: datetime) -> Queue:
+        """Runs of every tenant claimable at ``now`` (by any worker of any workflow), and
+        since when the oldest has been claimable."""
+        ...
+
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """Block up to ``timeout`` seconds until events are committed; return the
+        ``(tenant_id, run_id)`` pairs they belong to (PostgreSQL LISTEN/NOTIFY; ``[]`` on
+        timeout). A store without notifications (SQLite), or one whose listening connection
+        was just lost, returns None at once and the caller polls :meth:`events_since`. Callers
+        re-read the events either way."""
+        ...
