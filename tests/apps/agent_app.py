@@ -1,12 +1,13 @@
 """A one-step agent whose model is the official OpenAI SDK pointed at a stub server
 (``AGENT_STUB_URL``), for crash tests. ``AGENT_HOLD=<path>``: after the model call the step
-creates ``<path>.reached`` and waits for ``<path>.go`` (so a test can SIGKILL it there).
+creates ``<path>.reached`` and waits for a shared lock on ``<path>``, which the test holds
+exclusively (so a test can SIGKILL it there; no polling).
 ``stream`` in the input streams the reply."""
 
 from __future__ import annotations
 
+import fcntl
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +34,8 @@ def hold() -> None:
     if not where:
         return
     Path(where + ".reached").touch()
-    deadline = time.monotonic() + 60
-    while not Path(where + ".go").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)  # held for the test, which kills the process here
+    with open(where, "a") as gate:  # the test holds it exclusively and kills the process here
+        fcntl.flock(gate, fcntl.LOCK_SH)
 
 
 @step

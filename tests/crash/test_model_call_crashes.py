@@ -6,6 +6,7 @@ call is simply made again and the lost attempt's cost is recorded."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import signal
 import subprocess
@@ -50,6 +51,8 @@ def test_sigkill_after_the_call_before_the_boundary_replays_the_recorded_reply(
     stub.script(reply(stream))  # type: ignore[arg-type]
     run_id = start(db_url, stream)
     hold = tmp_path / "hold"
+    held = open(hold, "a")  # noqa: SIM115 - the step waits at this gate until it is killed
+    fcntl.flock(held, fcntl.LOCK_EX)
     env = cli_env(AGENT_STUB_URL=stub.url, AGENT_HOLD=str(hold))
     worker = subprocess.Popen(
         perdure_cmd(db_url, "resume", run_id, "--app", APP),
@@ -72,6 +75,7 @@ def test_sigkill_after_the_call_before_the_boundary_replays_the_recorded_reply(
     finally:
         if worker.poll() is None:
             worker.kill()
+        held.close()
     assert stub.count == 1
     assert show(db_url, run_id)["next_step"] == "ask", "the boundary was never committed"
     resumed = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(AGENT_STUB_URL=stub.url))
