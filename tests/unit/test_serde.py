@@ -4,9 +4,11 @@ from dataclasses import dataclass, field
 
 import pydantic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from perdure.core.errors import DecodeError, InvalidInputError
-from perdure.core.serde import StateCodec, dumps
+from perdure.core.serde import Limits, OversizeError, StateCodec, depth, dumps
 
 
 @dataclass
@@ -67,3 +69,39 @@ def test_input_that_is_not_an_object_is_refused_clearly() -> None:
 
 def test_canonical_json_sorts_keys() -> None:
     assert dumps({"b": 1, "a": 2}) == b'{"a":2,"b":1}'
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.text(alphabet='[]{}"\\ab,:\n'),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet='[]{}"\\k', max_size=3), inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+def nesting(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max((nesting(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((nesting(v) for v in value.values()), default=0)
+    return 0
+
+
+@given(JSON_VALUES)
+def test_depth_read_from_the_text_is_the_depth_of_the_value(value: object) -> None:
+    assert depth(dumps(value)) == nesting(value)
+
+
+def test_limits_read_depth_only_from_the_fields_that_changed() -> None:
+    limits = Limits(max_depth=3)
+    deep = {"old": b"[[[[1]]]]", "new": b"[1]"}
+    limits.check(deep, changed=["new"])  # "old" was checked when it was written
+    with pytest.raises(OversizeError, match="'old' nests deeper than 3"):
+        limits.check(deep)
+    with pytest.raises(OversizeError, match="state is"):
+        Limits(max_bytes=10).check({"a": b"[1,2,3,4,5,6,7,8]"}, changed=[])

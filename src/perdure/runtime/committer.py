@@ -2,7 +2,9 @@
 
 A :class:`Committer` belongs to one execution of one run under one fence. It is the only writer of
 that run's progress while the execution lasts; the expected ``state_version`` lives in the
-execution's :class:`~perdure.runtime.claim.Claim`.
+execution's :class:`~perdure.runtime.claim.Claim`. Its commits join the runtime's
+:class:`~perdure.runtime.group_commit.GroupCommitter`, which may write them in one transaction
+with other runs' commits.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import cast
 from perdure.core.errors import PerdureError, StoreUnavailableError
 from perdure.core.model import Durability
 from perdure.runtime.claim import Claim
+from perdure.runtime.group_commit import GroupCommitter
 from perdure.store.base import Boundary, Store
 
 _STOP = object()
@@ -34,8 +37,11 @@ class Committer:
         now: Callable[[], datetime],
         retry_for: float = 60.0,
         on_commit: Callable[[int, float], None] | None = None,
+        group: GroupCommitter | None = None,
     ) -> None:
         self.on_commit = on_commit
+        self._write = group.commit if group is not None else store.commit
+        """Where boundaries go: the runtime's group of commits, or straight to the store."""
         """Told how many boundaries each commit carried and how long it took."""
         self.store = store
         self.claim = claim
@@ -89,9 +95,7 @@ class Committer:
             try:
                 c = self.claim
                 started = time.perf_counter()
-                version = self.store.commit(
-                    c.tenant_id, c.run_id, c.fence, c.version, batch, self._now()
-                )
+                version = self._write(c.tenant_id, c.run_id, c.fence, c.version, batch, self._now())
                 c.committed(version, len(batch))
                 if self.on_commit is not None:
                     self.on_commit(len(batch), time.perf_counter() - started)

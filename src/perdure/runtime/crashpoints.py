@@ -8,7 +8,9 @@ comparison.
 Points: ``before_commit`` and ``after_commit`` around every step-boundary commit (named by the
 step); ``before_intent``, ``after_intent``, ``after_call`` and ``after_outcome`` around every
 effect (named by the effect), ``after_upload`` once an artifact's bytes are uploaded, before
-the step's boundary records it (named by the step).
+the step's boundary records it (named by the step); ``group_begin`` and ``group_durable`` before
+a group commit of two or more runs is written and after it is durable, before any of its runs
+hears so (named by the group's number in the process: ``group_durable:3`` is the third group).
 
 Fault points, for the fault drills (``perdure drills``): ``PERDURE_FAULT_AT=<fault>:<name>``
 injects one fault, once per process: ``timeout:<step>`` makes the step's call raise

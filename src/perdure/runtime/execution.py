@@ -66,6 +66,7 @@ class Execution:
             self.claim,
             clock.now,
             on_commit=lambda n, seconds: telemetry.committed(self.claim.run, n, seconds),
+            group=services.group,
         )
         self.bridge = services.loop.bridge()
         self.effects = EffectRunner(
@@ -266,7 +267,7 @@ class Execution:
             reseal = self.keyring is not None and self.record is None  # sealed before records
             changed = {k: v for k, v in encoded.items() if reseal or fields.get(k) != v}
             stored, offloaded = self.artifacts.offload_fields(writer, changed, wf.codec.lazy)
-            self.limits.check({**self.stored, **stored})
+            self.limits.check({**self.stored, **stored}, changed=stored)
         except StoreError:
             raise  # the artifact store failed: not the state's fault; a later claim retries
         except PerdureError as exc:

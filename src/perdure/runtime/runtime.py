@@ -33,6 +33,7 @@ from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claim
 from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.fleet import Fleet
+from perdure.runtime.group_commit import GroupCommit, GroupCommitter
 from perdure.runtime.history import History
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.operator import Operator
@@ -61,6 +62,8 @@ class Runtime(PartVerbs):
     :class:`~perdure.store.objects.ObjectStore`; default ``PERDURE_ARTIFACTS``, else the
     directory ``artifacts`` beside the SQLite file); state fields and message contents larger
     than ``offload_bytes`` (default ``PERDURE_OFFLOAD_BYTES``, else 256 KiB) are kept there.
+    ``group_commit`` says how the commits of runs executing at once share transactions
+    (:class:`~perdure.runtime.group_commit.GroupCommit`; ``False``: every commit alone).
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class Runtime(PartVerbs):
         limits: Limits | None = None,
         artifacts: str | ObjectStore | None = None,
         offload_bytes: int | None = None,
+        group_commit: GroupCommit | bool = True,
     ) -> None:
         lease_seconds = setting("lease_seconds", lease_seconds, 1, 86_400)
         store = db if db is not None and not isinstance(db, str) else open_store(db)
@@ -108,6 +112,7 @@ class Runtime(PartVerbs):
             parts.limits,
             self.loop,
             self.artifacts,
+            group=_grouping(store, group_commit),
         )
         self.telemetry: Telemetry = self.services.telemetry
         self.history_part = History(parts, self.artifacts)
@@ -405,3 +410,11 @@ class Runtime(PartVerbs):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _grouping(store: Store, option: GroupCommit | bool) -> GroupCommitter | None:
+    """The runtime's group committer (None when grouping is off)."""
+    if option is False:
+        return None
+    options = GroupCommit() if option is True else option
+    return GroupCommitter(store, options) if options.max_batch > 1 else None

@@ -14,6 +14,7 @@ from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.artifacts import Artifacts
+from perdure.runtime.group_commit import GroupCommitter
 from perdure.runtime.leases import Heartbeat
 from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
@@ -67,6 +68,8 @@ class Services:
     loop: EventLoop
     artifacts: Artifacts
     telemetry: Telemetry = field(default_factory=Telemetry)
+    group: GroupCommitter | None = None
+    """Where executions' commits are grouped (None: each commits alone)."""
 
 
 @dataclass(frozen=True, slots=True)

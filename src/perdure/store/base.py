@@ -27,6 +27,7 @@ from typing import Protocol
 
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import BudgetState
+from perdure.core.errors import PerdureError
 from perdure.core.history import Lineage, SavepointMark
 from perdure.core.model import (
     JSON,
@@ -117,6 +118,18 @@ class Boundary:
     """Ids of ``uploaded`` artifact rows this boundary commits (see :meth:`record_artifact`)."""
     savepoints: tuple[SavepointMark, ...] = ()
     """Savepoints the step marked; they point at this boundary's step."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    """One run's part of a group commit (:meth:`Store.commit_many`): the arguments
+    :meth:`Store.commit` takes for that run."""
+
+    tenant_id: str
+    run_id: str
+    fence: int
+    expected_version: int
+    boundaries: Sequence[Boundary]
 
 
 class Store(
@@ -266,6 +279,20 @@ class Store(
         moved on), :class:`~perdure.core.errors.RunClosedError` (run ended) or
         :class:`~perdure.core.errors.StaleStateError` (version or status moved on, e.g. a cancel).
         A commit refused by the fence or a finished run is recorded as a ``late_commit`` event.
+        """
+        ...
+
+    def commit_many(
+        self, requests: Sequence[CommitRequest], now: datetime
+    ) -> list[int | PerdureError]:
+        """Commit several runs' boundaries in one transaction (a group commit): one durable
+        write for all of them. Each request is guarded by its own fence, expected version and
+        status RUNNING, exactly as :meth:`commit` guards it, and gets its own answer, in the
+        order given: the new state_version, or the error :meth:`commit` would have raised for
+        it. A refused request writes nothing and does not hold back the others (its
+        ``late_commit`` event is recorded with them). Raises
+        :class:`~perdure.core.errors.StoreUnavailableError` when the database could not be
+        reached and the outcome of the whole group is unknown; nothing else escapes.
         """
         ...
 

@@ -50,6 +50,11 @@ class Tx(Protocol):
         """Every row the query returns."""
         ...
 
+    def many(self, query: str, params: Sequence[Params]) -> list[Row | None]:
+        """The query once for each parameter set, all sent together (one round trip on
+        PostgreSQL); the first row each returned, or None, in the same order."""
+        ...
+
     def run(self, query: str, params: Params = NO_PARAMS) -> int:
         """Run a statement; return how many rows it changed (unknown inside :meth:`batch`)."""
         ...

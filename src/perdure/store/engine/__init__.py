@@ -84,6 +84,7 @@ class Engine:
 
     # -- the step-boundary commit -----------------------------------------------------------------
     commit = commits.commit
+    commit_many = commits.commit_many
 
     # -- effects ----------------------------------------------------------------------------------
     plan_effect = effects.plan_effect
