@@ -280,6 +280,7 @@ CREATE TABLE perdure.state_fields (
     tenant_id text NOT NULL,
     field text NOT NULL,
     value text NOT NULL,
+    log boolean DEFAULT false NOT NULL,
     CONSTRAINT state_fields_pkey PRIMARY KEY (run_id, field),
     CONSTRAINT state_fields_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
 );
@@ -292,10 +293,23 @@ CREATE TABLE perdure.state_history (
     step_seq integer NOT NULL,
     version bigint NOT NULL,
     value text,
+    appended boolean DEFAULT false NOT NULL,
     CONSTRAINT state_history_pkey PRIMARY KEY (run_id, field, step_seq, version),
     CONSTRAINT state_history_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
     CONSTRAINT state_history_step_seq_check CHECK ((step_seq >= 0)),
     CONSTRAINT state_history_version_check CHECK ((version >= 0))
+);
+
+-- table state_tails
+CREATE TABLE perdure.state_tails (
+    run_id text NOT NULL,
+    tenant_id text NOT NULL,
+    field text NOT NULL,
+    step_seq integer NOT NULL,
+    value text NOT NULL,
+    CONSTRAINT state_tails_pkey PRIMARY KEY (run_id, field, step_seq),
+    CONSTRAINT state_tails_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id),
+    CONSTRAINT state_tails_step_seq_check CHECK ((step_seq > 0))
 );
 
 -- table steps

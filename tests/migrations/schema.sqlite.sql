@@ -302,7 +302,7 @@ CREATE TABLE state_fields (
     run_id    TEXT NOT NULL REFERENCES runs (run_id),
     tenant_id TEXT NOT NULL,
     field     TEXT NOT NULL,
-    value     TEXT NOT NULL,
+    value     TEXT NOT NULL, log INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, field)
 ) WITHOUT ROWID;
 
@@ -313,8 +313,18 @@ CREATE TABLE state_history (
     field     TEXT NOT NULL,
     step_seq  INTEGER NOT NULL CHECK (step_seq >= 0),
     version   INTEGER NOT NULL CHECK (version >= 0),
-    value     TEXT,
+    value     TEXT, appended INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, field, step_seq, version)
+) WITHOUT ROWID;
+
+-- table state_tails
+CREATE TABLE state_tails (
+    run_id    TEXT NOT NULL REFERENCES runs (run_id),
+    tenant_id TEXT NOT NULL,
+    field     TEXT NOT NULL,
+    step_seq  INTEGER NOT NULL CHECK (step_seq > 0),
+    value     TEXT NOT NULL,
+    PRIMARY KEY (run_id, field, step_seq)
 ) WITHOUT ROWID;
 
 -- table steps

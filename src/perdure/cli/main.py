@@ -13,26 +13,21 @@ import orjson
 from perdure.cli import children, render
 from perdure.cli.client import Client, server_options
 from perdure.cli.lazy import LazyGroup
-from perdure.cli.serve import log_options, serve_metrics
 from perdure.cli.support import (
     EXIT_ERROR,
     Settings,
     app_option,
     exit_for,
-    load_app,
     parse_json,
     pass_settings,
     run_command,
 )
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
-from perdure.core.history import Retention
 from perdure.core.model import Durability, RunStatus
 from perdure.runtime.base import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
-from perdure.runtime.logs import configure as configure_logs
 from perdure.runtime.runtime import Runtime
-from perdure.runtime.worker import Worker
 from perdure.store.url import default_url, open_store, safe_url
 
 # Subcommands defined in other modules, imported only when used (see perdure.cli.lazy).
@@ -59,6 +54,7 @@ LAZY_COMMANDS = {
     "gc": "perdure.cli.retention:gc",
     "delete": "perdure.cli.retention:delete",
     "restore": "perdure.cli.retention:restore",
+    "worker": "perdure.cli.worker:worker",
 }
 
 
@@ -349,63 +345,6 @@ def cancel(
         click.echo("cancel requested; a worker (or `perdure resume`) compensates and finishes it")
     else:
         click.echo(f"run {run_id} {run.status}")
-
-
-@main.command()
-@app_option
-@click.option("--concurrency", default=1, show_default=True, help="Runs in flight at once.")
-@click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
-@click.option("--lease", "lease_seconds", default=30.0, show_default=True)
-@click.option("--poll", "poll_interval", default=0.2, show_default=True)
-@click.option(
-    "--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port."
-)
-@click.option("--metrics-host", default="127.0.0.1", show_default=True)
-@log_options
-@click.option("--gc-every", type=float, help="Run gc when idle, at most every N seconds.")
-@click.option("--gc-older-than", default="30d", show_default=True, help="Retention for --gc-every.")
-@pass_settings
-@run_command
-def worker(
-    settings: Settings,
-    app: str | None,
-    concurrency: int,
-    until_idle: bool,
-    lease_seconds: float,
-    poll_interval: float,
-    metrics_port: int | None,
-    metrics_host: str,
-    log_format: str,
-    log_level: str,
-    gc_every: float | None,
-    gc_older_than: str,
-) -> None:
-    """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
-    from perdure.cli.history import duration
-
-    configure_logs(log_format, log_level.upper())
-    rt = Runtime(settings.db, workflows=load_app(app), lease_seconds=lease_seconds)
-    if metrics_port is not None:
-        serve_metrics(rt, metrics_port, metrics_host)
-    w = Worker(
-        rt,
-        concurrency=concurrency,
-        poll_interval=poll_interval,
-        on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
-        on_error=lambda exc: click.echo(exc.one_line(), err=True),
-        on_drain=lambda: click.echo("draining: the steps in flight finish, then their leases go"),
-        gc_every=gc_every,
-        retention=Retention(finished=duration(gc_older_than, "--gc-older-than")),
-        on_gc=click.echo,
-    )
-    w.install_signal_handlers()
-    serving = ", ".join(sorted(rt.workflows))
-    click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
-    try:
-        count = w.run(until_idle=until_idle)
-    finally:
-        rt.close()
-    click.echo(f"worker stopped after {count} run executions")
 
 
 @main.command()

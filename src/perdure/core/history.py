@@ -21,13 +21,16 @@ from perdure.core.values import JSON
 class FieldChange:
     """One state field written at one point of a run's history: after step ``step_seq``, at
     run ``version``. ``size`` is the stored size in bytes (None: the field was removed);
-    ``offloaded`` when the value lives in the artifact store."""
+    ``offloaded`` when the value lives in the artifact store; ``appended`` when only the items
+    appended to a field kept as a log were stored (``size`` is theirs; see
+    :mod:`perdure.core.logs`)."""
 
     step_seq: int
     version: int
     field: str
     size: int | None
     offloaded: bool = False
+    appended: bool = False
 
     def to_json(self) -> dict[str, JSON]:
         """The change as a JSON object."""
@@ -38,6 +41,7 @@ class FieldChange:
             "size": self.size,
             "removed": self.size is None,
             "offloaded": self.offloaded,
+            "appended": self.appended,
         }
 
 

@@ -12,7 +12,7 @@ import dataclasses
 import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Union, get_args, get_origin
@@ -76,8 +76,21 @@ class Limits:
             raise OversizeError(f"state is {size} bytes; the limit is {self.max_bytes}")
         if len(fields) > self.max_fields:
             raise OversizeError(f"state has {len(fields)} fields; the limit is {self.max_fields}")
-        for name in fields if changed is None else changed:
-            if depth(fields[name], self.max_depth) > self.max_depth:
+        names = fields if changed is None else changed
+        self.check_nesting({name: fields[name] for name in names})
+
+    def to_json(self) -> dict[str, int]:
+        """The limits as a JSON object (evidence of a refusal)."""
+        return {
+            "max_bytes": self.max_bytes,
+            "max_fields": self.max_fields,
+            "max_depth": self.max_depth,
+        }
+
+    def check_nesting(self, fields: Mapping[str, bytes]) -> None:
+        """Raise :class:`OversizeError` when one of ``fields`` nests deeper than allowed."""
+        for name, raw in fields.items():
+            if depth(raw, self.max_depth) > self.max_depth:
                 raise OversizeError(
                     f"state field {name!r} nests deeper than {self.max_depth} levels"
                 )

@@ -15,6 +15,7 @@ from typing import Any
 
 from perdure.core.artifacts import ArtifactError
 from perdure.core.errors import DecodeError
+from perdure.core.logs import StoredFields
 from perdure.core.model import Run
 from perdure.core.seal import IntegrityError, Keyring, ReplayError, StateSeal, open_state
 from perdure.core.serde import Limits, OversizeError, dumps, loads
@@ -59,6 +60,7 @@ def inspect(
     """Decide whether (and how) ``workflow`` can continue ``run`` from its ``stored`` fields.
     The limits apply to the fields as stored; offloaded values are then read back through
     ``resolve``."""
+    logs = stored.logs if isinstance(stored, StoredFields) else {}
     try:
         fields, record = open_state(
             keyring, run.tenant_id, run.run_id, stored, seal=run.state_seal, steps=run.steps_done
@@ -67,10 +69,11 @@ def inspect(
         return Quarantine("state_replayed", exc.message, exc.evidence)
     except IntegrityError as exc:
         return Quarantine("integrity_failed", exc.message, {"fields": sorted(stored)})
-    try:
-        limits.check(fields)
+    try:  # a field kept as a log may outgrow max_bytes: only its nesting is checked
+        limits.check({k: v for k, v in fields.items() if k not in logs})
+        limits.check_nesting({k: v for k, v in fields.items() if k in logs})
     except OversizeError as exc:
-        return Quarantine("oversize", exc.message, _limits(limits))
+        return Quarantine("oversize", exc.message, limits.to_json())
     opened = fields
     if resolve is not None:
         try:
@@ -109,11 +112,3 @@ def inspect(
     encoded = workflow.codec.to_fields(state)
     drop = tuple(sorted(set(stored) - set(encoded)))
     return Readable(state, encoded, upgrade, drop, record=record, stored=opened or None)
-
-
-def _limits(limits: Limits) -> dict[str, int]:
-    return {
-        "max_bytes": limits.max_bytes,
-        "max_fields": limits.max_fields,
-        "max_depth": limits.max_depth,
-    }

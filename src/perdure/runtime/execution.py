@@ -25,7 +25,7 @@ from perdure.core.fields import bind_lazy
 from perdure.core.model import JSON, Durability, Run, RunStatus
 from perdure.core.records import RunError, SignalWait, StopReason
 from perdure.core.seal import StateSeal, seal_state
-from perdure.core.serde import loads
+from perdure.core.serde import OversizeError, loads
 from perdure.core.signals import Cancelled, Escalate, RetryLater
 from perdure.core.versions import Quarantine
 from perdure.core.workflow import (
@@ -44,6 +44,7 @@ from perdure.runtime.effect_runner import EffectRunner
 from perdure.runtime.host import StepHost
 from perdure.runtime.leases import Lease
 from perdure.runtime.services import SUGGESTIONS, Services, Stopped
+from perdure.runtime.state_writes import StateWrite, StateWriter
 from perdure.runtime.stepcall import StepCaller
 from perdure.store.base import Boundary
 
@@ -78,8 +79,13 @@ class Execution:
         self.host = StepHost(
             store, clock, self.claim, self.effects, self.bridge, services.artifacts, spawner
         )
-        self.stored: dict[str, bytes] = {}
-        """The state as stored (offloaded values as pointers), for the size limits."""
+        self.writes = StateWriter(
+            services.artifacts,
+            services.limits,
+            append_from=None if services.keyring is not None else services.append_from,
+            lazy=workflow.codec.lazy,
+        )
+        """Decides what each boundary writes of the state (whole fields, log tails)."""
         self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
@@ -152,7 +158,7 @@ class Execution:
         if isinstance(found, Quarantine):
             return self._quarantine(found.reason, found.message, found.evidence)
         self.record = found.record
-        self.stored = dict(found.stored or {})
+        self.writes.loaded(found.stored or {}, stored.logs)
         if found.upgrade.changes:
             self._upgrade(found)
         self.host.replacements = found.upgrade.replacements
@@ -209,7 +215,7 @@ class Execution:
         run, wf, up = self.run, self.workflow, found.upgrade
         writer = self.host.writer()
         stored, uploads = self.artifacts.offload_fields(writer, found.fields, wf.codec.lazy)
-        self.stored = dict(stored)
+        self.writes.loaded(stored, {})  # the upgrade wrote every field whole
         sealed = seal_state(
             self.keyring,
             run.tenant_id,
@@ -261,22 +267,19 @@ class Execution:
         outcome = checked_wait(self.store, run, outcome)
         self.host.flush_streams()  # what the step streamed is stored before its boundary
         writer = self.host.writer()
-        offloaded: list[int] = []
+        write = StateWrite()
         try:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
             reseal = self.keyring is not None and self.record is None  # sealed before records
-            changed = {k: v for k, v in encoded.items() if reseal or fields.get(k) != v}
-            stored, offloaded = self.artifacts.offload_fields(writer, changed, wf.codec.lazy)
-            self.limits.check({**self.stored, **stored}, changed=stored)
+            write = self.writes.write(writer, encoded, fields, every=reseal)
         except StoreError:
             raise  # the artifact store failed: not the state's fault; a later claim retries
+        except OversizeError as exc:  # a person decides: nothing authorised is thrown away
+            evidence = self.limits.to_json()
+            raise Escalate("needs_attention", "state_too_large", evidence, exc.message) from None
         except PerdureError as exc:
-            outcome, encoded, changed, stored = (
-                Fail("state_not_storable", exc.message),
-                fields,
-                {},
-                {},
-            )
+            outcome, encoded = Fail("state_not_storable", exc.message), fields
+        stored = write.stored
         if outcome.state is not None:
             state = outcome.state
         unresolved = self.compensation.all() if isinstance(outcome, Fail) else []
@@ -290,7 +293,6 @@ class Execution:
         )
         self.host.step_done(ctx.new_messages)
         messages, message_refs = self.artifacts.offload_messages(writer, ctx.new_messages)
-        self.stored.update(stored)
         common: dict[str, Any] = {
             "step": name,
             "started_at": started,
@@ -301,15 +303,17 @@ class Execution:
             "budget": self.host.spend(name, encoded),
             "workflow_version": wf.version,
             "state_schema": wf.state_schema,
-            "artifacts": (*self.host.uploads, *offloaded, *message_refs),
+            "artifacts": (*self.host.uploads, *write.offloaded, *message_refs),
             "savepoints": tuple(self.host.savepoints),
+            "logs": write.logs,
+            "appends": write.appends,
         }
         boundary = to_boundary(outcome, common, self.clock.now())
         if unresolved and boundary.error is not None:
             error = replace(boundary.error, unresolved_compensations=tuple(unresolved))
             boundary = replace(boundary, error=error)
         self.record = sealed.record
-        return boundary, state, next_step_of(outcome), changed
+        return boundary, state, next_step_of(outcome), write.changed
 
     # -- stopping -------------------------------------------------------------------------------
 

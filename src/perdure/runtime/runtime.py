@@ -39,6 +39,7 @@ from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.operator import Operator
 from perdure.runtime.retention import Retainer
 from perdure.runtime.services import RunView, Services, Stopped
+from perdure.runtime.state_writes import APPEND_FROM
 from perdure.runtime.stream_reader import Streams
 from perdure.runtime.telemetry import Telemetry, current_trace
 from perdure.runtime.threads import Threads
@@ -64,6 +65,9 @@ class Runtime(PartVerbs):
     than ``offload_bytes`` (default ``PERDURE_OFFLOAD_BYTES``, else 256 KiB) are kept there.
     ``group_commit`` says how the commits of runs executing at once share transactions
     (:class:`~perdure.runtime.group_commit.GroupCommit`; ``False``: every commit alone).
+    A state field of ``append_from`` bytes or more that a step only appends to is kept as a log
+    from then on: each boundary stores the items appended, not the whole list
+    (:mod:`perdure.core.logs`).
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class Runtime(PartVerbs):
         artifacts: str | ObjectStore | None = None,
         offload_bytes: int | None = None,
         group_commit: GroupCommit | bool = True,
+        append_from: int = APPEND_FROM,
     ) -> None:
         lease_seconds = setting("lease_seconds", lease_seconds, 1, 86_400)
         store = db if db is not None and not isinstance(db, str) else open_store(db)
@@ -113,6 +118,7 @@ class Runtime(PartVerbs):
             self.loop,
             self.artifacts,
             group=_grouping(store, group_commit),
+            append_from=int(setting("append_from", append_from, 2, 2**40, "bytes")),
         )
         self.telemetry: Telemetry = self.services.telemetry
         self.history_part = History(parts, self.artifacts)

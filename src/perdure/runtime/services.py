@@ -16,6 +16,7 @@ from perdure.runtime.aio import EventLoop
 from perdure.runtime.artifacts import Artifacts
 from perdure.runtime.group_commit import GroupCommitter
 from perdure.runtime.leases import Heartbeat
+from perdure.runtime.state_writes import APPEND_FROM
 from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 
@@ -33,6 +34,10 @@ SUGGESTIONS = {
     "undeclared_transition": "add the step to next=[...] (or fix the goto), deploy, then resume",
     "budget_exhausted": "raise the budget (`perdure resume RUN --add-steps N ...`) or end the run",
     "no_progress": "the run repeats itself; patch the state or resume at another step",
+    "state_too_large": (
+        "keep large values out of the state (ctx.put_artifact, or a lazy field) or raise the "
+        "limits (Runtime(limits=Limits(...))), deploy, then `perdure resume RUN --app MODULE`"
+    ),
     "artifact_missing": (
         "restore the object into the artifact store (its digest is in the evidence), then "
         "`perdure resume RUN --app MODULE`; or `perdure fork RUN --at STEP` from before it"
@@ -70,6 +75,8 @@ class Services:
     telemetry: Telemetry = field(default_factory=Telemetry)
     group: GroupCommitter | None = None
     """Where executions' commits are grouped (None: each commits alone)."""
+    append_from: int = APPEND_FROM
+    """Size in bytes from which a state field that only grows is kept as a log."""
 
 
 @dataclass(frozen=True, slots=True)

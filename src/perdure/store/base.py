@@ -29,6 +29,7 @@ from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import BudgetState
 from perdure.core.errors import PerdureError
 from perdure.core.history import Lineage, SavepointMark
+from perdure.core.logs import StoredFields
 from perdure.core.model import (
     JSON,
     Event,
@@ -118,6 +119,11 @@ class Boundary:
     """Ids of ``uploaded`` artifact rows this boundary commits (see :meth:`record_artifact`)."""
     savepoints: tuple[SavepointMark, ...] = ()
     """Savepoints the step marked; they point at this boundary's step."""
+    logs: frozenset[str] = frozenset()
+    """Fields of ``state`` written whole as the base of a field log (see
+    :mod:`perdure.core.logs`); their earlier tails go."""
+    appends: dict[str, bytes] = field(default_factory=dict)
+    """Fields kept as logs that this step only appended to, each with its tail."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +204,10 @@ class Store(
         """Runs of one tenant, newest first, filtered by statuses (any of), workflow, thread."""
         ...
 
-    def load_state(self, tenant_id: str, run_id: str) -> dict[str, bytes]:
-        """The run's current state fields (field name -> canonical JSON). Read-only."""
+    def load_state(self, tenant_id: str, run_id: str) -> StoredFields:
+        """The run's current state fields (field name -> canonical JSON), each field kept as a
+        log joined from its base and tails; ``logs`` names those (with their tail counts).
+        Read-only."""
         ...
 
     def claim(

@@ -22,6 +22,7 @@ EXPORTED = (
     "runs",
     "steps",
     "state_fields",
+    "state_tails",
     "history",
     "events",
     "effects",
@@ -57,6 +58,7 @@ RESTORE = {
     "runs": "restore_run",
     "steps": "restore_step",
     "state_fields": "upsert_field",
+    "state_tails": "insert_tail",
     "history": "insert_history",
     "events": "restore_event",
     "effects": "restore_effect",
@@ -70,6 +72,9 @@ RESTORE = {
 
 RENAMED = {"created_by": "by"}
 """Columns whose query parameter has another name (savepoints, forks)."""
+
+FLAGS = {"state_fields": "log", "history": "appended"}
+"""Flag columns an archive made before field logs does not hold (they are false there)."""
 
 
 def export_run(self: Engine, tenant_id: str, run_id: str) -> list[ArchivedRow]:
@@ -107,7 +112,10 @@ def import_run(self: Engine, tenant_id: str, rows: Sequence[ArchivedRow], now: d
                     continue
                 if r.row.get("run_id") not in (run_id, None) or r.row.get("tenant_id") != tenant_id:
                     raise InvalidInputError(f"an archived {table} row belongs to another run")
-                tx.run(RESTORE[table], _params(d, r.row))
+                params = _params(d, r.row)
+                if table in FLAGS:
+                    params[FLAGS[table]] = bool(params.get(FLAGS[table]))
+                tx.run(RESTORE[table], params)
         event(tx, ids, "restored", None, None, {"rows": len(rows)}, d.stamp(now))
         row = need(tx, "get_run", ids)
     return run_from_row(row, d.when)

@@ -155,7 +155,16 @@ def _rows(tx: Tx, stamp: Stamp, request: CommitRequest, row: Row, at: Any) -> No
         seq += 1
         step = step_params(ids, seq, b, fence, stamp)
         tx.run("insert_step", step)
-        write_fields(tx, ids, b.state, step_seq=seq, version=version)
+        write_fields(
+            tx,
+            ids,
+            b.state,
+            step_seq=seq,
+            version=version,
+            logs=b.logs,
+            appends=b.appends,
+            tailless=True,
+        )
         finished = step["finished_at"]  # stamped once per boundary
         write_messages(tx, tenant_id, thread, run_id, b.messages, finished, seq)
         commit_marks(tx, ids, b, seq, fence, at, stamp)

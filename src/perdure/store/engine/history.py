@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.errors import InvalidInputError, RunNotFoundError, StoreError
 from perdure.core.history import FieldChange, Lineage, Savepoint
+from perdure.core.logs import joined
 from perdure.core.model import Message
 from perdure.store.base import Boundary
 from perdure.store.driver import Tx
@@ -30,6 +31,7 @@ def state_changes(self: Engine, tenant_id: str, run_id: str) -> list[FieldChange
             r["field"],
             None if r["size"] is None else int(r["size"]),
             bool(r["offloaded"]),
+            bool(r["appended"]),
         )
         for r in found
     ]
@@ -39,7 +41,14 @@ def state_at(self: Engine, tenant_id: str, run_id: str, step_seq: int) -> dict[s
     """See :meth:`HistoryStore.state_at`."""
     params = {"tenant_id": tenant_id, "run_id": run_id, "step_seq": step_seq}
     found = fetch(self.driver, "state_at", params)
-    return {r["field"]: r["value"].encode() for r in found if r["value"] is not None}
+    parts: dict[str, list[bytes]] = {}
+    for r in found:  # per field: its last whole value, then the tails appended after it
+        name, value = r["field"], r["value"]
+        if not r["appended"]:
+            parts[name] = [] if value is None else [value.encode()]
+        elif parts.get(name):  # a tail without its base (history pruned) is not a value
+            parts[name].append(value.encode())
+    return {name: joined(p[0], p[1:]) if len(p) > 1 else p[0] for name, p in parts.items() if p}
 
 
 def add_savepoint(

@@ -26,6 +26,7 @@ OWNED = (
     "graph_blobs",
     "graph_checkpoints",
     "history",
+    "state_tails",
     "state_fields",
     "steps",
     "events",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, RunNotFoundError, StoreUnavailableError
+from perdure.core.logs import StoredFields, joined
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.core.threads import ThreadPolicy
 from perdure.store.base import NewRun
@@ -81,7 +82,7 @@ def create_run(self: Engine, new: NewRun, now: datetime) -> tuple[Run, bool]:
         policy = threads.policy_of(tx, new.tenant_id, new.thread_id, new.policy)
         if ahead and policy is ThreadPolicy.REJECT:
             raise threads.busy_error(new.tenant_id, new.thread_id, ahead)  # rolls it all back
-        write_fields(tx, ids, new.state, step_seq=0, version=0)
+        write_fields(tx, ids, new.state, step_seq=0, version=0, tailless=True)
         created: dict[str, JSON] = {"workflow": new.workflow}
         if new.parent_run_id is not None:
             created["parent_run_id"] = new.parent_run_id
@@ -138,10 +139,24 @@ def list_runs(
     return [run_from_row(r, self.driver.when) for r in fetch(self.driver, "list_runs", params)]
 
 
-def load_state(self: Engine, tenant_id: str, run_id: str) -> dict[str, bytes]:
-    """See :meth:`Store.load_state`."""
+def load_state(self: Engine, tenant_id: str, run_id: str) -> StoredFields:
+    """See :meth:`Store.load_state`: each field's row, and the tails of those kept as logs
+    joined to their base (one query)."""
     found = fetch(self.driver, "load_state", {"tenant_id": tenant_id, "run_id": run_id})
-    return {r["field"]: r["value"].encode() for r in found}
+    fields: dict[str, bytes] = {}
+    tails: dict[str, list[bytes]] = {}
+    for r in found:
+        name = r["field"]
+        if int(r["step_seq"]) == 0:
+            fields[name] = r["value"].encode()
+            if r["log"]:
+                tails[name] = []
+        elif name in tails:
+            tails[name].append(r["value"].encode())
+    for name, parts in tails.items():
+        if parts:
+            fields[name] = joined(fields[name], parts)
+    return StoredFields(fields, {name: len(parts) for name, parts in tails.items()})
 
 
 def claim(

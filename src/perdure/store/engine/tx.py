@@ -4,7 +4,7 @@ guarded write failed, waking a waiting run. Every function takes the open
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from perdure.core.effects import EffectStatus
@@ -51,18 +51,35 @@ def write_fields(
     step_seq: int,
     version: int,
     drop: Sequence[str] = (),
+    logs: Collection[str] = (),
+    appends: Mapping[str, bytes] | None = None,
+    tailless: bool = False,
 ) -> None:
     """Insert or rewrite state fields (canonical JSON, stored as text byte for byte), delete
     the ``drop`` ones, and append each change to the run's history at ``step_seq`` (a removed
-    field as NULL): only what changed is written, so the cost does not grow with history."""
+    field as NULL): only what changed is written, so the cost does not grow with history.
+
+    Fields named in ``logs`` are written as the base of a field log (their earlier tails go);
+    ``appends`` maps fields kept as logs to the tail this step appended (see
+    :mod:`perdure.core.logs`): one small row, never the whole value. Any other field written or
+    dropped loses the tails it may have, unless the caller knows it has none (``tailless``:
+    the commit, whose runtime knows which fields are logs, and a new run)."""
     at = {"step_seq": step_seq, "version": version}
     for name, value in fields.items():
         text = value.decode()
-        tx.run("upsert_field", {**ids, "field": name, "value": text})
-        tx.run("insert_history", {**ids, **at, "field": name, "value": text})
+        log = name in logs
+        tx.run("upsert_field", {**ids, "field": name, "value": text, "log": log})
+        tx.run("insert_history", {**ids, **at, "field": name, "value": text, "appended": False})
+        if log or not tailless:
+            tx.run("delete_tails", {**ids, "field": name})
+    for name, tail in (appends or {}).items():
+        text = tail.decode()
+        tx.run("insert_tail", {**ids, "field": name, "step_seq": step_seq, "value": text})
+        tx.run("insert_history", {**ids, **at, "field": name, "value": text, "appended": True})
     for name in drop:
         tx.run("delete_field", {**ids, "field": name})
-        tx.run("insert_history", {**ids, **at, "field": name, "value": None})
+        tx.run("delete_tails", {**ids, "field": name})
+        tx.run("insert_history", {**ids, **at, "field": name, "value": None, "appended": False})
 
 
 def write_messages(

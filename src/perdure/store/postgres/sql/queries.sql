@@ -53,13 +53,18 @@ ORDER BY created_at DESC, run_id DESC
 LIMIT %(limit)s;
 
 -- name: upsert_field
-INSERT INTO perdure.state_fields (run_id, tenant_id, field, value)
-VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(value)s)
-ON CONFLICT (run_id, field) DO UPDATE SET value = EXCLUDED.value;
+INSERT INTO perdure.state_fields (run_id, tenant_id, field, value, log)
+VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(value)s, %(log)s::boolean)
+ON CONFLICT (run_id, field) DO UPDATE SET value = EXCLUDED.value, log = EXCLUDED.log;
 
 -- name: load_state
-SELECT field, value FROM perdure.state_fields
-WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+-- Every field's row (step_seq 0), then the tails of the fields kept as logs, in order.
+SELECT field, value, log, 0 AS step_seq FROM perdure.state_fields
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+UNION ALL
+SELECT field, value, true, step_seq FROM perdure.state_tails
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY field, step_seq;
 
 -- name: pick_next
 -- The worker's scan: the oldest runnable run that no other transaction has locked. Concurrent
@@ -905,21 +910,28 @@ ORDER BY tenant_id, workflow;
 -- History, savepoints, forks (0011) ---------------------------------------------------------
 
 -- name: insert_history
-INSERT INTO perdure.state_history (run_id, tenant_id, field, step_seq, version, value)
-VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(step_seq)s, %(version)s, %(value)s);
+INSERT INTO perdure.state_history (run_id, tenant_id, field, step_seq, version, value, appended)
+VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(step_seq)s, %(version)s, %(value)s,
+        %(appended)s::boolean);
 
 -- name: state_changes
 SELECT step_seq, version, field, octet_length(value) AS size,
-       COALESCE(strpos(value, '"__perdure_artifact__"') > 0, false) AS offloaded
+       COALESCE(strpos(value, '"__perdure_artifact__"') > 0, false) AS offloaded, appended
 FROM perdure.state_history
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 ORDER BY step_seq, version, field;
 
 -- name: state_at
--- For each field, its latest value at or before the step (the primary key serves it).
-SELECT DISTINCT ON (field) field, value FROM perdure.state_history
-WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND step_seq <= %(step_seq)s
-ORDER BY field, step_seq DESC, version DESC;
+-- For each field, its latest whole value at or before the step, then the tails appended to it
+-- up to the step, in order (the primary key serves both parts); the engine joins them.
+SELECT h.field, h.value, h.appended FROM perdure.state_history h
+WHERE h.tenant_id = %(tenant_id)s AND h.run_id = %(run_id)s AND h.step_seq <= %(step_seq)s
+  AND NOT EXISTS (
+      SELECT 1 FROM perdure.state_history l
+      WHERE l.run_id = h.run_id AND l.field = h.field AND l.step_seq <= %(step_seq)s
+        AND NOT l.appended
+        AND (l.step_seq > h.step_seq OR (l.step_seq = h.step_seq AND l.version > h.version)))
+ORDER BY h.field, h.step_seq, h.version;
 
 -- name: get_savepoint
 SELECT run_id, tenant_id, label, step_seq, created_by, created_at, expires_at
@@ -1313,3 +1325,23 @@ ORDER BY child_key;
 -- name: run_parent
 SELECT parent_run_id, child_key FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- Field logs (0014) --------------------------------------------------------------------------
+
+-- name: insert_tail
+INSERT INTO perdure.state_tails (run_id, tenant_id, field, step_seq, value)
+VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(step_seq)s, %(value)s);
+
+-- name: delete_tails
+DELETE FROM perdure.state_tails
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND field = %(field)s;
+
+-- name: delete_run_state_tails
+DELETE FROM perdure.state_tails WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
+
+-- name: delete_runs_state_tails
+DELETE FROM perdure.state_tails WHERE run_id = ANY (%(run_ids)s::text[]);
+
+-- name: export_state_tails
+SELECT * FROM perdure.state_tails WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+ORDER BY field, step_seq;

@@ -54,12 +54,18 @@ ORDER BY created_at DESC, run_id DESC
 LIMIT :limit;
 
 -- name: upsert_field
-INSERT INTO state_fields (run_id, tenant_id, field, value)
-VALUES (:run_id, :tenant_id, :field, :value)
-ON CONFLICT (run_id, field) DO UPDATE SET value = excluded.value;
+INSERT INTO state_fields (run_id, tenant_id, field, value, log)
+VALUES (:run_id, :tenant_id, :field, :value, :log)
+ON CONFLICT (run_id, field) DO UPDATE SET value = excluded.value, log = excluded.log;
 
 -- name: load_state
-SELECT field, value FROM state_fields WHERE tenant_id = :tenant_id AND run_id = :run_id;
+-- Every field's row (step_seq 0), then the tails of the fields kept as logs, in order.
+SELECT field, value, log, 0 AS step_seq FROM state_fields
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+UNION ALL
+SELECT field, value, 1, step_seq FROM state_tails
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY field, step_seq;
 
 -- name: pick_next
 -- The worker's scan: the oldest runnable run (the write lock admits one claimer at a time).
@@ -778,24 +784,27 @@ ORDER BY tenant_id, workflow;
 -- History, savepoints, forks (0011) ---------------------------------------------------------
 
 -- name: insert_history
-INSERT INTO state_history (run_id, tenant_id, field, step_seq, version, value)
-VALUES (:run_id, :tenant_id, :field, :step_seq, :version, :value);
+INSERT INTO state_history (run_id, tenant_id, field, step_seq, version, value, appended)
+VALUES (:run_id, :tenant_id, :field, :step_seq, :version, :value, :appended);
 
 -- name: state_changes
 SELECT step_seq, version, field, length(CAST(value AS BLOB)) AS size,
-       COALESCE(instr(value, '"__perdure_artifact__"') > 0, 0) AS offloaded
+       COALESCE(instr(value, '"__perdure_artifact__"') > 0, 0) AS offloaded, appended
 FROM state_history
 WHERE tenant_id = :tenant_id AND run_id = :run_id
 ORDER BY step_seq, version, field;
 
 -- name: state_at
--- For each field, its latest value at or before the step (the primary key serves both parts).
-SELECT h.field, h.value FROM state_history h
+-- For each field, its latest whole value at or before the step, then the tails appended to it
+-- up to the step, in order (the primary key serves both parts); the engine joins them.
+SELECT h.field, h.value, h.appended FROM state_history h
 WHERE h.tenant_id = :tenant_id AND h.run_id = :run_id AND h.step_seq <= :step_seq
   AND NOT EXISTS (
       SELECT 1 FROM state_history l
       WHERE l.run_id = h.run_id AND l.field = h.field AND l.step_seq <= :step_seq
-        AND (l.step_seq > h.step_seq OR (l.step_seq = h.step_seq AND l.version > h.version)));
+        AND l.appended = 0
+        AND (l.step_seq > h.step_seq OR (l.step_seq = h.step_seq AND l.version > h.version)))
+ORDER BY h.field, h.step_seq, h.version;
 
 -- name: get_savepoint
 SELECT * FROM savepoints WHERE tenant_id = :tenant_id AND run_id = :run_id AND label = :label;
@@ -1170,3 +1179,22 @@ ORDER BY child_key;
 -- name: run_parent
 SELECT parent_run_id, child_key FROM runs
 WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- Field logs (0014) --------------------------------------------------------------------------
+
+-- name: insert_tail
+INSERT INTO state_tails (run_id, tenant_id, field, step_seq, value)
+VALUES (:run_id, :tenant_id, :field, :step_seq, :value);
+
+-- name: delete_tails
+DELETE FROM state_tails WHERE tenant_id = :tenant_id AND run_id = :run_id AND field = :field;
+
+-- name: delete_run_state_tails
+DELETE FROM state_tails WHERE tenant_id = :tenant_id AND run_id = :run_id;
+
+-- name: delete_runs_state_tails
+DELETE FROM state_tails WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: export_state_tails
+SELECT * FROM state_tails WHERE tenant_id = :tenant_id AND run_id = :run_id
+ORDER BY field, step_seq;

@@ -1,0 +1,90 @@
+"""``perdure worker``: claim and advance runs in this process until stopped."""
+
+from __future__ import annotations
+
+import click
+
+from perdure.cli.serve import log_options, serve_metrics
+from perdure.cli.support import Settings, app_option, load_app, pass_settings, run_command
+from perdure.core.history import Retention
+from perdure.runtime.group_commit import GroupCommit
+from perdure.runtime.logs import configure as configure_logs
+from perdure.runtime.runtime import Runtime
+from perdure.runtime.worker import Worker
+from perdure.store.url import safe_url
+
+
+@click.command()
+@app_option
+@click.option("--concurrency", default=1, show_default=True, help="Runs in flight at once.")
+@click.option("--until-idle", is_flag=True, help="Exit when no run is claimable.")
+@click.option("--lease", "lease_seconds", default=30.0, show_default=True)
+@click.option("--poll", "poll_interval", default=0.2, show_default=True)
+@click.option(
+    "--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port."
+)
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@log_options
+@click.option("--gc-every", type=float, help="Run gc when idle, at most every N seconds.")
+@click.option("--gc-older-than", default="30d", show_default=True, help="Retention for --gc-every.")
+@click.option(
+    "--group-max",
+    default=GroupCommit().max_batch,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Most runs one commit transaction carries (1: every run commits alone).",
+)
+@click.option(
+    "--group-wait-ms",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 1000),
+    help="How long a commit waits for others to join it (0: never).",
+)
+@pass_settings
+@run_command
+def worker(
+    settings: Settings,
+    app: str | None,
+    concurrency: int,
+    until_idle: bool,
+    lease_seconds: float,
+    poll_interval: float,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: str,
+    log_level: str,
+    gc_every: float | None,
+    gc_older_than: str,
+    group_max: int,
+    group_wait_ms: float,
+) -> None:
+    """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
+    from perdure.cli.history import duration
+
+    configure_logs(log_format, log_level.upper())
+    grouping = GroupCommit(max_batch=group_max, max_wait=group_wait_ms / 1000)
+    rt = Runtime(
+        settings.db, workflows=load_app(app), lease_seconds=lease_seconds, group_commit=grouping
+    )
+    if metrics_port is not None:
+        serve_metrics(rt, metrics_port, metrics_host)
+    w = Worker(
+        rt,
+        concurrency=concurrency,
+        poll_interval=poll_interval,
+        on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
+        on_error=lambda exc: click.echo(exc.one_line(), err=True),
+        on_drain=lambda: click.echo("draining: the steps in flight finish, then their leases go"),
+        gc_every=gc_every,
+        retention=Retention(finished=duration(gc_older_than, "--gc-older-than")),
+        on_gc=click.echo,
+    )
+    w.install_signal_handlers()
+    serving = ", ".join(sorted(rt.workflows))
+    click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
+    try:
+        count = w.run(until_idle=until_idle)
+    finally:
+        rt.close()
+    click.echo(f"worker stopped after {count} run executions")
