@@ -1,5 +1,6 @@
 """The workflow the fleet benchmark's workers serve (``perdure worker --app fleet_app``): a
-linear run of ``FLEET_STEPS`` no-op steps (default 20)."""
+linear run of ``FLEET_STEPS`` no-op steps (default 20). ``step_overhead.py`` times the same
+shape."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ class Counter:
     n: int = 0
 
 
-def linear(steps: int) -> Workflow[Counter]:
+def linear(steps: int, name: str = "fleet") -> Workflow[Counter]:
     """``steps`` no-op steps in a row; each only moves to the next."""
 
     def make(i: int) -> StepDef:
@@ -24,7 +25,7 @@ def linear(steps: int) -> Workflow[Counter]:
 
         return StepDef(f"s{i}", fn, frozenset({f"s{i + 1}"}) if i < steps - 1 else frozenset())
 
-    return Workflow("fleet", state=Counter, steps=[make(i) for i in range(steps)])
+    return Workflow(name, state=Counter, steps=[make(i) for i in range(steps)])
 
 
 fleet = linear(int(os.environ.get("FLEET_STEPS", "20")))

@@ -24,32 +24,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import fleet_app
 import peers
+from fleet_app import Counter
 
-from perdure import Context, Runtime, Workflow, done, goto
+from perdure import Context, Runtime, Workflow, done
 from perdure.core.workflow import Outcome, StepDef
-
-
-@dataclass
-class Counter:
-    n: int = 0
 
 
 def linear(steps: int) -> Workflow[Counter]:
     """``steps`` no-op steps in a row; each only moves to the next."""
-
-    def make(i: int) -> StepDef:
-        def fn(ctx: Context, state: Counter) -> Outcome:
-            return goto(f"s{i + 1}") if i < steps - 1 else done()
-
-        return StepDef(f"s{i}", fn, frozenset({f"s{i + 1}"}) if i < steps - 1 else frozenset())
-
-    return Workflow("linear", state=Counter, steps=[make(i) for i in range(steps)])
+    return fleet_app.linear(steps, "linear")
 
 
 def perdure_step_us(folder: Path, mode: str, runs: int, steps: int) -> float:

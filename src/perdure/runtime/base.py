@@ -3,8 +3,10 @@ object that each part is given (composition, not inheritance)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from perdure.core import transitions
 from perdure.core.budget import Budget
@@ -145,3 +147,16 @@ class RuntimeParts:
                 "from": str(run.status),
             },
         )
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def statuses_of(kind: type[E], given: Sequence[E | str], *, upper: bool) -> list[E]:
+    """Status filters given as members or names (any case) of ``kind``; else
+    :class:`InvalidInputError` naming the allowed values."""
+    try:
+        return [kind(str(s).upper() if upper else str(s).lower()) for s in given]
+    except ValueError as exc:
+        allowed = ", ".join(s.value for s in kind)
+        raise InvalidInputError(str(exc), fix=f"use one of {allowed}") from None

@@ -9,7 +9,7 @@ from perdure.core import transitions
 from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import EffectNotFoundError, EffectStateError, InvalidInputError
 from perdure.core.model import RunStatus
-from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, statuses_of, tenant_of
 
 
 class EffectAdmin:
@@ -29,12 +29,7 @@ class EffectAdmin:
     ) -> list[EffectRecord]:
         """Effects of a tenant (or of one run), filtered by status, in the order planned."""
         tenant = tenant_of(tenant)
-        try:
-            statuses = [EffectStatus(str(s).lower()) for s in status]
-        except ValueError as exc:
-            raise InvalidInputError(
-                str(exc), fix=f"use one of {', '.join(s.value for s in EffectStatus)}"
-            ) from None
+        statuses = statuses_of(EffectStatus, status, upper=False)
         return self.parts.store.list_effects(tenant, run_id=run_id, statuses=statuses, limit=limit)
 
     def resolve_effect(

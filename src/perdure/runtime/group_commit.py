@@ -151,3 +151,12 @@ class GroupCommitter:
                 member.done = True
         if self.on_group is not None:
             self.on_group(len(group))
+
+
+def grouper(store: Store, option: GroupCommit | bool) -> GroupCommitter | None:
+    """The group committer a runtime with this ``group_commit`` option uses (None: every
+    commit alone)."""
+    if option is False:
+        return None
+    options = GroupCommit() if option is True else option
+    return GroupCommitter(store, options) if options.max_batch > 1 else None

@@ -9,7 +9,6 @@ from datetime import timedelta
 from typing import Any
 
 from perdure.core.budget import Budget
-from perdure.core.children import ChildRecord
 from perdure.core.clock import Clock
 from perdure.core.errors import (
     InvalidInputError,
@@ -19,7 +18,6 @@ from perdure.core.model import (
     Message,
     Run,
     RunStatus,
-    WorkerInfo,
 )
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
@@ -33,12 +31,13 @@ from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claim
 from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.fleet import Fleet
-from perdure.runtime.group_commit import GroupCommit, GroupCommitter
+from perdure.runtime.group_commit import GroupCommit, grouper
 from perdure.runtime.history import History
+from perdure.runtime.inspecting import InspectVerbs
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.operator import Operator
 from perdure.runtime.retention import Retainer
-from perdure.runtime.services import RunView, Services, Stopped
+from perdure.runtime.services import Services, Stopped
 from perdure.runtime.state_writes import APPEND_FROM
 from perdure.runtime.stream_reader import Streams
 from perdure.runtime.telemetry import Telemetry, current_trace
@@ -51,7 +50,7 @@ from perdure.store.objects import ObjectStore
 from perdure.store.url import open_store
 
 
-class Runtime(PartVerbs):
+class Runtime(PartVerbs, InspectVerbs):
     """Starts and advances runs of registered workflows against one store.
 
     ``db`` is a database URL (default: ``PERDURE_DB`` or ``sqlite:///.perdure/perdure.db``) or
@@ -117,7 +116,7 @@ class Runtime(PartVerbs):
             parts.limits,
             self.loop,
             self.artifacts,
-            group=_grouping(store, group_commit),
+            group=grouper(store, group_commit),
             append_from=int(setting("append_from", append_from, 2, 2**40, "bytes")),
         )
         self.telemetry: Telemetry = self.services.telemetry
@@ -308,49 +307,6 @@ class Runtime(PartVerbs):
     def _lease_end(self) -> Any:
         return self.clock.now() + timedelta(seconds=self.lease_seconds)
 
-    # -- inspecting -----------------------------------------------------------------------------
-
-    def get(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Run:
-        """The run, or :class:`~perdure.core.errors.RunNotFoundError`."""
-        tenant = tenant_of(tenant)
-        return self.store.get_run(tenant, run_id)
-
-    def status(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, events: int = 20) -> RunView:
-        """The run with its committed steps, last ``events`` events, thread messages and
-        effects."""
-        tenant = tenant_of(tenant)
-        run = self.store.get_run(tenant, run_id)
-        messages = self.store.messages(tenant, run.thread_id)
-        recent = self.store.events(tenant, run_id, limit=events, latest=True) if events else []
-        return RunView(
-            run=run,
-            steps=self.store.steps(tenant, run_id),
-            events=recent,
-            messages=[self.artifacts.readable(tenant, m) for m in messages],
-            effects=self.store.list_effects(tenant, run_id=run_id),
-        )
-
-    def runs(
-        self,
-        *,
-        tenant: Tenant = DEFAULT_TENANT,
-        status: Sequence[RunStatus | str] = (),
-        workflow: str | None = None,
-        thread: str | None = None,
-        limit: int = 100,
-    ) -> list[Run]:
-        """Runs of a tenant, newest first, filtered by status, workflow and thread."""
-        tenant = tenant_of(tenant)
-        try:
-            statuses = [RunStatus(str(s).upper()) for s in status]
-        except ValueError as exc:
-            raise InvalidInputError(
-                str(exc), fix=f"use one of {', '.join(s.value for s in RunStatus)}"
-            ) from None
-        return self.store.list_runs(
-            tenant, statuses=statuses, workflow=workflow, thread_id=thread, limit=limit
-        )
-
     # -- stopping -------------------------------------------------------------------------------
 
     def cancel(
@@ -378,33 +334,6 @@ class Runtime(PartVerbs):
                 self.cancel(child.run_id, tenant=tenant, reason=reason or "parent cancelled")
         return run
 
-    def children(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[ChildRecord]:
-        """The child runs a run started (``ctx.spawn``), by key, with status and outcome."""
-        tenant = tenant_of(tenant)
-        self.store.get_run(tenant, run_id)  # RunNotFoundError for an unknown run
-        return self.store.child_runs(tenant, run_id)
-
-    # -- the fleet ------------------------------------------------------------------------------
-
-    def workers(self) -> list[WorkerInfo]:
-        """Workers of this database (``live`` or ``dead``), and those that left in the last
-        hour (``stopped``); see :class:`~perdure.runtime.fleet.Fleet`."""
-        return self.fleet.workers()
-
-    def stuck(
-        self,
-        *,
-        threshold_seconds: float = 300.0,
-        limit: int = 100,
-        tenant: Tenant | None = None,
-    ) -> list[Run]:
-        """The watchdog's view: RUNNING runs of every tenant (or of ``tenant``) with no
-        progress (no commit, no claim) for ``threshold_seconds``. Once their lease expires any
-        worker reclaims them."""
-        before = self.clock.now() - timedelta(seconds=threshold_seconds)
-        tenant_id = None if tenant is None else tenant_of(tenant)
-        return self.store.stuck_runs(before, limit=limit, tenant_id=tenant_id)
-
     def close(self) -> None:
         """Stop the heartbeat thread and the event loop, and close the store."""
         self.heartbeat.stop()
@@ -416,11 +345,3 @@ class Runtime(PartVerbs):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _grouping(store: Store, option: GroupCommit | bool) -> GroupCommitter | None:
-    """The runtime's group committer (None when grouping is off)."""
-    if option is False:
-        return None
-    options = GroupCommit() if option is True else option
-    return GroupCommitter(store, options) if options.max_batch > 1 else None
