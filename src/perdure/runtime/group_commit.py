@@ -94,8 +94,20 @@ class GroupCommitter:
         """:meth:`Store.commit <perdure.store.base.Store.commit>` for one run, in whatever
         group is forming: same arguments, same answer, same errors; returns once the
         boundaries are durable."""
-        mine = _Pending(CommitRequest(tenant_id, run_id, fence, expected_version, boundaries))
         cond = self._cond
+        with cond:
+            alone = not (self._leading or self._pending or self.options.max_wait)
+            self._leading = self._leading or alone
+        if alone:  # nobody to wait for: lead a group of one, straight to the store
+            try:
+                return self.store.commit(
+                    tenant_id, run_id, fence, expected_version, boundaries, now
+                )
+            finally:
+                with cond:
+                    self._leading = False
+                    cond.notify_all()
+        mine = _Pending(CommitRequest(tenant_id, run_id, fence, expected_version, boundaries))
         with cond:
             self._pending.append(mine)
             if len(self._pending) >= self.options.max_batch:

@@ -43,10 +43,9 @@ def commit(
     now: datetime,
 ) -> int:
     """See :meth:`Store.commit`. The guarded run update runs first (on PostgreSQL it locks the
-    run's row and is sent with ``BEGIN``), so a lost race writes nothing else; the rows of every
-    boundary then go in one batch with ``COMMIT`` (two round trips on PostgreSQL). A commit
-    refused because the run ended or another worker owns it is recorded as a ``late_commit``
-    event."""
+    run's row), so a lost race writes nothing else; the rows of every boundary then go in one
+    batch (one round trip on PostgreSQL). A commit refused because the run ended or another
+    worker owns it is recorded as a ``late_commit`` event."""
     request = CommitRequest(tenant_id, run_id, fence, expected_version, tuple(boundaries))
     d = self.driver
     at = d.stamp(now)
@@ -67,8 +66,8 @@ def commit_many(
     self: Engine, requests: Sequence[CommitRequest], now: datetime
 ) -> list[int | PerdureError]:
     """See :meth:`Store.commit_many`. Every guarded run update is sent at once, then the rows
-    of every run whose guard passed in one batch, then ``COMMIT``: on PostgreSQL two round trips
-    for the whole group (plus a read for each run that ends or waits). Runs are taken in
+    of every run whose guard passed in one batch: on PostgreSQL the same round trips for the
+    whole group as for one run (plus a read for each run that ends or waits). Runs are taken in
     (tenant, run) order, so two processes committing overlapping groups lock rows in one order.
     A refused guard wrote nothing (it is its run's only statement so far), so the transaction
     goes on with the others; a write that fails after its guard passed rolls the group back, and

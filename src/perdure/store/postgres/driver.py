@@ -21,7 +21,7 @@ from __future__ import annotations
 import select
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -57,18 +57,10 @@ REACH = (
 
 
 class PostgresTx:
-    """A :class:`~perdure.store.driver.Tx` on one pooled psycopg connection.
+    """A :class:`~perdure.store.driver.Tx` on one pooled psycopg connection."""
 
-    A write transaction runs in psycopg's pipeline mode (``pipeline`` is set): statements are
-    queued, and the connection waits for the server only when a result is needed, so ``BEGIN``
-    travels with the first query and ``COMMIT`` with the last batch. :meth:`one` and :meth:`all`
-    wait for their rows; :meth:`run` waits for its row count, except inside :meth:`batch`.
-    """
-
-    def __init__(self, conn: Conn, pipeline: psycopg.Pipeline | None = None) -> None:
+    def __init__(self, conn: Conn) -> None:
         self.conn = conn
-        self.pipeline = pipeline
-        self._batching = False
 
     def one(self, query: str, params: Params = NO_PARAMS) -> Row | None:
         """See :meth:`Tx.one`."""
@@ -79,36 +71,18 @@ class PostgresTx:
         return list(self.conn.execute(Q[query], params).fetchall())
 
     def many(self, query: str, params: Sequence[Params]) -> list[Row | None]:
-        """See :meth:`Tx.many`: every statement is queued before the first row is read."""
-        with self._pipelined():
+        """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read."""
+        with self.conn.pipeline():
             cursors = [self.conn.execute(Q[query], p) for p in params]
             return [c.fetchone() for c in cursors]
 
     def run(self, query: str, params: Params = NO_PARAMS) -> int:
         """See :meth:`Tx.run`."""
-        cursor = self.conn.execute(Q[query], params)
-        if self.pipeline is not None:
-            if self._batching:
-                return -1
-            self.pipeline.sync()
-        return cursor.rowcount
+        return self.conn.execute(Q[query], params).rowcount
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """See :meth:`Tx.batch`: one round trip for every statement in the block (in a write
-        transaction, the statements wait in the pipeline for whatever is sent next)."""
-        if self.pipeline is None:
-            with self.conn.pipeline():
-                yield
-            return
-        was, self._batching = self._batching, True
-        try:
-            yield
-        finally:
-            self._batching = was
-
-    def _pipelined(self) -> AbstractContextManager[Any]:
-        return self.conn.pipeline() if self.pipeline is None else nullcontext()
+    def batch(self) -> AbstractContextManager[Any]:
+        """See :meth:`Tx.batch`: one round trip for every statement in the block."""
+        return self.conn.pipeline()
 
     def lock_thread(self, tenant_id: str, thread_id: str) -> None:
         """See :meth:`Tx.lock_thread`: a transaction-scoped advisory lock on the thread."""
@@ -199,16 +173,16 @@ class PostgresDriver:
 
     @contextmanager
     def write(self) -> Iterator[PostgresTx]:
-        """See :meth:`Driver.write`: ``conn.transaction()`` on a pooled connection, in pipeline
-        mode (see :class:`PostgresTx`)."""
-        with self.read() as tx, tx.conn.pipeline() as pipeline, tx.conn.transaction():
-            yield PostgresTx(tx.conn, pipeline)
+        """See :meth:`Driver.write`: ``conn.transaction()`` on a pooled connection. Statements
+        whose results are not read go together (:meth:`PostgresTx.batch`); the whole transaction
+        is not run in pipeline mode, which measured slower here (see docs/performance.md)."""
+        with self.read() as tx, tx.conn.transaction():
+            yield tx
 
     @contextmanager
     def migration(self) -> Iterator[PostgresTx]:
-        """See :meth:`Driver.migration`: two processes migrating at once apply each file once.
-        Not pipelined: a migration file holds several statements."""
-        with self.read() as tx, tx.conn.transaction():
+        """See :meth:`Driver.migration`: two processes migrating at once apply each file once."""
+        with self.write() as tx:
             tx.run("lock_migrations")
             yield tx
 
