@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from perdure.core.errors import PerdureError
+from perdure.core.errors import ConfigError, PerdureError
 from perdure.runtime.base import setting
 from perdure.runtime.crashpoints import crashpoint
 from perdure.store.base import Boundary, CommitRequest, Store
@@ -50,6 +50,11 @@ class GroupCommit:
     def __post_init__(self) -> None:
         setting("group_commit max_batch", self.max_batch, 1, 10_000, unit="runs")
         setting("group_commit max_wait", self.max_wait, 0, 1)
+        if not isinstance(self.max_batch, int):
+            raise ConfigError(
+                f"group_commit max_batch {self.max_batch!r} is not a whole number of runs",
+                fix="give max_batch a whole number from 1 to 10000",
+            )
 
 
 class _Pending:
@@ -100,9 +105,12 @@ class GroupCommitter:
             self._leading = self._leading or alone
         if alone:  # nobody to wait for: lead a group of one, straight to the store
             try:
-                return self.store.commit(
+                version = self.store.commit(
                     tenant_id, run_id, fence, expected_version, boundaries, now
                 )
+                if self.on_group is not None:
+                    self.on_group(1)
+                return version
             finally:
                 with cond:
                     self._leading = False

@@ -1,0 +1,68 @@
+"""Group commit in a runtime: the runs of one worker share commit transactions, every step is
+committed exactly once, and bad settings are refused clearly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from perdure import Context, FakeClock, Runtime, Workflow, done, goto, step
+from perdure.core.errors import ConfigError
+from perdure.core.model import RunStatus
+from perdure.core.workflow import Outcome
+from perdure.runtime.group_commit import GroupCommit
+from perdure.runtime.worker import Worker
+
+RUNS = 8
+STEPS = 10
+
+
+@dataclass
+class Count:
+    n: int = 0
+
+
+@step(next=["tick"])
+def tick(ctx: Context, state: Count) -> Outcome:
+    state.n += 1
+    return goto("tick") if state.n < STEPS else done({"n": state.n})
+
+
+ticks = Workflow("ticks", state=Count, steps=[tick])
+
+
+def test_the_runs_of_a_worker_share_transactions_and_commit_every_step_once(
+    db_url: str, clock: FakeClock
+) -> None:
+    sizes: list[int] = []
+    grouping = GroupCommit(max_batch=RUNS, max_wait=0.5)  # a leader waits for the others
+    with Runtime(db_url, clock=clock, workflows=[ticks], group_commit=grouping) as rt:
+        assert rt.services.group is not None
+        rt.services.group.on_group = sizes.append
+        runs = [rt.start(ticks, Count()).run_id for _ in range(RUNS)]
+        Worker(rt, concurrency=RUNS, poll_interval=0.01).run(until_idle=True)
+        for run_id in runs:
+            run = rt.get(run_id)
+            assert run.status is RunStatus.SUCCEEDED and run.result == {"n": STEPS}
+            seqs = [s.seq for s in rt.store.steps("default", run_id)]
+            assert seqs == list(range(1, STEPS + 1))
+    assert sum(sizes) == RUNS * STEPS, "every boundary was in exactly one transaction"
+    assert max(sizes) > 1, "some transactions carried several runs"
+    assert len(sizes) < RUNS * STEPS
+
+
+def test_grouping_can_be_turned_off(db_url: str, clock: FakeClock) -> None:
+    with Runtime(db_url, clock=clock, group_commit=False) as rt:
+        assert rt.services.group is None
+    with Runtime(db_url, clock=clock, group_commit=GroupCommit(max_batch=1)) as rt:
+        assert rt.services.group is None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_batch": 0}, {"max_batch": 2.5}, {"max_batch": True}, {"max_wait": -1}, {"max_wait": 2}],
+)
+def test_bad_group_settings_are_refused_clearly(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match="group_commit max_"):
+        GroupCommit(**options)  # type: ignore[arg-type]
