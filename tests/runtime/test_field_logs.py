@@ -137,3 +137,19 @@ def test_state_over_the_limits_needs_a_person_and_loses_nothing(
         assert stopped.error is not None and stopped.error.reason == "state_too_large"
         assert stopped.error.resume_at == "swell"
         assert stopped.steps_done == 0
+
+
+def test_perdure_history_shows_what_a_step_appended(rt: Runtime, db_url: str) -> None:
+    from click.testing import CliRunner
+
+    from perdure.cli.main import main
+
+    run = rt.start(notes, Notes(until=7))
+    rt.run_until_idle()
+    shown = CliRunner().invoke(main, ["--db", db_url, "history", run.run_id])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    step5 = next(line for line in lines if line.lstrip().startswith("5 "))
+    step6 = next(line for line in lines if line.lstrip().startswith("6 "))
+    assert "appended" not in step5 and "items" in step5
+    assert "items (+" in step6 and "bytes appended)" in step6

@@ -35,6 +35,7 @@ def _entry_line(e: HistoryEntry) -> str:
     changed = ", ".join(
         f"{c.field}{'' if c.size is not None else ' (removed)'}"
         f"{' [artifact]' if c.offloaded else ''}"
+        f"{f' (+{c.size} bytes appended)' if c.appended else ''}"
         for c in e.changes
     )
     marks = f"  savepoint: {', '.join(e.savepoints)}" if e.savepoints else ""
