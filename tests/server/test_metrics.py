@@ -70,6 +70,9 @@ def test_the_server_metrics_count_a_known_workload(served: Served, clock: FakeCl
     assert value(m, "perdure_claims_total", workflow="flaky") == 2
     # plain 3, flaky 1, job 2 (begin, ask), spend 2: one commit per step in sync mode
     assert value(m, "perdure_commit_duration_seconds_count") == 8
+    # runs advanced one at a time: every commit transaction carried one run
+    assert value(m, "perdure_commit_group_runs_count") == 8
+    assert value(m, "perdure_commit_group_runs_sum") == 8
     assert value(m, "perdure_lease_takeovers_total", workflow="plain") == 0
     assert value(m, "perdure_tokens_used", tenant="t1", workflow="spend") == 100
     assert value(m, "perdure_cost_used", tenant="t1", workflow="spend") == 0.25

@@ -120,6 +120,8 @@ class Runtime(PartVerbs, InspectVerbs):
             append_from=int(setting("append_from", append_from, 2, 2**40, "bytes")),
         )
         self.telemetry: Telemetry = self.services.telemetry
+        if self.services.group is not None:
+            self.services.group.on_group = self.telemetry.grouped
         self.history_part = History(parts, self.artifacts)
         self.retainer = Retainer(parts, self.artifacts)
         self.archive = self.retainer.cold

@@ -58,6 +58,10 @@ class Observer(Protocol):
         """A step-boundary commit of ``boundaries`` boundaries took ``seconds``."""
         ...
 
+    def grouped(self, runs: int) -> None:
+        """One commit transaction carried the boundaries of ``runs`` runs (group commit)."""
+        ...
+
     def claimed(self, run: Run, takeover: bool) -> None:
         """A run was claimed; ``takeover`` when it was taken from another owner whose lease
         had expired."""
@@ -211,6 +215,11 @@ class Telemetry:
         """See :meth:`Observer.committed`."""
         for o in self.observers:
             o.committed(run, boundaries, seconds)
+
+    def grouped(self, runs: int) -> None:
+        """See :meth:`Observer.grouped`."""
+        for o in self.observers:
+            o.grouped(runs)
 
     def lease_lost(self, run: Run) -> None:
         """See :meth:`Observer.lease_lost`."""

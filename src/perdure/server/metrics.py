@@ -26,6 +26,7 @@ from perdure.server.auth import ADMIN, principal_of, require
 
 STEP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 class StoreCollector(Collector):
@@ -120,6 +121,12 @@ class ExecutionMetrics:
             buckets=COMMIT_BUCKETS,
             registry=registry,
         )
+        self.group_runs = Histogram(
+            "perdure_commit_group_runs",
+            "Runs whose boundaries one commit transaction carried (group commit)",
+            buckets=GROUP_BUCKETS,
+            registry=registry,
+        )
         self.claims = Counter("perdure_claims", "Runs claimed", ["workflow"], registry=registry)
         self.takeovers = Counter(
             "perdure_lease_takeovers",
@@ -146,6 +153,10 @@ class ExecutionMetrics:
     def committed(self, run: Run, boundaries: int, seconds: float) -> None:
         """See :meth:`perdure.runtime.telemetry.Observer.committed`."""
         self.commit_seconds.observe(seconds)
+
+    def grouped(self, runs: int) -> None:
+        """See :meth:`perdure.runtime.telemetry.Observer.grouped`."""
+        self.group_runs.observe(runs)
 
     def claimed(self, run: Run, takeover: bool) -> None:
         """See :meth:`perdure.runtime.telemetry.Observer.claimed`."""
