@@ -20,10 +20,13 @@ Run: ``python benchmarks/fleet.py [--workers 1,2,4] [--runs 256] [--steps 20]
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -103,31 +106,40 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             floor = 1e6 / peers.sqlite_commit_us(Path(tmp))
         print(f"SQLite floor: {floor:,.0f} serialised durable commits/s")
-        for group in (1, 64):
-            for n in counts:
-                with tempfile.TemporaryDirectory() as tmp:
-                    db = f"sqlite:///{Path(tmp) / 'fleet.db'}"
-                    rate = drain(db, n, args.runs, args.steps, args.concurrency, group)
-                label = "on " if group > 1 else "off"
-                print(
-                    f"  SQLite, group commit {label}, {n} process(es): {rate:>8,.0f} steps/s"
-                    f"  ({rate / floor:.2f}x floor)"
-                )
-                sys.stdout.flush()
+        rows("SQLite", floor, sqlite_file, counts, args)
     if "postgres" in dbs and args.dsn:
         with fresh_database(args.dsn, f"perdure_fleet_{os.getpid()}") as url:
             floor = baseline_level(url, 8, 800, 20).steps_per_second
         print(f"PostgreSQL floor: {floor:,.0f} one-row INSERT commits/s from 8 clients")
-        for group in (1, 64):
-            for n in counts:
-                with fresh_database(args.dsn, f"perdure_fleet_{os.getpid()}") as url:
-                    rate = drain(url, n, args.runs, args.steps, args.concurrency, group)
-                label = "on " if group > 1 else "off"
-                print(
-                    f"  PostgreSQL, group commit {label}, {n} process(es): {rate:>8,.0f} steps/s"
-                    f"  ({rate / floor:.2f}x floor)"
-                )
-                sys.stdout.flush()
+        scratch = functools.partial(fresh_database, args.dsn, f"perdure_fleet_{os.getpid()}")
+        rows("PostgreSQL", floor, scratch, counts, args)
+
+
+@contextmanager
+def sqlite_file() -> Iterator[str]:
+    """A fresh SQLite database file, removed afterwards."""
+    with tempfile.TemporaryDirectory() as tmp:
+        yield f"sqlite:///{Path(tmp) / 'fleet.db'}"
+
+
+def rows(
+    name: str,
+    floor: float,
+    fresh: Callable[[], AbstractContextManager[str]],
+    counts: list[int],
+    args: argparse.Namespace,
+) -> None:
+    """Print one row per process count, group commit off then on, each on a fresh database."""
+    for group in (1, 64):
+        for n in counts:
+            with fresh() as db:
+                rate = drain(db, n, args.runs, args.steps, args.concurrency, group)
+            label = "on " if group > 1 else "off"
+            print(
+                f"  {name}, group commit {label}, {n} process(es): {rate:>8,.0f} steps/s"
+                f"  ({rate / floor:.2f}x floor)"
+            )
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

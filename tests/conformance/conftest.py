@@ -78,3 +78,30 @@ def boundary(
     now = clock.now()
     outcome = "next" if status is RunStatus.RUNNING else "done"
     return Boundary(step, outcome, next_step, status, now, now, **kw)  # type: ignore[arg-type]
+
+
+def patched_by_a_person(store: Store, clock: FakeClock, state: dict[str, bytes]) -> Run:
+    """Run r1 of t1 (RUNNING, held) handed to a person (NEEDS_ATTENTION), who continues it at
+    ``second`` with ``state`` patched in; returns the run reopened."""
+    current = store.get_run("t1", "r1")
+    store.set_status(
+        "t1",
+        "r1",
+        expected_status=RunStatus.RUNNING,
+        expected_version=current.state_version,
+        status=RunStatus.NEEDS_ATTENTION,
+        fence=current.fence,
+        now=clock.now(),
+    )
+    stopped = store.get_run("t1", "r1")
+    return store.reopen(
+        "t1",
+        "r1",
+        expected_status=RunStatus.NEEDS_ATTENTION,
+        expected_version=stopped.state_version,
+        next_step="second",
+        state=state,
+        budget=None,
+        now=clock.now(),
+        data=None,
+    )

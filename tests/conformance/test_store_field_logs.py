@@ -6,7 +6,7 @@ from __future__ import annotations
 from perdure import FakeClock
 from perdure.core.model import RunStatus
 from perdure.store.base import Store
-from tests.conformance.conftest import boundary, claimed
+from tests.conformance.conftest import boundary, claimed, patched_by_a_person
 
 
 def commit(store: Store, clock: FakeClock, **kw: object) -> None:
@@ -61,28 +61,7 @@ def test_a_log_written_whole_again_drops_its_tails(store: Store, clock: FakeCloc
 
 def test_a_person_rewriting_a_log_makes_it_a_plain_field(store: Store, clock: FakeClock) -> None:
     grown(store, clock)
-    run = store.get_run("t1", "r1")
-    store.set_status(
-        "t1",
-        "r1",
-        expected_status=RunStatus.RUNNING,
-        expected_version=run.state_version,
-        status=RunStatus.NEEDS_ATTENTION,
-        fence=run.fence,
-        now=clock.now(),
-    )
-    stopped = store.get_run("t1", "r1")
-    store.reopen(
-        "t1",
-        "r1",
-        expected_status=RunStatus.NEEDS_ATTENTION,
-        expected_version=stopped.state_version,
-        next_step="second",
-        state={"log": b"[9]"},
-        budget=None,
-        now=clock.now(),
-        data=None,
-    )
+    patched_by_a_person(store, clock, {"log": b"[9]"})
     loaded = store.load_state("t1", "r1")
     assert loaded["log"] == b"[9]" and loaded.logs == {}
 

@@ -12,7 +12,7 @@ from perdure.core.errors import InvalidInputError, RunBusyError, RunNotFoundErro
 from perdure.core.history import ArtifactStatus, SavepointMark
 from perdure.core.model import Message, RunStatus
 from perdure.store.base import Store
-from tests.conformance.conftest import boundary, claimed, new_run
+from tests.conformance.conftest import boundary, claimed, new_run, patched_by_a_person
 
 REF = ArtifactRef(digest_of(b"hello"), 5, "text/plain")
 
@@ -44,28 +44,7 @@ def test_a_patch_between_steps_belongs_to_the_step_before_it(
 ) -> None:
     run = claimed(store, clock)
     commit(store, clock, run.run_id, state={"n": b"1"})
-    current = store.get_run("t1", "r1")
-    store.set_status(
-        "t1",
-        "r1",
-        expected_status=RunStatus.RUNNING,
-        expected_version=current.state_version,
-        status=RunStatus.NEEDS_ATTENTION,
-        fence=current.fence,
-        now=clock.now(),
-    )
-    stopped = store.get_run("t1", "r1")
-    store.reopen(
-        "t1",
-        "r1",
-        expected_status=RunStatus.NEEDS_ATTENTION,
-        expected_version=stopped.state_version,
-        next_step="second",
-        state={"n": b"42"},
-        budget=None,
-        now=clock.now(),
-        data=None,
-    )
+    patched_by_a_person(store, clock, {"n": b"42"})
     assert store.state_at("t1", "r1", 1) == {"n": b"42"}
     assert [c.step_seq for c in store.state_changes("t1", "r1") if c.field == "n"] == [0, 1, 1]
 
