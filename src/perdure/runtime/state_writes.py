@@ -87,6 +87,8 @@ class StateWriter:
         artifact store's error."""
         out = StateWrite()
         out.changed = {k: v for k, v in encoded.items() if every or previous.get(k) != v}
+        if not out.changed:
+            return out
         plain: dict[str, bytes] = {}
         logs: dict[str, bytes] = {}
         tails = dict(self.logs)
