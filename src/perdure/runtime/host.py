@@ -60,6 +60,10 @@ class StepHost:
         self.budget: BudgetState | None = claim.run.budget
         self._charge = (0.0, 0)
         self._thread_messages: list[Message] | None = None
+        self._unnumbered = 0
+        """How many of the last thread messages are the steps' own, not yet read back."""
+        self._stale = False
+        """A boundary committed since the thread was read: read what joined it since."""
         self._approvals: list[Approval] | None = None
         self._signals: list[Signal] | None = None
         self.streams: list[DurableStream] = []
@@ -70,10 +74,22 @@ class StepHost:
         return self.clock.now()
 
     def thread_messages(self) -> list[Message]:
+        run = self.claim.run
         if self._thread_messages is None:
-            run = self.claim.run
             found = self.store.messages(run.tenant_id, run.thread_id)
             self._thread_messages = [self._resolved(m) for m in found]
+            self._unnumbered = 0
+        elif self._stale:
+            # only what joined since: the steps' own messages (now numbered) and the waiting
+            # input delivered at their boundaries, never the whole thread again
+            known = self._thread_messages
+            if self._unnumbered:
+                del known[-self._unnumbered :]
+            last = next((m.seq for m in reversed(known) if m.seq is not None), 0)
+            found = self.store.messages(run.tenant_id, run.thread_id, after=last)
+            known.extend(self._resolved(m) for m in found)
+            self._unnumbered = 0
+        self._stale = False
         return self._thread_messages
 
     def _resolved(self, m: Message) -> Message:
@@ -199,11 +215,13 @@ class StepHost:
         """A step ended: the thread as this execution sees it gains the step's messages."""
         if self._thread_messages is not None:
             self._thread_messages.extend(messages)
+            self._unnumbered += len(messages)
 
     def reread_thread(self) -> None:
         """A boundary is durable: the next step that asks reads the thread again (messages
-        from outside the run may have joined it at that boundary)."""
-        self._thread_messages = None
+        from outside the run may have joined it at that boundary): those after the last it
+        has, not the whole thread."""
+        self._stale = True
 
     def check_budget(self) -> None:
         """Before a step: raise :class:`Escalate` when a limit was reached or the run makes no

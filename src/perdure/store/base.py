@@ -365,8 +365,9 @@ class Store(
         ``latest`` the newest ``limit`` events instead (still oldest first)."""
         ...
 
-    def messages(self, tenant_id: str, thread_id: str) -> list[Message]:
-        """The thread's messages in order."""
+    def messages(self, tenant_id: str, thread_id: str, *, after: int = 0) -> list[Message]:
+        """The thread's messages in order; with ``after``, only those numbered after it (what
+        joined the thread since a reader last looked)."""
         ...
 
     def close(self) -> None:

@@ -139,7 +139,7 @@ def messages_until(
     params = {"tenant_id": tenant_id, "thread_id": thread_id, "run_id": run_id}
     with d.read() as tx:
         bounds = tx.one("run_message_bounds", {**params, "step_seq": step_seq})
-        rows = tx.all("list_messages", params)
+        rows = tx.all("list_messages", {**params, "after": 0})
     cut = None
     if bounds is not None and bounds["kept"] is not None:
         cut = int(bounds["kept"])

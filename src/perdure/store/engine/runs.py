@@ -351,7 +351,8 @@ def events(
     return [event_from_row(r, self.driver.when) for r in found]
 
 
-def messages(self: Engine, tenant_id: str, thread_id: str) -> list[Message]:
+def messages(self: Engine, tenant_id: str, thread_id: str, *, after: int = 0) -> list[Message]:
     """See :meth:`Store.messages`."""
-    found = fetch(self.driver, "list_messages", {"tenant_id": tenant_id, "thread_id": thread_id})
+    params = {"tenant_id": tenant_id, "thread_id": thread_id, "after": after}
+    found = fetch(self.driver, "list_messages", params)
     return [message_from_row(r, self.driver.when) for r in found]

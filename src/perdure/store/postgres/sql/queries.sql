@@ -245,7 +245,7 @@ VALUES (%(tenant_id)s, %(thread_id)s,
 -- name: list_messages
 SELECT seq, run_id, role, content, tool_calls, tool_call_id, at, content_artifact
 FROM perdure.messages
-WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s
+WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND seq > %(after)s
 ORDER BY seq;
 
 -- name: lock_migrations

@@ -196,7 +196,8 @@ VALUES (:tenant_id, :thread_id,
         :run_id, :role, :content, :tool_calls, :tool_call_id, :at, :step_seq, :content_artifact);
 
 -- name: list_messages
-SELECT * FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id ORDER BY seq;
+SELECT * FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND seq > :after
+ORDER BY seq;
 
 -- name: create_migrations_table
 CREATE TABLE IF NOT EXISTS perdure_migrations (
