@@ -141,6 +141,9 @@ def test_an_outside_message_waits_for_the_next_boundary(store: Store, clock: Fak
     store.commit("t1", "r1", run.fence, run.state_version, [step], clock.now())
     contents = [m.content for m in store.messages("t1", "th1")]
     assert contents == ["hello", "reply", "also"], "after the boundary's own messages"
+    since = store.messages("t1", "th1", after=1)
+    assert [(m.seq, m.content) for m in since] == [(2, "reply"), (3, "also")], "only what is new"
+    assert store.messages("t1", "th1", after=3) == []
     assert store.thread("t1", "th1").inbox == 0
     with pytest.raises(ThreadBusyError):
         store.post_message("t1", "th1", Message("user", "no"), ThreadPolicy.REJECT, clock.now())
