@@ -27,42 +27,32 @@ def free_port() -> int:
         return port
 
 
-def until(condition: object, what: str, seconds: float = 60) -> None:
-    """Poll ``condition()`` until it holds (bounded; a loaded machine gets time)."""
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def read_until(proc: subprocess.Popen[str], text: str, seconds: float = 60) -> list[str]:
-    """Lines of ``proc``'s stdout up to the first one holding ``text`` (bounded: a reader
-    thread, so a process that never prints it fails the test instead of hanging it)."""
+def read_until(proc: subprocess.Popen[str], *texts: str, seconds: float = 60) -> list[str]:
+    """Lines of ``proc``'s stdout until each of ``texts`` was printed, the last of them ending
+    the list (bounded: a reader thread, so a process that never prints one fails the test
+    instead of hanging it)."""
     lines: queue.Queue[str | None] = queue.Queue()
+    wanted = set(texts)
 
     def read() -> None:
         assert proc.stdout is not None
+        missing = set(wanted)
         for line in proc.stdout:
             lines.put(line)
-            if text in line:
+            missing = {t for t in missing if t not in line}
+            if not missing:
                 return
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
     seen: list[str] = []
     deadline = time.monotonic() + seconds
-    while not seen or text not in seen[-1]:
+    while wanted:
         line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
-        assert line is not None, f"the process ended without printing {text!r}: {seen}"
+        assert line is not None, f"the process ended without printing {sorted(wanted)}: {seen}"
         seen.append(line)
+        wanted = {t for t in wanted if t not in line}
     return seen
-
-
-def reachable(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code < 500
-    except httpx.HTTPError:
-        return False
 
 
 @pytest.fixture
@@ -78,10 +68,8 @@ def server(db_url: str) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    url = f"http://127.0.0.1:{port}"
-    until(lambda: proc.poll() is not None or reachable(url + "/healthz"), "perdure serve")
-    assert proc.poll() is None, proc.communicate()
-    yield url
+    read_until(proc, "serving on")  # printed once the socket listens
+    yield f"http://127.0.0.1:{port}"
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
 
@@ -157,17 +145,10 @@ def test_a_worker_serves_metrics_and_logs_json_lines(db_url: str) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    url = f"http://127.0.0.1:{port}/metrics"
-
-    def done_twice() -> bool:
-        if proc.poll() is not None or not reachable(url):
-            return proc.poll() is not None
-        text = httpx.get(url, timeout=5).text
-        return (
-            'perdure_step_outcomes_total{outcome="done",step="only",workflow="plain"} 2.0' in text
-        )
-
-    until(done_twice, "two plain runs counted")
+    # the worker says when it serves metrics, and when each run stopped (after its metrics)
+    read_until(proc, "metrics on", *(f"run {run_id} " for run_id in ids))
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    assert 'perdure_step_outcomes_total{outcome="done",step="only",workflow="plain"} 2.0' in text
     assert proc.poll() is None
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)

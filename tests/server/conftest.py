@@ -3,8 +3,8 @@ front of a Runtime on each backend, with API keys of two tenants, and a worker t
 
 from __future__ import annotations
 
+import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,23 +58,20 @@ class ServerThread:
 
 
 def start_server(app: object) -> ServerThread:
-    """Start uvicorn on a free port of 127.0.0.1 in a thread; return once it listens."""
+    """Start uvicorn in a thread on a socket of 127.0.0.1 that listens before this returns
+    (a request sent at once waits in the socket's backlog until uvicorn accepts it)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
-        host="127.0.0.1",
-        port=0,
         log_level="warning",
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return ServerThread(server, thread, port)
+    return ServerThread(server, thread, sock.getsockname()[1])
 
 
 def stop_server(running: ServerThread) -> None:

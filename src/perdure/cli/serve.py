@@ -69,33 +69,34 @@ def serve(
     from perdure.runtime.logs import configure
 
     configure(log_format, log_level.upper())
-    check_free(host, port)
+    sock = listening(host, port)
     rt = Runtime(settings.db, workflows=load_app(app))
     try:
-        click.echo(f"serving on http://{host}:{port}/ (dashboard at /, API at /v1)")
         # open event streams end 5 s after SIGTERM; clients reconnect with Last-Event-ID
-        uvicorn.run(
-            create_app(rt),
-            host=host,
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=5,
-        )
+        config = uvicorn.Config(create_app(rt), log_level="warning", timeout_graceful_shutdown=5)
+        # the socket listens already: a client that read this line can connect at once
+        click.echo(f"serving on http://{host}:{port}/ (dashboard at /, API at /v1)")
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         rt.close()
 
 
-def check_free(host: str, port: int) -> None:
-    """Refuse at once, in one line, an address this process cannot listen on."""
+def listening(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``; an address this process cannot listen on is
+    refused at once, in one line."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     try:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((host, port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
     except OSError as exc:
+        sock.close()
         raise ConfigError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             fix="pick a free --port (or another --host)",
         ) from None
+    return sock
 
 
 def serve_metrics(rt: Runtime, port: int, host: str) -> None:
