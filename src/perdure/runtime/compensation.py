@@ -7,7 +7,8 @@ from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
 from perdure.core.errors import PerdureError
 from perdure.core.model import JSON
 from perdure.core.signals import Escalate
-from perdure.runtime.effect_runner import Compensate, EffectRunner
+from perdure.runtime.effect_outcomes import Compensate
+from perdure.runtime.effect_runner import EffectRunner
 
 
 class Compensation:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from perdure.runtime.artifacts import Data
     from perdure.runtime.children import Spawner
     from perdure.runtime.claim import Claim
-    from perdure.runtime.effect_runner import Compensate, EffectRunner, Execute, Reconcile
+    from perdure.runtime.effect_outcomes import Compensate, Execute, Reconcile
+    from perdure.runtime.effect_runner import EffectRunner
     from perdure.store.base import Store
 
 

@@ -1,59 +1,48 @@
-"""Running one effect inside a step: intent before the call, outcome after, the gate on every
-re-execution, reconcile on unknown outcomes, retries by policy, and compensation."""
+"""Running one effect inside a step: intent before the call, outcome after, and the gate on
+every re-execution. What a failed or unknown outcome leads to (reconcile, retries, a person)
+is in :mod:`perdure.runtime.effect_outcomes`."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from perdure.core.clock import Clock
 from perdure.core.effects import (
-    EFFECT_ALLOWED,
     EffectConflictError,
     EffectRecord,
-    EffectRejectedError,
     EffectResult,
-    EffectStatus,
-    ErrorClass,
     NewEffect,
-    Reconciled,
     UnknownOutcomeError,
     check_deadline,
-    classify,
     effect_key,
-    error_json,
     request_hash,
     storable,
 )
-from perdure.core.errors import DefinitionError, InvalidInputError, PerdureError
+from perdure.core.errors import DefinitionError, InvalidInputError
 from perdure.core.model import JSON
 from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
-from perdure.core.signals import Escalate, RetryLater
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.claim import Claim
 from perdure.runtime.committer import Committer
 from perdure.runtime.crashpoints import crashpoint, fault
+from perdure.runtime.effect_outcomes import (
+    Compensate,
+    EffectOutcomes,
+    Execute,
+    Reconcile,
+    S,
+)
 from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 
 if TYPE_CHECKING:
     from perdure.core.retry import RetryPolicy
     from perdure.core.workflow import Workflow
-
-Execute = Callable[..., Any]
-"""``execute(request, key)``: makes the call; sync, or ``async def``. An effect with a
-``deadline`` calls ``execute(request, key, timeout=seconds)``: the call must give up by then."""
-Reconcile = Callable[[Any, str], "Reconciled | Awaitable[Reconciled]"]
-"""``reconcile(request, key)``: asks the provider what happened; sync, or ``async def``."""
-Compensate = Callable[[Any, str, Any], Any]
-"""``compensate(request, key, result)``: undoes a confirmed effect; sync, or ``async def``."""
-T = TypeVar("T")
-
-S = EffectStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +53,7 @@ class Offloaded:
     future: Future[Any]
 
 
-class EffectRunner:
+class EffectRunner(EffectOutcomes):
     """Drives the effects of one execution of one run (one fence)."""
 
     def __init__(
@@ -90,13 +79,6 @@ class EffectRunner:
         self._names: set[str] = set()
         self.offload: Callable[[Execute, Callable[[], Any]], Future[Any]] | None = None
         """Set by ``ctx.parallel`` while its branches run (see :meth:`_call`)."""
-
-    def awaited(self, value: T | Awaitable[T]) -> T:
-        """The value an ``execute``/``reconcile``/``compensate`` call produced: an async
-        callable's coroutine is run on the event loop and its result returned."""
-        if isinstance(value, Awaitable):
-            return cast(T, self.loop.run(value))
-        return value
 
     def begin_step(self, step: str, seq: int) -> None:
         """Effects from now on belong to occurrence ``seq`` of ``step``."""
@@ -269,165 +251,7 @@ class EffectRunner:
         yield Offloaded(new.key, future)
         return future.result()
 
-    def _failed(
-        self,
-        record: EffectRecord,
-        exc: Exception,
-        reconcile: Reconcile | None,
-        retry: RetryPolicy | None,
-    ) -> JSON:
-        error = error_json(exc)
-        kind = classify(exc)
-        if kind is ErrorClass.PERMANENT:
-            self.move(record, S.REJECTED, error=error)
-            raise EffectRejectedError(record.key, error)
-        if kind is ErrorClass.BUDGET_EXHAUSTED:
-            self.move(record, S.PLANNED, error=error)
-            action = retry.on_exhausted if retry is not None else "needs_attention"
-            raise Escalate(action, "budget_exhausted", self._evidence(record, error))
-        if kind is ErrorClass.UNKNOWN_OUTCOME:
-            if reconcile is None:
-                self.move(record, S.AMBIGUOUS, error=error)
-                raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
-            record = self._reconcile(record, reconcile, recovering=False, error=error)
-            if record.status is S.CONFIRMED:
-                return self._replay(record)
-            raise self._retry_or_escalate(record, error, retry)
-        record = self.move(record, S.PLANNED, error=error)
-        retryable = retry is not None and retry.retries(exc, str(error["kind"]), transient=True)
-        raise self._retry_or_escalate(record, error, retry, retryable)
-
-    def _reconcile(
-        self,
-        record: EffectRecord,
-        reconcile: Reconcile,
-        *,
-        recovering: bool,
-        error: JSON = None,
-        in_flight_until: datetime | None = None,
-    ) -> EffectRecord:
-        """Ask the provider what happened; confirmed -> confirmed, not found -> planned (the
-        interrupted attempt is not counted when recovering), unknown -> ambiguous + escalate.
-
-        ``in_flight_until``: another execution's attempt may still be under way until then (its
-        deadline): "not found" proves nothing yet, so the run sleeps durably until that time and
-        asks again, the effect staying ``executing``."""
-        try:
-            found = self.awaited(reconcile(record.request, record.key))
-        except Exception as exc:
-            found, error = Reconciled.unknown(), error_json(exc)
-        if found.status == "confirmed":
-            return self.move(
-                record, S.CONFIRMED, result=storable(found.result), receipt=found.receipt
-            )
-        if found.status == "not_found" and in_flight_until is not None:
-            raise RetryLater(
-                in_flight_until,
-                {
-                    "effect": record.key,
-                    "kind": "in_flight",
-                    "message": "another worker's attempt may still land until its deadline",
-                    "deadline": in_flight_until.isoformat(),
-                },
-            )
-        if found.status == "not_found":
-            note: dict[str, JSON] = {
-                "class": "reconciled",
-                "kind": "not_found",
-                "message": "provider has no record",
-            }
-            if found.result is not None:  # what the reconciler found worth keeping
-                note["found"] = found.result
-            return self.move(
-                record, S.PLANNED, error=error or note, attempts_delta=-int(recovering)
-            )
-        if record.status is not S.AMBIGUOUS:
-            record = self.move(record, S.AMBIGUOUS, error=error)
-        raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
-
-    def _retry_or_escalate(
-        self,
-        record: EffectRecord,
-        error: dict[str, JSON],
-        retry: RetryPolicy | None,
-        retryable: bool | None = None,
-    ) -> Escalate | RetryLater:
-        if retry is not None:
-            after = error.get("retry_after")
-            at = retry.next_try(
-                attempt=record.attempts,
-                kind=str(error.get("kind")),
-                first_failure=record.created_at,
-                now=self.clock.now(),
-                rng=self.rng,
-                retry_after=float(after) if isinstance(after, int | float) else None,
-                retryable=retryable,
-            )
-            if at is not None:
-                return RetryLater(at, {"effect": record.key, **error})
-        action = retry.on_exhausted if retry is not None else "needs_attention"
-        return Escalate(action, "retries_exhausted", self._evidence(record, error))
-
-    def _stopped(
-        self, key: str, record: EffectRecord | None, retry: RetryPolicy | None
-    ) -> Escalate:
-        """The gate said stop: an unknown outcome nobody can reconcile, or attempts used up."""
-        if record is not None and record.status is S.EXECUTING:
-            record = self.move(
-                record,
-                S.AMBIGUOUS,
-                error={
-                    "class": "unknown_outcome",
-                    "kind": "interrupted",
-                    "message": "the process stopped during the call",
-                },
-            )
-        if record is not None and record.status is S.AMBIGUOUS:
-            return Escalate("needs_attention", "ambiguous_effect", self._evidence(record, None))
-        action = retry.on_exhausted if retry is not None else "fail"
-        last = record.last_error if record is not None else None
-        return Escalate(action, "retries_exhausted", {"effect": key, "error": last})
-
-    def _replay(self, record: EffectRecord) -> JSON:
-        if record.status is S.REJECTED:
-            raise EffectRejectedError(record.key, record.last_error)
-        return record.result
-
     # -- helpers -------------------------------------------------------------------------------
-
-    def move(
-        self,
-        record: EffectRecord,
-        status: EffectStatus,
-        *,
-        attempts_delta: int = 0,
-        result: JSON = None,
-        receipt: str | None = None,
-        error: JSON = None,
-        deadline: datetime | None = None,
-    ) -> EffectRecord:
-        if status not in EFFECT_ALLOWED[record.status]:
-            raise PerdureError(f"effect {record.key}: {record.status} -> {status} is not allowed")
-        return self.store.update_effect(
-            self.claim.run.tenant_id,
-            record.key,
-            expected_status=record.status,
-            status=status,
-            fence=self.claim.run.fence,
-            now=self.clock.now(),
-            attempts_delta=attempts_delta,
-            result=result,
-            receipt=receipt,
-            error=error,
-            deadline=deadline,
-        )
-
-    def _in_flight(self, record: EffectRecord) -> datetime | None:
-        """The deadline of an earlier execution's attempt that has not passed yet (an
-        ``executing`` record found on arrival was left by another fence), else None."""
-        if record.status is not S.EXECUTING or record.deadline is None:
-            return None
-        return record.deadline if self.clock.now() < record.deadline else None
 
     def _checkpoint(self) -> Checkpoint:
         run = self.claim.run
@@ -440,16 +264,6 @@ class EffectRunner:
             str(run.status),
             str(run.durability),
         )
-
-    def _evidence(self, record: EffectRecord, error: JSON) -> dict[str, JSON]:
-        return {
-            "effect": record.key,
-            "target": record.target,
-            "operation": record.operation,
-            "request": record.request,
-            "attempts": record.attempts,
-            "error": error if error is not None else record.last_error,
-        }
 
     def _compensator_name(self, compensate: Compensate | None) -> str | None:
         if compensate is None:

@@ -29,7 +29,8 @@ from perdure.core.errors import DefinitionError
 from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Message
 from perdure.runtime.aio import EventLoop
-from perdure.runtime.effect_runner import Compensate, Execute, Offloaded, Reconcile
+from perdure.runtime.effect_outcomes import Compensate, Execute, Reconcile
+from perdure.runtime.effect_runner import Offloaded
 
 if TYPE_CHECKING:
     from perdure.core.chat import ChatModel, Pricing, ToolSpec

@@ -1,0 +1,153 @@
+"""How an execution stops: giving the lease up on shutdown, sleeping until a retry, handing
+the run to a person, failing it, finishing a cancel, quarantining it. A part of
+:class:`~perdure.runtime.execution.Execution`; every stop moves the run under the
+execution's fence, or lets go when the run is no longer its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perdure.core import transitions
+from perdure.core.clock import Clock
+from perdure.core.errors import LeaseLostError, RunClosedError, StaleStateError
+from perdure.core.model import JSON, Run, RunStatus
+from perdure.core.records import RunError, StopReason
+from perdure.core.signals import Escalate, RetryLater
+from perdure.core.workflow import Workflow
+from perdure.runtime.children import request_cancel_children
+from perdure.runtime.claim import Claim
+from perdure.runtime.committer import Committer
+from perdure.runtime.compensation import Compensation
+from perdure.runtime.leases import Heartbeat
+from perdure.runtime.services import SUGGESTIONS, Stopped
+from perdure.store.base import Store
+
+
+class Stopping:
+    """The stops of one execution (see the module docstring)."""
+
+    store: Store
+    clock: Clock
+    heartbeat: Heartbeat
+    claim: Claim
+    committer: Committer
+    compensation: Compensation
+    workflow: Workflow[Any]
+    step_attempts: int
+    seq: int
+
+    @property
+    def run(self) -> Run:
+        """The claimed run as this execution last knows it."""
+        return self.claim.run
+
+    def _current(self) -> Run:
+        return self.store.get_run(self.run.tenant_id, self.run.run_id)
+
+    def _release(self) -> Stopped:
+        run = self.run
+        now = self.clock.now()
+        self.store.release(run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, now)
+        return Stopped(StopReason.RELEASED, run.run_id)
+
+    def _defer(self, wait: RetryLater) -> Stopped:
+        """Sleep durably until the retry is due; the lease is released meanwhile."""
+        self.committer.flush()
+        attempts = self.step_attempts if wait.step_attempts is None else wait.step_attempts
+        self.store.defer(
+            self.run.tenant_id,
+            self.run.run_id,
+            fence=self.run.fence,
+            expected_version=self.claim.version,
+            wake_at=wait.at,
+            step_attempts=attempts,
+            now=self.clock.now(),
+            data=wait.error,
+        )
+        return Stopped(StopReason.RETRY_SCHEDULED, self.run.run_id)
+
+    def _escalate(self, esc: Escalate, step: str) -> Stopped:
+        """Stop before (or instead of) a step: hand the run to a person, or fail it."""
+        if esc.action == "needs_attention":
+            return self._needs_attention(esc, step)
+        self.committer.flush()
+        unresolved = self.compensation.all()
+        error = RunError(
+            esc.reason,
+            f"{esc.reason} in step {step!r}",
+            step,
+            dict(esc.evidence),
+            unresolved_compensations=tuple(unresolved),
+        )
+        return self._close(self._current(), RunStatus.FAILED, error, StopReason.ENDED)
+
+    def _needs_attention(self, esc: Escalate, step: str) -> Stopped:
+        """Hand the run to a person with why, where, what to do, and the evidence."""
+        self.committer.flush()
+        error = RunError(
+            esc.reason,
+            esc.message or f"{esc.reason} in step {step!r}",
+            step,
+            dict(esc.evidence),
+            suggested_action=SUGGESTIONS.get(esc.reason, "inspect the evidence, then resume"),
+            resume_at=step,
+            completed_steps=self.seq,
+        )
+        return self._close(
+            self._current(), RunStatus.NEEDS_ATTENTION, error, StopReason.NEEDS_ATTENTION
+        )
+
+    def _after_stale(self) -> Stopped:
+        """The run moved on under us: finish a cancel if it is ours to finish, else let go."""
+        current = self._current()
+        if current.status is RunStatus.CANCEL_REQUESTED and current.fence == self.run.fence:
+            self.claim.adopt(current)
+            return self._finish_cancel()
+        return Stopped(StopReason.LOST, current.run_id)
+
+    def _finish_cancel(self) -> Stopped:
+        """Pass the cancel on to the children, compensate confirmed effects (newest first),
+        then end the run CANCELLED."""
+        request_cancel_children(self.store, self.clock, self.run, "parent cancelled")
+        unresolved = self.compensation.all()
+        run = self._current()
+        deleted = None
+        if self.workflow.delete_messages_on_cancel:
+            deleted = self.store.delete_run_messages(run.tenant_id, run.run_id)
+        error = RunError(
+            "cancelled",
+            "the run was cancelled",
+            run.next_step,
+            unresolved_compensations=tuple(unresolved),
+            deleted_messages=deleted,
+        )
+        return self._close(run, RunStatus.CANCELLED, error, StopReason.CANCELLED)
+
+    def _quarantine(
+        self, reason: str, message: str, evidence: dict[str, JSON] | None = None
+    ) -> Stopped:
+        """Park the run as QUARANTINED with the evidence; the worker goes on with others."""
+        run = self._current()
+        error = RunError(reason, message, run.next_step, dict(evidence or {}))
+        return self._close(run, RunStatus.QUARANTINED, error, StopReason.QUARANTINED)
+
+    def _close(self, run: Run, status: RunStatus, error: RunError, why: StopReason) -> Stopped:
+        """Move ``run`` (as last read) to ``status`` under our fence and give the lease up.
+        When the run is no longer ours (another fence, or it moved on), let go instead."""
+        if run.fence != self.run.fence or not transitions.allowed(run.status, status):
+            return Stopped(StopReason.LOST, run.run_id)
+        try:
+            self.store.set_status(
+                run.tenant_id,
+                run.run_id,
+                expected_status=run.status,
+                expected_version=run.state_version,
+                status=status,
+                fence=self.run.fence,
+                now=self.clock.now(),
+                data=error.to_json(),
+                release_lease=True,
+            )
+        except (LeaseLostError, RunClosedError, StaleStateError):
+            return Stopped(StopReason.LOST, run.run_id)
+        return Stopped(why, run.run_id)
