@@ -68,110 +68,157 @@ Errors (each has a stable ``.code`` and a ``.fix``)
 
 from __future__ import annotations
 
-from perdure.core.artifacts import (
-    ArtifactCorruptError,
-    ArtifactError,
-    ArtifactMissingError,
-    ArtifactRef,
-)
-from perdure.core.budget import Budget
-from perdure.core.chat import (
-    ChatModel,
-    Delta,
-    ModelRequest,
-    ModelResponse,
-    Pricing,
-    TokenUsage,
-    ToolSpec,
-)
-from perdure.core.children import ChildRecord
-from perdure.core.clock import Clock, FakeClock, SystemClock
-from perdure.core.effects import (
-    BudgetExhaustedError,
-    EffectConflictError,
-    EffectError,
-    EffectRecord,
-    EffectRejectedError,
-    EffectResult,
-    EffectStatus,
-    PermanentError,
-    Reconciled,
-    TransientError,
-    UnknownOutcomeError,
-)
-from perdure.core.errors import (
-    ApprovalStateError,
-    ConfigError,
-    ConflictingUpdatesError,
-    DecodeError,
-    DefinitionError,
-    EffectNotFoundError,
-    EffectStateError,
-    IllegalTransitionError,
-    InvalidInputError,
-    LeaseLostError,
-    MigrationChecksumError,
-    NotAuthorizedError,
-    PerdureError,
-    RunBusyError,
-    RunClosedError,
-    RunNotFoundError,
-    SchemaTooNewError,
-    StaleStateError,
-    StoreError,
-    StoreUnavailableError,
-    StreamClosedError,
-    ThreadBusyError,
-    WorkflowNotFoundError,
-)
-from perdure.core.fields import Lazy, derived, lazy
-from perdure.core.history import Retention, Savepoint
-from perdure.core.model import (
-    Approval,
-    Durability,
-    Message,
-    Principal,
-    Release,
-    Run,
-    RunStatus,
-    Signal,
-    ToolCall,
-)
-from perdure.core.retry import RetryPolicy
-from perdure.core.seal import IntegrityError, Keyring
-from perdure.core.serde import Limits, OversizeError
-from perdure.core.streams import StreamEntry, StreamEventKind, StreamSink
-from perdure.core.threads import Delivery, ThreadInfo, ThreadPolicy
-from perdure.core.tools import ToolArgumentError, ToolRegistry
-from perdure.core.workflow import (
-    Done,
-    Fail,
-    Next,
-    Outcome,
-    Sleep,
-    WaitApproval,
-    WaitChildren,
-    WaitSignal,
-    Workflow,
-    done,
-    fail,
-    goto,
-    sleep,
-    sleep_until,
-    step,
-    wait_for_approval,
-    wait_for_children,
-    wait_for_signal,
-)
-from perdure.runtime.asyncrt import AsyncRuntime
-from perdure.runtime.context import Context, tool_call
-from perdure.runtime.model_calls import ModelReply
-from perdure.runtime.parallel import EffectCall, ModelCall
-from perdure.runtime.runtime import Runtime
-from perdure.runtime.services import RunView
-from perdure.runtime.tools import arun_tools, run_tools
-from perdure.runtime.worker import Worker
+import importlib
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from perdure.core.artifacts import (
+        ArtifactCorruptError,
+        ArtifactError,
+        ArtifactMissingError,
+        ArtifactRef,
+    )
+    from perdure.core.budget import Budget
+    from perdure.core.chat import (
+        ChatModel,
+        Delta,
+        ModelRequest,
+        ModelResponse,
+        Pricing,
+        TokenUsage,
+        ToolSpec,
+    )
+    from perdure.core.children import ChildRecord
+    from perdure.core.clock import Clock, FakeClock, SystemClock
+    from perdure.core.effects import (
+        BudgetExhaustedError,
+        EffectConflictError,
+        EffectError,
+        EffectRecord,
+        EffectRejectedError,
+        EffectResult,
+        EffectStatus,
+        PermanentError,
+        Reconciled,
+        TransientError,
+        UnknownOutcomeError,
+    )
+    from perdure.core.errors import (
+        ApprovalStateError,
+        ConfigError,
+        ConflictingUpdatesError,
+        DecodeError,
+        DefinitionError,
+        EffectNotFoundError,
+        EffectStateError,
+        IllegalTransitionError,
+        InvalidInputError,
+        LeaseLostError,
+        MigrationChecksumError,
+        NotAuthorizedError,
+        PerdureError,
+        RunBusyError,
+        RunClosedError,
+        RunNotFoundError,
+        SchemaTooNewError,
+        StaleStateError,
+        StoreError,
+        StoreUnavailableError,
+        StreamClosedError,
+        ThreadBusyError,
+        WorkflowNotFoundError,
+    )
+    from perdure.core.fields import Lazy, derived, lazy
+    from perdure.core.history import Retention, Savepoint
+    from perdure.core.model import (
+        Approval,
+        Durability,
+        Message,
+        Principal,
+        Release,
+        Run,
+        RunStatus,
+        Signal,
+        ToolCall,
+    )
+    from perdure.core.retry import RetryPolicy
+    from perdure.core.seal import IntegrityError, Keyring
+    from perdure.core.serde import Limits, OversizeError
+    from perdure.core.streams import StreamEntry, StreamEventKind, StreamSink
+    from perdure.core.threads import Delivery, ThreadInfo, ThreadPolicy
+    from perdure.core.tools import ToolArgumentError, ToolRegistry
+    from perdure.core.workflow import (
+        Done,
+        Fail,
+        Next,
+        Outcome,
+        Sleep,
+        WaitApproval,
+        WaitChildren,
+        WaitSignal,
+        Workflow,
+        done,
+        fail,
+        goto,
+        sleep,
+        sleep_until,
+        step,
+        wait_for_approval,
+        wait_for_children,
+        wait_for_signal,
+    )
+    from perdure.runtime.asyncrt import AsyncRuntime
+    from perdure.runtime.context import Context, tool_call
+    from perdure.runtime.model_calls import ModelReply
+    from perdure.runtime.parallel import EffectCall, ModelCall
+    from perdure.runtime.runtime import Runtime
+    from perdure.runtime.services import RunView
+    from perdure.runtime.tools import arun_tools, run_tools
+    from perdure.runtime.worker import Worker
+
+# Where each public name lives. A name is imported on first use (PEP 562), so `import perdure`
+# costs almost nothing and a command loads only the modules it uses.
+_WHERE: dict[str, str] = {
+    "perdure.core.artifacts": "ArtifactCorruptError ArtifactError ArtifactMissingError ArtifactRef",
+    "perdure.core.budget": "Budget",
+    "perdure.core.chat": "ChatModel Delta ModelRequest ModelResponse Pricing TokenUsage ToolSpec",
+    "perdure.core.children": "ChildRecord",
+    "perdure.core.clock": "Clock FakeClock SystemClock",
+    "perdure.core.effects": (
+        "BudgetExhaustedError EffectConflictError EffectError EffectRecord EffectRejectedError "
+        "EffectResult EffectStatus PermanentError Reconciled TransientError UnknownOutcomeError"
+    ),
+    "perdure.core.errors": (
+        "ApprovalStateError ConfigError ConflictingUpdatesError DecodeError DefinitionError "
+        "EffectNotFoundError EffectStateError IllegalTransitionError InvalidInputError "
+        "LeaseLostError MigrationChecksumError NotAuthorizedError PerdureError RunBusyError "
+        "RunClosedError RunNotFoundError SchemaTooNewError StaleStateError StoreError "
+        "StoreUnavailableError StreamClosedError ThreadBusyError WorkflowNotFoundError"
+    ),
+    "perdure.core.fields": "Lazy derived lazy",
+    "perdure.core.history": "Retention Savepoint",
+    "perdure.core.model": (
+        "Approval Durability Message Principal Release Run RunStatus Signal ToolCall"
+    ),
+    "perdure.core.retry": "RetryPolicy",
+    "perdure.core.seal": "IntegrityError Keyring",
+    "perdure.core.serde": "Limits OversizeError",
+    "perdure.core.streams": "StreamEntry StreamEventKind StreamSink",
+    "perdure.core.threads": "Delivery ThreadInfo ThreadPolicy",
+    "perdure.core.tools": "ToolArgumentError ToolRegistry",
+    "perdure.core.workflow": (
+        "Done Fail Next Outcome Sleep WaitApproval WaitChildren WaitSignal Workflow done fail "
+        "goto sleep sleep_until step wait_for_approval wait_for_children wait_for_signal"
+    ),
+    "perdure.runtime.asyncrt": "AsyncRuntime",
+    "perdure.runtime.context": "Context tool_call",
+    "perdure.runtime.model_calls": "ModelReply",
+    "perdure.runtime.parallel": "EffectCall ModelCall",
+    "perdure.runtime.runtime": "Runtime",
+    "perdure.runtime.services": "RunView",
+    "perdure.runtime.tools": "arun_tools run_tools",
+    "perdure.runtime.worker": "Worker",
+}
 __all__ = [
     "Approval",
     "ApprovalStateError",
@@ -280,3 +327,20 @@ __all__ = [
     "wait_for_children",
     "wait_for_signal",
 ]
+
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it in the package namespace."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'perdure' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not."""
+    return sorted({*globals(), *__all__})

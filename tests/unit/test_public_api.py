@@ -3,12 +3,15 @@ bare install (no pydantic, cryptography or psycopg)."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 import perdure
 
@@ -73,6 +76,8 @@ def test_the_names_a_step_author_needs_are_exported() -> None:
 
 
 def test_every_public_class_or_function_is_exported() -> None:
+    for name in perdure.__all__:
+        getattr(perdure, name)  # the names load on first use
     public = {
         name
         for name, value in vars(perdure).items()
@@ -81,6 +86,36 @@ def test_every_public_class_or_function_is_exported() -> None:
         and value.__module__.startswith("perdure.")
     }
     assert public <= set(perdure.__all__), public - set(perdure.__all__)
+
+
+def test_the_type_checking_imports_match_the_lazy_table() -> None:
+    """What a type checker sees (the ``TYPE_CHECKING`` imports) is what ``__getattr__`` loads."""
+    tree = ast.parse((ROOT / "src" / "perdure" / "__init__.py").read_text())
+    guarded = next(
+        n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+    )
+    seen = {
+        alias.name: node.module
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert seen == perdure._MODULE_OF
+
+
+def test_importing_the_package_loads_no_submodule() -> None:
+    code = "import sys, perdure; print(sorted(m for m in sys.modules if m.startswith('perdure')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['perdure']"
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        perdure.NoSuchThing  # noqa: B018
+    assert "Runtime" in dir(perdure)
 
 
 def test_the_module_docstring_names_every_export() -> None:
