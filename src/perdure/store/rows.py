@@ -298,25 +298,24 @@ def event_from_row(row: Row, when: When) -> Event:
 
 
 def message_from_row(row: Row, when: When) -> Message:
-    """A :class:`~perdure.core.model.Message` from a row of ``messages``."""
+    """A :class:`~perdure.core.model.Message` from a row of ``messages``. (A thread's load makes
+    one per message, so the columns that are usually empty are tested before decoding.)"""
+    calls = row["tool_calls"]
+    artifact = row["content_artifact"]
     return Message(
-        role=row["role"],
-        content=row["content"],
-        tool_calls=tuple(
-            ToolCall(c["id"], c["name"], c.get("arguments"))
-            for c in (from_json(row["tool_calls"]) or ())
+        row["role"],
+        row["content"],
+        ()
+        if calls is None
+        else tuple(
+            ToolCall(c["id"], c["name"], c.get("arguments")) for c in from_json(calls) or ()
         ),
-        tool_call_id=row["tool_call_id"],
-        seq=row["seq"],
-        run_id=row["run_id"],
-        at=when(row["at"]),
-        artifact=_content_artifact(row["content_artifact"]),
+        row["tool_call_id"],
+        row["seq"],
+        row["run_id"],
+        when(row["at"]),
+        None if artifact is None else ArtifactRef.from_json(from_json(artifact)),
     )
-
-
-def _content_artifact(value: str | None) -> ArtifactRef | None:
-    data = from_json(value)
-    return None if data is None else ArtifactRef.from_json(data)
 
 
 def tool_calls_json(message: Message) -> str | None:

@@ -168,8 +168,10 @@ def _rows(tx: Tx, stamp: Stamp, request: CommitRequest, row: Row, at: Any) -> No
         write_messages(tx, tenant_id, thread, run_id, b.messages, finished, seq)
         commit_marks(tx, ids, b, seq, fence, at, stamp)
         event(tx, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
-    # messages added from outside while the step ran join the thread after its own
-    threads.deliver_unread(tx, tenant_id, thread, None, at)
+    # messages added from outside while the step ran join the thread after its own (the guard
+    # says whether any may wait: on SQLite it knows, on PostgreSQL it always says yes)
+    if row["inbox"]:
+        threads.deliver_unread(tx, tenant_id, thread, None, at)
 
 
 def _settle(tx: Tx, request: CommitRequest, row: Row, at: Any) -> int:

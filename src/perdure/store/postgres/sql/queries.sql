@@ -158,7 +158,9 @@ SET status = %(status)s,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND fence = %(fence)s AND state_version = %(expected_version)s AND status = 'RUNNING'
-RETURNING state_version, steps_done, thread_id;
+-- inbox: always TRUE here. Input can be posted between this statement and the thread lock the
+-- delivery takes, so only the delivery itself, under that lock, can say that none waits.
+RETURNING state_version, steps_done, thread_id, TRUE AS inbox;
 
 -- name: set_status
 UPDATE perdure.runs

@@ -4,10 +4,13 @@
 
 -- name: configure_connection
 -- Every connection: readers never block the writer (WAL), a commit is on disk when it returns,
--- foreign keys are enforced. (The busy timeout is set when the connection opens.)
+-- foreign keys are enforced, and up to 16 MB of pages stay cached (SQLite's default is 2 MB,
+-- less than one long thread: every load of it would read its pages again). (The busy timeout is
+-- set when the connection opens.)
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = FULL;
 PRAGMA foreign_keys = ON;
+PRAGMA cache_size = -16384;
 
 -- name: begin_write
 -- Take the write lock at once, so two writers queue instead of deadlocking on an upgrade.
@@ -151,7 +154,12 @@ SET status = :status,
     updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
-RETURNING state_version, steps_done, thread_id;
+-- inbox: whether input from outside waits for the thread. BEGIN IMMEDIATE excludes every other
+-- writer, so the answer holds until COMMIT and the boundary skips delivery when it is false.
+RETURNING state_version, steps_done, thread_id,
+          EXISTS (SELECT 1 FROM thread_inbox AS i
+                  WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
+                    AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox;
 
 -- name: set_status
 UPDATE runs
