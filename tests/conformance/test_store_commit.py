@@ -129,3 +129,67 @@ def test_set_status_is_guarded_and_records_the_change(store: Store, clock: FakeC
         "PENDING",
         "CANCEL_REQUESTED",
     )
+
+
+def test_a_plain_boundary_writes_what_any_boundary_writes(store: Store, clock: FakeClock) -> None:
+    """A boundary with only its step and changed fields (one statement on PostgreSQL) leaves the
+    same rows as one with messages: the step, its numbered event, the fields and history."""
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    state = {"n": b"1", "notes": b'["a"]'}
+    version = store.commit(
+        "t1", "r1", run.fence, run.state_version, [boundary(clock, state=state)], clock.now()
+    )
+    second = boundary(clock, "second", "third", state={"n": b"2"})
+    version = store.commit("t1", "r1", run.fence, version, [second], clock.now())
+    after = store.get_run("t1", "r1")
+    assert (after.status, after.next_step, after.steps_done) == (RunStatus.RUNNING, "third", 2)
+    assert after.owner == run.owner, "a run that goes on keeps its lease"
+    assert after.state_version == version == run.state_version + 2
+    assert [(s.seq, s.name, s.next_step) for s in store.steps("t1", "r1")] == [
+        (1, "first", "second"),
+        (2, "second", "third"),
+    ]
+    assert store.load_state("t1", "r1") == {"n": b"2", "notes": b'["a"]'}
+    assert store.state_at("t1", "r1", 1) == {"n": b"1", "notes": b'["a"]'}
+    changes = [(c.step_seq, c.version, c.field) for c in store.state_changes("t1", "r1")]
+    assert changes[-3:] == [
+        (1, run.state_version + 1, "n"),
+        (1, run.state_version + 1, "notes"),
+        (2, version, "n"),
+    ]
+    completed = [e for e in store.events("t1", "r1") if e.type == "step_completed"]
+    assert [(e.step, e.fence, e.data) for e in completed] == [
+        ("first", run.fence, {"seq": 1, "outcome": "next", "next": "second"}),
+        ("second", run.fence, {"seq": 2, "outcome": "next", "next": "third"}),
+    ]
+
+
+def test_a_plain_boundary_delivers_what_waited_in_the_inbox(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock, tenant_id="t1", run_id="r1")
+    assert run is not None
+    store.post_message("t1", "th1", Message("user", "also"), None, clock.now())
+    store.commit("t1", "r1", run.fence, run.state_version, [boundary(clock)], clock.now())
+    assert [(m.seq, m.content) for m in store.messages("t1", "th1")] == [(1, "also")]
+    assert store.thread("t1", "th1").inbox == 0
+
+
+def test_a_refused_plain_boundary_writes_nothing(store: Store, clock: FakeClock) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    store.commit("t1", "r1", run.fence, run.state_version, [boundary(clock)], clock.now())
+    with pytest.raises(StaleStateError):
+        store.commit(
+            "t1",
+            "r1",
+            run.fence,
+            run.state_version,
+            [boundary(clock, "second", "third", state={"n": b"7"})],
+            clock.now(),
+        )
+    assert [s.name for s in store.steps("t1", "r1")] == ["first"]
+    assert store.load_state("t1", "r1") == {"n": b"0"}
+    assert store.get_run("t1", "r1").next_step == "second"

@@ -112,6 +112,11 @@ class Driver(Protocol):
     """``sqlite`` or ``postgres``: the folder of the dialect's ``.sql`` files."""
     notifies: bool
     """True when :meth:`wait_for_work` really waits for notifications."""
+    one_statement_steps: bool
+    """True when a plain step boundary commits as one statement, the named query
+    ``commit_step`` run by :meth:`statement` (PostgreSQL: a data-modifying ``WITH``, one round
+    trip). SQLite's statements write one table each, so it commits every boundary in
+    :meth:`write`."""
 
     def when(self, value: Any) -> datetime | None:
         """A stored time as a timezone-aware datetime (None stays None): a
@@ -132,6 +137,11 @@ class Driver(Protocol):
 
     def read(self) -> AbstractContextManager[Tx]:
         """A connection for reads outside any write transaction."""
+        ...
+
+    def statement(self) -> AbstractContextManager[Tx]:
+        """A connection outside any transaction: each statement run on it is a transaction of
+        its own, committed (and durable) when it returns."""
         ...
 
     def migration(self) -> AbstractContextManager[Tx]:

@@ -125,7 +125,13 @@ def step_params(ids: Params, seq: int, b: Boundary, fence: int, stamp: Stamp) ->
 
 def step_completed(seq: int, b: Boundary) -> dict[str, JSON]:
     """The data of a ``step_completed`` event."""
-    return {"seq": seq, "outcome": b.outcome, "next": b.next_step}
+    return {"seq": seq, **step_completion(b)}
+
+
+def step_completion(b: Boundary) -> dict[str, JSON]:
+    """What a ``step_completed`` event's data holds after ``seq`` (which ``commit_step`` finds
+    in the database and writes first)."""
+    return {"outcome": b.outcome, "next": b.next_step}
 
 
 def effect_change(

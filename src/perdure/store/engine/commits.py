@@ -25,6 +25,7 @@ from perdure.store.rows import (
     Stamp,
     advance_params,
     step_completed,
+    step_completion,
     step_params,
     to_json,
 )
@@ -50,6 +51,8 @@ def commit(
     d = self.driver
     at = d.stamp(now)
     try:
+        if d.one_statement_steps and _plain(request):
+            return _commit_step(self, request, at)
         with d.write() as tx:
             row = tx.one("advance_run", _guard_params(d.stamp, request, at))
             if row is None:
@@ -60,6 +63,45 @@ def commit(
     except (RunClosedError, LeaseLostError) as exc:
         self.record_event(tenant_id, run_id, "late_commit", _late(request, exc), now)
         raise
+
+
+def _plain(request: CommitRequest) -> bool:
+    """Whether a request is one boundary that ``commit_step`` writes whole: the run goes on,
+    and the boundary carries nothing but its step and changed fields."""
+    if len(request.boundaries) != 1:
+        return False
+    b = request.boundaries[0]
+    return (
+        b.status is RunStatus.RUNNING
+        and not b.messages
+        and not b.artifacts
+        and not b.savepoints
+        and not b.logs
+        and not b.appends
+    )
+
+
+def _commit_step(self: Engine, request: CommitRequest, at: Any) -> int:
+    """A plain boundary in one statement (see the ``commit_step`` query). Input that waited
+    for the thread is then delivered in a transaction of its own, as the boundary would have:
+    a crash in between leaves it waiting for the next boundary, which the run still has."""
+    d = self.driver
+    b = request.boundaries[0]
+    params = {
+        **_guard_params(d.stamp, request, at),
+        **step_params(_ids(request), 0, b, request.fence, d.stamp),
+        "completed": to_json(step_completion(b)),
+        "fields": list(b.state),
+        "values": [v.decode() for v in b.state.values()],
+    }
+    with d.statement() as tx:
+        row = tx.one("commit_step", params)
+        if row is None:
+            raise guard_failure(tx, _ids(request), request.fence, request.expected_version)
+    if row["inbox"]:
+        with d.write() as tx:
+            threads.deliver_unread(tx, request.tenant_id, row["thread_id"], None, at)
+    return int(row["state_version"])
 
 
 def commit_many(

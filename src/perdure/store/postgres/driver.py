@@ -105,6 +105,7 @@ class PostgresDriver:
 
     dialect = "postgres"
     notifies = True
+    one_statement_steps = True
 
     def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 30.0) -> None:
         self.url = url
@@ -170,6 +171,10 @@ class PostgresDriver:
             raise translate_error(exc, self.where) from exc
         except UnicodeEncodeError as exc:
             raise not_text(exc) from exc
+
+    def statement(self) -> AbstractContextManager[PostgresTx]:
+        """See :meth:`Driver.statement`: pooled connections are in autocommit mode."""
+        return self.read()
 
     @contextmanager
     def write(self) -> Iterator[PostgresTx]:

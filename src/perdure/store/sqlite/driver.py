@@ -84,6 +84,7 @@ class SqliteDriver:
 
     dialect = "sqlite"
     notifies = False
+    one_statement_steps = False
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)
@@ -131,6 +132,10 @@ class SqliteDriver:
         """See :meth:`Driver.read`: the thread's connection, outside any transaction."""
         with self._translated():
             yield SqliteTx(self._conn())
+
+    def statement(self) -> AbstractContextManager[SqliteTx]:
+        """See :meth:`Driver.statement`: the thread's connection is in autocommit mode."""
+        return self.read()
 
     def migration(self) -> AbstractContextManager[SqliteTx]:
         """See :meth:`Driver.migration`: the write lock already admits one migrator."""

@@ -162,6 +162,64 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 -- delivery takes, so only the delivery itself, under that lock, can say that none waits.
 RETURNING state_version, steps_done, thread_id, TRUE AS inbox;
 
+-- name: commit_step
+-- A plain step boundary (the run goes on RUNNING; no messages, artifacts, savepoints or field
+-- logs) as one statement, so one transaction and one round trip: the guarded run update and,
+-- only when the guard matched, the step, its step_completed event ({"seq":N,...}: %(completed)s
+-- is the rest of that object) and the changed fields with their history. No row: the guard
+-- matched nothing and nothing was written. inbox: whether input from outside waited when the
+-- statement began; input posted after that waits for the next boundary, and since the run
+-- goes on, there is one.
+WITH run AS (
+    UPDATE perdure.runs
+    SET status = 'RUNNING',
+        next_step = %(next_step)s,
+        state_version = state_version + 1,
+        steps_done = steps_done + 1,
+        step_attempts = 0,
+        retry_since = NULL,
+        waiting = NULL,
+        wake_at = NULL,
+        budget = COALESCE(%(budget)s::json, budget),
+        workflow_version = COALESCE(%(workflow_version)s::integer, workflow_version),
+        state_schema = COALESCE(%(state_schema)s::integer, state_schema),
+        state_seal = COALESCE(%(state_seal)s::text, state_seal),
+        result = NULL,
+        error = NULL,
+        updated_at = %(now)s
+    WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+      AND fence = %(fence)s AND state_version = %(expected_version)s AND status = 'RUNNING'
+    RETURNING tenant_id, run_id, thread_id, state_version, steps_done
+), step AS (
+    INSERT INTO perdure.steps (run_id, seq, tenant_id, name, fence, outcome, next_step,
+                               started_at, finished_at)
+    SELECT run_id, steps_done, tenant_id, %(name)s, %(fence)s, %(outcome)s, %(next_step)s,
+           %(started_at)s, %(finished_at)s
+    FROM run
+), completed AS (
+    INSERT INTO perdure.events (tenant_id, run_id, type, step, fence, data, at)
+    SELECT tenant_id, run_id, 'step_completed', %(name)s, %(fence)s,
+           ('{"seq":' || steps_done || ',' || substr(%(completed)s, 2))::json, %(now)s
+    FROM run
+), changed AS (
+    SELECT field, value FROM unnest(%(fields)s::text[], %(values)s::text[]) AS f (field, value)
+), fields AS (
+    INSERT INTO perdure.state_fields (run_id, tenant_id, field, value, log)
+    SELECT run.run_id, run.tenant_id, changed.field, changed.value, false FROM run, changed
+    ON CONFLICT (run_id, field) DO UPDATE SET value = EXCLUDED.value, log = EXCLUDED.log
+), history AS (
+    INSERT INTO perdure.state_history (run_id, tenant_id, field, step_seq, version, value,
+                                       appended)
+    SELECT run.run_id, run.tenant_id, changed.field, run.steps_done, run.state_version,
+           changed.value, false
+    FROM run, changed
+)
+SELECT state_version, steps_done, thread_id,
+       EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
+               WHERE i.tenant_id = run.tenant_id AND i.thread_id = run.thread_id
+                 AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox
+FROM run;
+
 -- name: set_status
 UPDATE perdure.runs
 SET status = %(status)s,
