@@ -125,3 +125,26 @@ def test_a_group_that_ends_runs_records_their_status_and_releases_them(
         assert finished.result == {"ok": True}
         changes = [e.data for e in store.events("t1", r.run_id) if e.type == "status"]
         assert {"from": "RUNNING", "to": "SUCCEEDED"} in changes
+
+
+def test_a_group_of_plain_and_ending_boundaries_delivers_waiting_input(
+    store: Store, clock: FakeClock
+) -> None:
+    """Plain boundaries (one statement each on PostgreSQL) and a run that ends share a group;
+    input that waited on a plain run's thread joins it at that boundary."""
+    going, ending = claimed(store, clock, "r1"), claimed(store, clock, "r2")
+    store.post_message("t1", "th-r1", Message("user", "also"), None, clock.now())
+    answers = store.commit_many(
+        [
+            request(going, clock, state={"n": b"5"}),
+            request(ending, clock, next_step=None, status=RunStatus.SUCCEEDED, result={"ok": 1}),
+        ],
+        clock.now(),
+    )
+    assert answers == [going.state_version + 1, ending.state_version + 1]
+    assert [(m.seq, m.content) for m in store.messages("t1", "th-r1")] == [(1, "also")]
+    assert store.load_state("t1", "r1") == {"n": b"5"}
+    assert store.get_run("t1", "r1").status is RunStatus.RUNNING
+    assert store.get_run("t1", "r2").status is RunStatus.SUCCEEDED
+    completed = [e.data for e in store.events("t1", "r1") if e.type == "step_completed"]
+    assert completed == [{"seq": 1, "outcome": "next", "next": "second"}]

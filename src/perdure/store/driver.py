@@ -50,8 +50,8 @@ class Tx(Protocol):
         """Every row the query returns."""
         ...
 
-    def many(self, query: str, params: Sequence[Params]) -> list[Row | None]:
-        """The query once for each parameter set, all sent together (one round trip on
+    def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
+        """Each named query with its parameters, all sent together (one round trip on
         PostgreSQL); the first row each returned, or None, in the same order."""
         ...
 

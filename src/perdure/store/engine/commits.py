@@ -86,16 +86,8 @@ def _commit_step(self: Engine, request: CommitRequest, at: Any) -> int:
     for the thread is then delivered in a transaction of its own, as the boundary would have:
     a crash in between leaves it waiting for the next boundary, which the run still has."""
     d = self.driver
-    b = request.boundaries[0]
-    params = {
-        **_guard_params(d.stamp, request, at),
-        **step_params(_ids(request), 0, b, request.fence, d.stamp),
-        "completed": to_json(step_completion(b)),
-        "fields": list(b.state),
-        "values": [v.decode() for v in b.state.values()],
-    }
     with d.statement() as tx:
-        row = tx.one("commit_step", params)
+        row = tx.one("commit_step", _step_statement(d.stamp, request, at))
         if row is None:
             raise guard_failure(tx, _ids(request), request.fence, request.expected_version)
     if row["inbox"]:
@@ -104,12 +96,25 @@ def _commit_step(self: Engine, request: CommitRequest, at: Any) -> int:
     return int(row["state_version"])
 
 
+def _step_statement(stamp: Stamp, request: CommitRequest, at: Any) -> dict[str, Any]:
+    """Parameters of ``commit_step`` for a plain request."""
+    b = request.boundaries[0]
+    return {
+        **_guard_params(stamp, request, at),
+        **step_params(_ids(request), 0, b, request.fence, stamp),
+        "completed": to_json(step_completion(b)),
+        "fields": list(b.state),
+        "values": [v.decode() for v in b.state.values()],
+    }
+
+
 def commit_many(
     self: Engine, requests: Sequence[CommitRequest], now: datetime
 ) -> list[int | PerdureError]:
     """See :meth:`Store.commit_many`. Every guarded run update is sent at once, then the rows
     of every run whose guard passed in one batch: on PostgreSQL the same round trips for the
-    whole group as for one run (plus a read for each run that ends or waits). Runs are taken in
+    whole group as for one run (plus a read for each run that ends or waits), and a plain
+    boundary's guard is its whole ``commit_step`` statement, with no rows after. Runs are taken in
     (tenant, run) order, so two processes committing overlapping groups lock rows in one order.
     A refused guard wrote nothing (it is its run's only statement so far), so the transaction
     goes on with the others; a write that fails after its guard passed rolls the group back, and
@@ -117,16 +122,26 @@ def commit_many(
     d = self.driver
     at = d.stamp(now)
     order = sorted(range(len(requests)), key=lambda i: (requests[i].tenant_id, requests[i].run_id))
+    plain = {i for i in order if d.one_statement_steps and _plain(requests[i])}
     answers: dict[int, int | PerdureError] = {}
     try:
         with d.write() as tx:
             guards = tx.many(
-                "advance_run", [_guard_params(d.stamp, requests[i], at) for i in order]
+                [
+                    ("commit_step", _step_statement(d.stamp, requests[i], at))
+                    if i in plain
+                    else ("advance_run", _guard_params(d.stamp, requests[i], at))
+                    for i in order
+                ]
             )
             passed = [(i, row) for i, row in zip(order, guards, strict=True) if row is not None]
             with tx.batch():
                 for i, row in passed:
-                    _rows(tx, d.stamp, requests[i], row, at)
+                    if i not in plain:
+                        _rows(tx, d.stamp, requests[i], row, at)
+                    elif row["inbox"]:  # a plain boundary's statement wrote all but this
+                        r = requests[i]
+                        threads.deliver_unread(tx, r.tenant_id, row["thread_id"], None, at)
             for i, row in passed:
                 answers[i] = _settle(tx, requests[i], row, at)
             for i in order:

@@ -70,10 +70,10 @@ class PostgresTx:
         """See :meth:`Tx.all`."""
         return list(self.conn.execute(Q[query], params).fetchall())
 
-    def many(self, query: str, params: Sequence[Params]) -> list[Row | None]:
+    def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read."""
         with self.conn.pipeline():
-            cursors = [self.conn.execute(Q[query], p) for p in params]
+            cursors = [self.conn.execute(Q[query], params) for query, params in statements]
             return [c.fetchone() for c in cursors]
 
     def run(self, query: str, params: Params = NO_PARAMS) -> int:

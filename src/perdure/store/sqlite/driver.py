@@ -52,9 +52,9 @@ class SqliteTx:
         """See :meth:`Tx.all`."""
         return list(self.conn.execute(Q[query], params).fetchall())
 
-    def many(self, query: str, params: Sequence[Params]) -> list[Row | None]:
+    def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: one statement after the other."""
-        return [self.one(query, p) for p in params]
+        return [self.one(query, params) for query, params in statements]
 
     def run(self, query: str, params: Params = NO_PARAMS) -> int:
         """See :meth:`Tx.run`."""
