@@ -7,7 +7,7 @@ store's ``when`` converter (ISO text on SQLite, ``datetime`` already on PostgreS
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, cast
 
@@ -45,7 +45,7 @@ from perdure.core.records import (
     StepOutcome,
     waiting_from_json,
 )
-from perdure.store.base import Boundary
+from perdure.store.base import Boundary, CommitRequest
 
 
 class Row(Protocol):
@@ -78,19 +78,14 @@ def same(value: datetime | None) -> datetime | None:
     return value
 
 
-def advance_params(
-    ids: Params,
-    boundaries: Sequence[Boundary],
-    *,
-    fence: int,
-    expected_version: int,
-    at: Any,
-    stamp: Stamp,
-) -> dict[str, Any]:
-    """Parameters of ``advance_run``: the run row after the last of ``boundaries``."""
+def advance_params(request: CommitRequest, at: Any, stamp: Stamp) -> dict[str, Any]:
+    """Parameters of the guarded run update (``advance_run``, ``commit_step``): the run row
+    after the request's last boundary, under its fence and expected version."""
+    boundaries = request.boundaries
     last = boundaries[-1]
     return {
-        **ids,
+        "tenant_id": request.tenant_id,
+        "run_id": request.run_id,
         "status": str(last.status),
         "next_step": last.next_step,
         "steps": len(boundaries),
@@ -104,8 +99,8 @@ def advance_params(
         "state_schema": last.state_schema,
         "state_seal": last.state_seal,
         "now": at,
-        "fence": fence,
-        "expected_version": expected_version,
+        "fence": request.fence,
+        "expected_version": request.expected_version,
     }
 
 

@@ -18,14 +18,22 @@ from perdure.store.base import Boundary, CommitRequest
 from perdure.store.driver import Tx
 from perdure.store.engine import children, threads
 from perdure.store.engine.history import commit_marks
-from perdure.store.engine.tx import event, guard_failure, wake, write_fields, write_messages
+from perdure.store.engine.plain_steps import commit_plain, plain
+from perdure.store.engine.tx import (
+    event,
+    guard_failure,
+    late,
+    refused,
+    wake,
+    write_fields,
+    write_messages,
+)
 from perdure.store.rows import (
     Params,
     Row,
     Stamp,
     advance_params,
     step_completed,
-    step_completion,
     step_params,
     to_json,
 )
@@ -50,108 +58,74 @@ def commit(
     request = CommitRequest(tenant_id, run_id, fence, expected_version, tuple(boundaries))
     d = self.driver
     at = d.stamp(now)
+    if d.one_statement_steps and plain(request):
+        (answer,) = commit_plain(self, [request], at)
+        if isinstance(answer, PerdureError):
+            raise answer
+        return answer
     try:
-        if d.one_statement_steps and _plain(request):
-            return _commit_step(self, request, at)
         with d.write() as tx:
-            row = tx.one("advance_run", _guard_params(d.stamp, request, at))
+            row = tx.one("advance_run", advance_params(request, at, d.stamp))
             if row is None:
                 raise guard_failure(tx, _ids(request), fence, expected_version)
             with tx.batch():
                 _rows(tx, d.stamp, request, row, at)
             return _settle(tx, request, row, at)
     except (RunClosedError, LeaseLostError) as exc:
-        self.record_event(tenant_id, run_id, "late_commit", _late(request, exc), now)
+        self.record_event(tenant_id, run_id, "late_commit", late(request, exc), now)
         raise
-
-
-def _plain(request: CommitRequest) -> bool:
-    """Whether a request is one boundary that ``commit_step`` writes whole: the run goes on,
-    and the boundary carries nothing but its step and changed fields."""
-    if len(request.boundaries) != 1:
-        return False
-    b = request.boundaries[0]
-    return (
-        b.status is RunStatus.RUNNING
-        and not b.messages
-        and not b.artifacts
-        and not b.savepoints
-        and not b.logs
-        and not b.appends
-    )
-
-
-def _commit_step(self: Engine, request: CommitRequest, at: Any) -> int:
-    """A plain boundary in one statement (see the ``commit_step`` query). Input that waited
-    for the thread is then delivered in a transaction of its own, as the boundary would have:
-    a crash in between leaves it waiting for the next boundary, which the run still has."""
-    d = self.driver
-    with d.statement() as tx:
-        row = tx.one("commit_step", _step_statement(d.stamp, request, at))
-        if row is None:
-            raise guard_failure(tx, _ids(request), request.fence, request.expected_version)
-    if row["inbox"]:
-        with d.write() as tx:
-            threads.deliver_unread(tx, request.tenant_id, row["thread_id"], None, at)
-    return int(row["state_version"])
-
-
-def _step_statement(stamp: Stamp, request: CommitRequest, at: Any) -> dict[str, Any]:
-    """Parameters of ``commit_step`` for a plain request."""
-    b = request.boundaries[0]
-    return {
-        **_guard_params(stamp, request, at),
-        **step_params(_ids(request), 0, b, request.fence, stamp),
-        "completed": to_json(step_completion(b)),
-        "fields": list(b.state),
-        "values": [v.decode() for v in b.state.values()],
-    }
 
 
 def commit_many(
     self: Engine, requests: Sequence[CommitRequest], now: datetime
 ) -> list[int | PerdureError]:
-    """See :meth:`Store.commit_many`. Every guarded run update is sent at once, then the rows
-    of every run whose guard passed in one batch: on PostgreSQL the same round trips for the
-    whole group as for one run (plus a read for each run that ends or waits), and a plain
-    boundary's guard is its whole ``commit_step`` statement, with no rows after. Runs are taken in
-    (tenant, run) order, so two processes committing overlapping groups lock rows in one order.
-    A refused guard wrote nothing (it is its run's only statement so far), so the transaction
-    goes on with the others; a write that fails after its guard passed rolls the group back, and
-    every request is then committed alone, so that one fails by itself."""
+    """See :meth:`Store.commit_many`. Where the driver can, every plain boundary of the group
+    goes in one statement (:mod:`~perdure.store.engine.plain_steps`); the others in one
+    transaction: every guarded run update sent at once, then the rows of every run whose guard
+    passed in one batch, so on PostgreSQL the same round trips for the whole group as for one
+    run (plus a read for each run that ends or waits). Runs are taken in (tenant, run) order,
+    so two processes committing overlapping groups lock rows in one order. A refused guard
+    wrote nothing, so the others go on; a write that fails after its guard passed rolls its
+    statement or transaction back, and each of its requests is then committed alone, so that
+    one fails by itself."""
     d = self.driver
     at = d.stamp(now)
-    order = sorted(range(len(requests)), key=lambda i: (requests[i].tenant_id, requests[i].run_id))
-    plain = {i for i in order if d.one_statement_steps and _plain(requests[i])}
+    one = [i for i, r in enumerate(requests) if d.one_statement_steps and plain(r)]
+    rest = sorted(
+        (i for i in range(len(requests)) if i not in one),
+        key=lambda i: (requests[i].tenant_id, requests[i].run_id),
+    )
     answers: dict[int, int | PerdureError] = {}
-    try:
-        with d.write() as tx:
-            guards = tx.many(
-                [
-                    ("commit_step", _step_statement(d.stamp, requests[i], at))
-                    if i in plain
-                    else ("advance_run", _guard_params(d.stamp, requests[i], at))
-                    for i in order
-                ]
-            )
-            passed = [(i, row) for i, row in zip(order, guards, strict=True) if row is not None]
-            with tx.batch():
-                for i, row in passed:
-                    if i not in plain:
-                        _rows(tx, d.stamp, requests[i], row, at)
-                    elif row["inbox"]:  # a plain boundary's statement wrote all but this
-                        r = requests[i]
-                        threads.deliver_unread(tx, r.tenant_id, row["thread_id"], None, at)
-            for i, row in passed:
-                answers[i] = _settle(tx, requests[i], row, at)
-            for i in order:
-                if i not in answers:
-                    answers[i] = _refused(tx, requests[i], at)
-    except StoreUnavailableError:
-        raise  # the group's outcome is unknown: each committer checks whether its run landed
-    except PerdureError:
-        return [_alone(self, r, now) for r in requests]
+    for part, write in ((one, commit_plain), (rest, _transaction_part)):
+        if not part:
+            continue
+        try:
+            answers.update(zip(part, write(self, [requests[i] for i in part], at), strict=True))
+        except StoreUnavailableError:
+            raise  # the outcome is unknown: each committer checks whether its run landed
+        except PerdureError:
+            answers.update((i, _alone(self, requests[i], now)) for i in part)
     return [answers[i] for i in range(len(requests))]
+
+
+def _transaction_part(
+    self: Engine, requests: Sequence[CommitRequest], at: Any
+) -> list[int | PerdureError]:
+    """Requests in (tenant, run) order committed in one transaction, each under its guard."""
+    d = self.driver
+    answers: list[int | PerdureError | None] = [None] * len(requests)
+    with d.write() as tx:
+        guards = tx.many([("advance_run", advance_params(r, at, d.stamp)) for r in requests])
+        passed = [(i, row) for i, row in enumerate(guards) if row is not None]
+        with tx.batch():
+            for i, row in passed:
+                _rows(tx, d.stamp, requests[i], row, at)
+        for i, row in passed:
+            answers[i] = _settle(tx, requests[i], row, at)
+        for i, r in enumerate(requests):
+            if answers[i] is None:
+                answers[i] = refused(tx, r, at)
+    return [a for a in answers if a is not None]
 
 
 def _alone(self: Engine, r: CommitRequest, now: datetime) -> int | PerdureError:
@@ -162,40 +136,8 @@ def _alone(self: Engine, r: CommitRequest, now: datetime) -> int | PerdureError:
         return exc
 
 
-def _refused(tx: Tx, request: CommitRequest, at: Any) -> PerdureError:
-    """Why a request's guard matched nothing (read in the group's transaction); a commit
-    refused by the fence or a finished run is recorded as a ``late_commit`` event."""
-    ids = _ids(request)
-    exc = guard_failure(tx, ids, request.fence, request.expected_version)
-    if isinstance(exc, RunClosedError | LeaseLostError):
-        tx.one("lock_run", ids)
-        event(tx, ids, "late_commit", None, None, _late(request, exc), at)
-    return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
-
-
-def _late(request: CommitRequest, exc: PerdureError) -> dict[str, Any]:
-    """The data of a ``late_commit`` event: who tried, which steps, why it was refused."""
-    return {
-        "fence": request.fence,
-        "steps": [b.step for b in request.boundaries],
-        "refused": exc.code,
-    }
-
-
 def _ids(request: CommitRequest) -> Params:
     return {"tenant_id": request.tenant_id, "run_id": request.run_id}
-
-
-def _guard_params(stamp: Stamp, request: CommitRequest, at: Any) -> dict[str, Any]:
-    """Parameters of the guarded run update: the run row after the request's last boundary."""
-    return advance_params(
-        _ids(request),
-        request.boundaries,
-        fence=request.fence,
-        expected_version=request.expected_version,
-        at=at,
-        stamp=stamp,
-    )
 
 
 def _rows(tx: Tx, stamp: Stamp, request: CommitRequest, row: Row, at: Any) -> None:

@@ -8,9 +8,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from perdure.core.effects import EffectStatus
-from perdure.core.errors import StoreError
+from perdure.core.errors import LeaseLostError, PerdureError, RunClosedError, StoreError
 from perdure.core.model import JSON, Message
 from perdure.store import rows
+from perdure.store.base import CommitRequest
 from perdure.store.driver import Driver, Tx
 from perdure.store.rows import Params, Row
 
@@ -145,3 +146,23 @@ def wake(
     event(tx, ids, "signal_consumed", next_step, fence, info, at)
     event(tx, ids, "status", next_step, fence, {"from": "WAITING_EXTERNAL", "to": "RUNNING"}, at)
     return int(row["state_version"])
+
+
+def refused(tx: Tx, request: CommitRequest, at: Any) -> PerdureError:
+    """Why a commit request's guard matched nothing (read in the transaction ``tx``); a commit
+    refused by the fence or a finished run is recorded as a ``late_commit`` event."""
+    ids = {"tenant_id": request.tenant_id, "run_id": request.run_id}
+    exc = guard_failure(tx, ids, request.fence, request.expected_version)
+    if isinstance(exc, RunClosedError | LeaseLostError):
+        tx.one("lock_run", ids)
+        event(tx, ids, "late_commit", None, None, late(request, exc), at)
+    return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
+
+
+def late(request: CommitRequest, exc: PerdureError) -> dict[str, Any]:
+    """The data of a ``late_commit`` event: who tried, which steps, why it was refused."""
+    return {
+        "fence": request.fence,
+        "steps": [b.step for b in request.boundaries],
+        "refused": exc.code,
+    }

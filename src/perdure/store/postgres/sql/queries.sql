@@ -163,8 +163,9 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING state_version, steps_done, thread_id, TRUE AS inbox;
 
 -- name: commit_step
--- A plain step boundary (the run goes on RUNNING; no messages, artifacts, savepoints or field
--- logs) as one statement, so one transaction and one round trip: the guarded run update and,
+-- commit_steps for one run, with scalar parameters (cheaper to send, plan and run than the
+-- JSON of a group): a plain step boundary as one statement, one round trip; the guarded run
+-- update and,
 -- only when the guard matched, the step, its step_completed event ({"seq":N,...}: %(completed)s
 -- is the rest of that object) and the changed fields with their history. No row: the guard
 -- matched nothing and nothing was written. inbox: whether input from outside waited when the
@@ -214,7 +215,80 @@ WITH run AS (
            changed.value, false
     FROM run, changed
 )
-SELECT state_version, steps_done, thread_id,
+SELECT run_id, state_version, thread_id,
+       EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
+               WHERE i.tenant_id = run.tenant_id AND i.thread_id = run.thread_id
+                 AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox
+FROM run;
+
+-- name: commit_steps
+-- Plain step boundaries of one or more runs (each run goes on RUNNING; no messages, artifacts,
+-- savepoints or field logs) as one statement, so one transaction and one round trip: each
+-- run's guarded update (runs locked in (tenant, run) order first, so two overlapping groups
+-- take their locks in one order) and, for each run whose guard matched, its step, its
+-- step_completed event ({"seq":N,...}: completed holds the rest of that object) and its
+-- changed fields with their history. The runs and the changed fields come as two JSON
+-- arrays of objects (one parameter each: cheaper to send than an array per column). A run whose guard matched nothing returns no row and
+-- has nothing written. inbox: whether input from outside waited on the run's thread when the
+-- statement began; input posted after that waits for the next boundary, which the run has.
+WITH given AS (
+    SELECT * FROM json_to_recordset(%(runs)s::json) AS g (
+        tenant_id text, run_id text, fence bigint, expected_version bigint, next_step text,
+        budget text, workflow_version integer, state_schema integer, state_seal text,
+        name text, outcome text, started_at timestamptz, finished_at timestamptz,
+        completed text)
+), locked AS (
+    SELECT r.run_id FROM perdure.runs AS r
+    JOIN given AS g ON g.tenant_id = r.tenant_id AND g.run_id = r.run_id
+    ORDER BY r.tenant_id, r.run_id
+    FOR NO KEY UPDATE OF r
+), run AS (
+    UPDATE perdure.runs AS r
+    SET status = 'RUNNING',
+        next_step = g.next_step,
+        state_version = r.state_version + 1,
+        steps_done = r.steps_done + 1,
+        step_attempts = 0,
+        retry_since = NULL,
+        waiting = NULL,
+        wake_at = NULL,
+        budget = COALESCE(g.budget::json, r.budget),
+        workflow_version = COALESCE(g.workflow_version, r.workflow_version),
+        state_schema = COALESCE(g.state_schema, r.state_schema),
+        state_seal = COALESCE(g.state_seal, r.state_seal),
+        result = NULL,
+        error = NULL,
+        updated_at = %(now)s
+    FROM given AS g, locked AS l
+    WHERE l.run_id = r.run_id AND g.tenant_id = r.tenant_id AND g.run_id = r.run_id
+      AND r.fence = g.fence AND r.state_version = g.expected_version AND r.status = 'RUNNING'
+    RETURNING r.tenant_id, r.run_id, r.thread_id, r.state_version, r.steps_done, g.fence,
+              g.name, g.outcome, g.next_step, g.started_at, g.finished_at, g.completed
+), step AS (
+    INSERT INTO perdure.steps (run_id, seq, tenant_id, name, fence, outcome, next_step,
+                               started_at, finished_at)
+    SELECT run_id, steps_done, tenant_id, name, fence, outcome, next_step, started_at,
+           finished_at
+    FROM run
+), completed AS (
+    INSERT INTO perdure.events (tenant_id, run_id, type, step, fence, data, at)
+    SELECT tenant_id, run_id, 'step_completed', name, fence,
+           ('{"seq":' || steps_done || ',' || substr(completed, 2))::json, %(now)s
+    FROM run
+), changed AS (
+    SELECT run.run_id, run.tenant_id, run.steps_done, run.state_version, c.field, c.value
+    FROM json_to_recordset(%(changed)s::json) AS c (run_id text, field text, value text)
+    JOIN run ON run.run_id = c.run_id
+), fields AS (
+    INSERT INTO perdure.state_fields (run_id, tenant_id, field, value, log)
+    SELECT run_id, tenant_id, field, value, false FROM changed
+    ON CONFLICT (run_id, field) DO UPDATE SET value = EXCLUDED.value, log = EXCLUDED.log
+), history AS (
+    INSERT INTO perdure.state_history (run_id, tenant_id, field, step_seq, version, value,
+                                       appended)
+    SELECT run_id, tenant_id, field, steps_done, state_version, value, false FROM changed
+)
+SELECT run_id, state_version, thread_id,
        EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
                WHERE i.tenant_id = run.tenant_id AND i.thread_id = run.thread_id
                  AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox

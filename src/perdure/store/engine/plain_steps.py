@@ -1,0 +1,123 @@
+"""Plain step boundaries in one statement, where the database can (PostgreSQL).
+
+Most boundaries are plain: the run goes on RUNNING, and the boundary holds only its step and
+the fields that changed. The ``commit_steps`` query writes such boundaries of any number of
+runs as one data-modifying statement in autocommit: one transaction and one round trip, each
+run still under its own guard (fence, expected version, status RUNNING). Input that waited on
+a committed run's thread is then delivered in a transaction of its own, and refused runs are
+explained (and their ``late_commit`` events recorded) in another, only when there are any.
+Used by :func:`perdure.store.engine.commits.commit` and ``commit_many`` when
+:attr:`~perdure.store.driver.Driver.one_statement_steps` is true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from perdure.core.errors import PerdureError
+from perdure.core.model import RunStatus
+from perdure.store.base import CommitRequest
+from perdure.store.engine import threads
+from perdure.store.engine.tx import refused
+from perdure.store.rows import (
+    Stamp,
+    advance_params,
+    iso,
+    step_completion,
+    step_params,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from perdure.store.engine import Engine
+
+
+def plain(request: CommitRequest) -> bool:
+    """Whether ``commit_steps`` can write a request whole: one boundary, after which the run
+    goes on, carrying nothing but its step and changed fields."""
+    if len(request.boundaries) != 1:
+        return False
+    b = request.boundaries[0]
+    return (
+        b.status is RunStatus.RUNNING
+        and not b.messages
+        and not b.artifacts
+        and not b.savepoints
+        and not b.logs
+        and not b.appends
+    )
+
+
+def commit_plain(
+    self: Engine, requests: Sequence[CommitRequest], at: Any
+) -> list[int | PerdureError]:
+    """Commit plain requests of different runs in one statement; for each, its run's new
+    state_version, or the error its refused guard gets (as :meth:`Store.commit` raises it)."""
+    d = self.driver
+    with d.statement() as tx:
+        if len(requests) == 1:
+            row = tx.one("commit_step", _step_params(d.stamp, requests[0], at))
+            found = [] if row is None else [row]
+        else:
+            found = tx.all("commit_steps", _params(requests, at))
+    landed = {row["run_id"]: row for row in found}
+    tenant_of = {r.run_id: r.tenant_id for r in requests}
+    waiting = [row for row in found if row["inbox"]]
+    if waiting:
+        with d.write() as tx, tx.batch():
+            for row in waiting:
+                threads.deliver_unread(tx, tenant_of[row["run_id"]], row["thread_id"], None, at)
+    why: dict[str, PerdureError] = {}
+    lost = [r for r in requests if r.run_id not in landed]
+    if lost:
+        with d.write() as tx:
+            why = {r.run_id: refused(tx, r, at) for r in lost}
+    return [
+        int(landed[r.run_id]["state_version"]) if r.run_id in landed else why[r.run_id]
+        for r in requests
+    ]
+
+
+def _step_params(stamp: Stamp, request: CommitRequest, at: Any) -> dict[str, Any]:
+    """The parameters of ``commit_step`` (one run)."""
+    b = request.boundaries[0]
+    ids = {"tenant_id": request.tenant_id, "run_id": request.run_id}
+    return {
+        **advance_params(request, at, stamp),
+        **step_params(ids, 0, b, request.fence, stamp),
+        "completed": to_json(step_completion(b)),
+        "fields": list(b.state),
+        "values": [v.decode() for v in b.state.values()],
+    }
+
+
+def _params(requests: Sequence[CommitRequest], at: Any) -> dict[str, Any]:
+    """The parameters of ``commit_steps``: the runs, and their changed fields, as JSON."""
+    runs: list[dict[str, Any]] = []
+    changed: list[dict[str, str]] = []
+    for r in requests:
+        b = r.boundaries[0]
+        runs.append(
+            {
+                "tenant_id": r.tenant_id,
+                "run_id": r.run_id,
+                "fence": r.fence,
+                "expected_version": r.expected_version,
+                "next_step": b.next_step,
+                "budget": to_json(b.budget),
+                "workflow_version": b.workflow_version,
+                "state_schema": b.state_schema,
+                "state_seal": b.state_seal,
+                "name": b.step,
+                "outcome": b.outcome,
+                "started_at": iso(b.started_at),
+                "finished_at": iso(b.finished_at),
+                "completed": to_json(step_completion(b)),
+            }
+        )
+        changed.extend(
+            {"run_id": r.run_id, "field": name, "value": value.decode()}
+            for name, value in b.state.items()
+        )
+    return {"runs": to_json(runs), "changed": to_json(changed), "now": at}
