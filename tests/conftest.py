@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import queue
 import subprocess
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,6 +136,34 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def perdure_cmd(db_url: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "perdure", "--db", db_url, *args]
+
+
+def read_until(proc: subprocess.Popen[str], *texts: str, seconds: float = 60) -> list[str]:
+    """Lines of ``proc``'s stdout until each of ``texts`` was printed, the last of them ending
+    the list (bounded: a reader thread, so a process that never prints one fails the test
+    instead of hanging it)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+    wanted = set(texts)
+
+    def read() -> None:
+        assert proc.stdout is not None
+        missing = set(wanted)
+        for line in proc.stdout:
+            lines.put(line)
+            missing = {t for t in missing if t not in line}
+            if not missing:
+                return
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + seconds
+    while wanted:
+        line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        assert line is not None, f"the process ended without printing {sorted(wanted)}: {seen}"
+        seen.append(line)
+        wanted = {t for t in wanted if t not in line}
+    return seen
 
 
 def run_cli(

@@ -4,18 +4,15 @@ decisions made through a server, ``watch``, and a worker's metrics port and JSON
 from __future__ import annotations
 
 import json
-import queue
 import signal
 import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT, cli_env, perdure_cmd, run_cli
+from tests.conftest import ROOT, cli_env, perdure_cmd, read_until, run_cli
 
 APP = "tests.apps.server_app"
 
@@ -25,34 +22,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-def read_until(proc: subprocess.Popen[str], *texts: str, seconds: float = 60) -> list[str]:
-    """Lines of ``proc``'s stdout until each of ``texts`` was printed, the last of them ending
-    the list (bounded: a reader thread, so a process that never prints one fails the test
-    instead of hanging it)."""
-    lines: queue.Queue[str | None] = queue.Queue()
-    wanted = set(texts)
-
-    def read() -> None:
-        assert proc.stdout is not None
-        missing = set(wanted)
-        for line in proc.stdout:
-            lines.put(line)
-            missing = {t for t in missing if t not in line}
-            if not missing:
-                return
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    seen: list[str] = []
-    deadline = time.monotonic() + seconds
-    while wanted:
-        line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
-        assert line is not None, f"the process ended without printing {sorted(wanted)}: {seen}"
-        seen.append(line)
-        wanted = {t for t in wanted if t not in line}
-    return seen
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from perdure.cli.serve import log_options, serve_metrics
@@ -10,8 +12,9 @@ from perdure.core.history import Retention
 from perdure.runtime.group_commit import GroupCommit
 from perdure.runtime.logs import configure as configure_logs
 from perdure.runtime.runtime import Runtime
+from perdure.runtime.supervisor import Supervisor
 from perdure.runtime.worker import Worker
-from perdure.store.url import safe_url
+from perdure.store.url import opener, safe_url
 
 
 @click.command()
@@ -41,6 +44,11 @@ from perdure.store.url import safe_url
     type=click.FloatRange(0, 1000),
     help="How long a commit waits for others to join it (0: never).",
 )
+@click.option(
+    "--respawn",
+    is_flag=True,
+    help="Fork the worker from this warm process, and fork another at once when it dies.",
+)
 @pass_settings
 @run_command
 def worker(
@@ -58,33 +66,56 @@ def worker(
     gc_older_than: str,
     group_max: int,
     group_wait_ms: float,
+    respawn: bool,
 ) -> None:
-    """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases)."""
+    """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases).
+
+    With ``--respawn`` this process imports everything, then forks the worker and forks another
+    the moment it dies (SIGKILL, out of memory, a crash in native code): the new one takes the
+    dead one's runs over at once, without waiting for their leases to run out
+    (:mod:`perdure.runtime.supervisor`)."""
     from perdure.cli.history import duration
 
     configure_logs(log_format, log_level.upper())
     grouping = GroupCommit(max_batch=group_max, max_wait=group_wait_ms / 1000)
-    rt = Runtime(
-        settings.db, workflows=load_app(app), lease_seconds=lease_seconds, group_commit=grouping
-    )
-    if metrics_port is not None:
-        serve_metrics(rt, metrics_port, metrics_host)
-    w = Worker(
-        rt,
-        concurrency=concurrency,
-        poll_interval=poll_interval,
-        on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
-        on_error=lambda exc: click.echo(exc.one_line(), err=True),
-        on_drain=lambda: click.echo("draining: the steps in flight finish, then their leases go"),
-        gc_every=gc_every,
-        retention=Retention(finished=duration(gc_older_than, "--gc-older-than")),
-        on_gc=click.echo,
-    )
-    w.install_signal_handlers()
-    serving = ", ".join(sorted(rt.workflows))
-    click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
-    try:
-        count = w.run(until_idle=until_idle)
-    finally:
-        rt.close()
-    click.echo(f"worker stopped after {count} run executions")
+    workflows = load_app(app)
+    retention = Retention(finished=duration(gc_older_than, "--gc-older-than"))
+
+    def body(ready: Callable[[], None]) -> int:
+        """The worker itself: a runtime on ``settings.db`` serving ``workflows``."""
+        rt = Runtime(
+            settings.db, workflows=workflows, lease_seconds=lease_seconds, group_commit=grouping
+        )
+        if metrics_port is not None:
+            serve_metrics(rt, metrics_port, metrics_host)
+        w = Worker(
+            rt,
+            concurrency=concurrency,
+            poll_interval=poll_interval,
+            on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
+            on_error=lambda exc: click.echo(exc.one_line(), err=True),
+            on_drain=lambda: click.echo(
+                "draining: the steps in flight finish, then their leases go"
+            ),
+            gc_every=gc_every,
+            retention=retention,
+            on_gc=click.echo,
+        )
+        w.install_signal_handlers()
+        ready()
+        serving = ", ".join(sorted(rt.workflows))
+        click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
+        try:
+            count = w.run(until_idle=until_idle)
+        finally:
+            rt.close()
+        click.echo(f"worker stopped after {count} run executions")
+        return 0
+
+    if not respawn:
+        body(lambda: None)
+        return
+    opener(settings.db)  # the store's modules too are imported once, here, before any fork
+    code = Supervisor(run_command(body), on_event=click.echo).run()
+    if code:
+        raise SystemExit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +25,12 @@ def open_store(url: str | None = None) -> Store:
     the embedded SQLite store; ``postgresql://`` (or ``postgres://``) URLs select the PostgreSQL
     store, whose driver is imported only then (``pip install 'perdure[postgres]'``).
     """
+    return opener(url)()
+
+
+def opener(url: str | None = None) -> Callable[[], Store]:
+    """What opens the store a URL names (see :func:`open_store`), with its modules imported
+    but nothing opened yet: a supervisor prepares this before it forks its workers."""
     url = url or default_url()
     if url.startswith("sqlite://"):
         path = url.removeprefix("sqlite://")
@@ -34,7 +41,7 @@ def open_store(url: str | None = None) -> Store:
             )
         from perdure.store.sqlite.store import SqliteStore
 
-        return SqliteStore(Path(path[1:]))
+        return lambda: SqliteStore(Path(path[1:]))
     if url.startswith(("postgresql://", "postgres://")):
         try:
             from perdure.store.postgres.store import PostgresStore
@@ -43,11 +50,11 @@ def open_store(url: str | None = None) -> Store:
                 f"the database URL names PostgreSQL, but its driver is not installed ({exc.name})",
                 fix="pip install 'perdure[postgres]'",
             ) from exc
-        return PostgresStore(url)
+        return lambda: PostgresStore(url)
     if "://" not in url:
         from perdure.store.sqlite.store import SqliteStore
 
-        return SqliteStore(Path(url))
+        return lambda: SqliteStore(Path(url))
     raise ConfigError(
         f"database URL {url!r} has an unknown scheme",
         fix="use sqlite:///path/to/file.db or postgresql://user@host:5432/database",
