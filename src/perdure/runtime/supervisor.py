@@ -99,6 +99,8 @@ class Supervisor:
         """Fork one worker and wait for it: whether it got ready, its exit code, and how it
         died when a signal killed it (None when it exited)."""
         read_end, write_end = os.pipe()
+        sys.stdout.flush()  # or the worker would inherit, and print again, what is buffered
+        sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # the worker process: it never returns from here
             os.close(read_end)
