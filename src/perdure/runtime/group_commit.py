@@ -58,14 +58,17 @@ class GroupCommit:
 
 
 class _Pending:
-    """One execution's commit, waiting in the group."""
+    """One execution's commit, waiting in the group. ``wake`` is set once it has its answer
+    (``done``), or once it is made the next leader: each waiter is woken on its own, never all
+    of them at once (a process may hold a thousand runs)."""
 
-    __slots__ = ("answer", "done", "request")
+    __slots__ = ("answer", "done", "request", "wake")
 
     def __init__(self, request: CommitRequest) -> None:
         self.request = request
         self.answer: int | PerdureError | None = None
         self.done = False
+        self.wake = threading.Event()
 
 
 class GroupCommitter:
@@ -81,9 +84,11 @@ class GroupCommitter:
         self.options = options
         self.on_group = on_group
         """Told how many runs each transaction carried."""
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._pending: list[_Pending] = []
         self._leading = False
+        self._enough = threading.Event()
+        """Set when ``max_batch`` commits are pending (a leader waiting for company stops)."""
         self._groups = 0
         """How many groups of two or more runs were written (names the group crash points)."""
 
@@ -99,10 +104,18 @@ class GroupCommitter:
         """:meth:`Store.commit <perdure.store.base.Store.commit>` for one run, in whatever
         group is forming: same arguments, same answer, same errors; returns once the
         boundaries are durable."""
-        cond = self._cond
-        with cond:
+        mine = _Pending(CommitRequest(tenant_id, run_id, fence, expected_version, boundaries))
+        with self._lock:
             alone = not (self._leading or self._pending or self.options.max_wait)
-            self._leading = self._leading or alone
+            if alone:
+                self._leading = True
+            else:
+                self._pending.append(mine)
+                if len(self._pending) >= self.options.max_batch:
+                    self._enough.set()
+                if not self._leading:  # nobody leads: this one does, at once
+                    self._leading = True
+                    mine.wake.set()
         if alone:  # nobody to wait for: lead a group of one, straight to the store
             try:
                 version = self.store.commit(
@@ -112,37 +125,31 @@ class GroupCommitter:
                     self.on_group(1)
                 return version
             finally:
-                with cond:
-                    self._leading = False
-                    cond.notify_all()
-        mine = _Pending(CommitRequest(tenant_id, run_id, fence, expected_version, boundaries))
-        with cond:
-            self._pending.append(mine)
-            if len(self._pending) >= self.options.max_batch:
-                cond.notify_all()  # a leader waiting for company has enough
-            while not mine.done:
-                if self._leading:
-                    cond.wait()
-                    continue
-                self._leading = True
-                try:
-                    if self.options.max_wait and len(self._pending) < self.options.max_batch:
-                        cond.wait(self.options.max_wait)
+                self._step_down()
+        mine.wake.wait()
+        if not mine.done:  # made the leader: write what is pending (this commit first)
+            try:
+                if self.options.max_wait and not self._enough.is_set():
+                    self._enough.wait(self.options.max_wait)
+                with self._lock:
                     group = self._pending[: self.options.max_batch]
                     del self._pending[: len(group)]
-                    cond.release()
-                    try:
-                        self._write(group, now)
-                    finally:
-                        cond.acquire()
-                finally:
-                    self._leading = False
-                    cond.notify_all()
+                    self._enough.clear()
+                self._write(group, now)
+            finally:
+                self._step_down()
         answer = mine.answer
         if isinstance(answer, PerdureError):
             raise answer
         assert answer is not None
         return answer
+
+    def _step_down(self) -> None:
+        """The leader is done: the oldest pending commit, if any, leads next (woken alone)."""
+        with self._lock:
+            self._leading = bool(self._pending)
+            if self._pending:
+                self._pending[0].wake.set()
 
     def _write(self, group: list[_Pending], now: datetime) -> None:
         """Write one group and give every member its answer (never raises a PerdureError)."""
@@ -169,6 +176,7 @@ class GroupCommitter:
             for member, answer in zip(group, answers, strict=True):
                 member.answer = answer
                 member.done = True
+                member.wake.set()
         if self.on_group is not None:
             self.on_group(len(group))
 
