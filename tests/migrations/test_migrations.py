@@ -106,6 +106,8 @@ DRIVER_QUERIES = {
         "listen_work",
         "listen_streams",
         "listen_events",
+        "commit_step",  # a plain boundary in one statement (Driver.one_statement_steps)
+        "commit_steps",
         "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }
