@@ -77,11 +77,17 @@ WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
-  AND NOT EXISTS (SELECT 1 FROM perdure.runs AS ahead  -- one writer per thread: only its
-                  WHERE ahead.tenant_id = runs.tenant_id  -- oldest unfinished run may be claimed
-                    AND ahead.thread_id = runs.thread_id
-                    AND ahead.thread_seq < runs.thread_seq
-                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+  -- one writer per thread: only its oldest unfinished run may be claimed (a graph thread's
+  -- run has no place in a queue). Asked as "the first unfinished run of the thread's queue",
+  -- an ordered read of runs_thread_queue: asked as a NOT EXISTS, a table not analysed yet got
+  -- a plan that read every run for each candidate.
+  AND (thread_seq IS NULL
+       OR thread_seq = (SELECT ahead.thread_seq FROM perdure.runs AS ahead
+                        WHERE ahead.tenant_id = runs.tenant_id
+                          AND ahead.thread_id = runs.thread_id
+                          AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+                        ORDER BY ahead.thread_seq
+                        LIMIT 1))
 ORDER BY created_at
 LIMIT 1
 FOR UPDATE SKIP LOCKED;
@@ -97,11 +103,17 @@ WHERE run_id = %(run_id)s
   AND (lease_until IS NULL OR lease_until < %(now)s OR owner = ANY (%(dead_owners)s::text[]))
   AND (wake_at IS NULL OR wake_at <= %(now)s)
   AND workflow = ANY (%(workflows)s::text[])
-  AND NOT EXISTS (SELECT 1 FROM perdure.runs AS ahead  -- one writer per thread: only its
-                  WHERE ahead.tenant_id = runs.tenant_id  -- oldest unfinished run may be claimed
-                    AND ahead.thread_id = runs.thread_id
-                    AND ahead.thread_seq < runs.thread_seq
-                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+  -- one writer per thread: only its oldest unfinished run may be claimed (a graph thread's
+  -- run has no place in a queue). Asked as "the first unfinished run of the thread's queue",
+  -- an ordered read of runs_thread_queue: asked as a NOT EXISTS, a table not analysed yet got
+  -- a plan that read every run for each candidate.
+  AND (thread_seq IS NULL
+       OR thread_seq = (SELECT ahead.thread_seq FROM perdure.runs AS ahead
+                        WHERE ahead.tenant_id = runs.tenant_id
+                          AND ahead.thread_id = runs.thread_id
+                          AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+                        ORDER BY ahead.thread_seq
+                        LIMIT 1))
 FOR UPDATE;
 
 -- name: claim_run
@@ -115,11 +127,17 @@ SET owner = %(owner)s,
     wake_at = NULL,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
-  AND NOT EXISTS (SELECT 1 FROM perdure.runs AS ahead  -- one writer per thread: only its
-                  WHERE ahead.tenant_id = runs.tenant_id  -- oldest unfinished run may be claimed
-                    AND ahead.thread_id = runs.thread_id
-                    AND ahead.thread_seq < runs.thread_seq
-                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+  -- one writer per thread: only its oldest unfinished run may be claimed (a graph thread's
+  -- run has no place in a queue). Asked as "the first unfinished run of the thread's queue",
+  -- an ordered read of runs_thread_queue: asked as a NOT EXISTS, a table not analysed yet got
+  -- a plan that read every run for each candidate.
+  AND (thread_seq IS NULL
+       OR thread_seq = (SELECT ahead.thread_seq FROM perdure.runs AS ahead
+                        WHERE ahead.tenant_id = runs.tenant_id
+                          AND ahead.thread_id = runs.thread_id
+                          AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+                        ORDER BY ahead.thread_seq
+                        LIMIT 1))
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
