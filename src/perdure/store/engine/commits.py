@@ -51,10 +51,11 @@ def commit(
     boundaries: Sequence[Boundary],
     now: datetime,
 ) -> int:
-    """See :meth:`Store.commit`. The guarded run update runs first (on PostgreSQL it locks the
-    run's row), so a lost race writes nothing else; the rows of every boundary then go in one
-    batch (one round trip on PostgreSQL). A commit refused because the run ended or another
-    worker owns it is recorded as a ``late_commit`` event."""
+    """See :meth:`Store.commit`. A plain boundary goes in one statement where the driver can
+    (:mod:`~perdure.store.engine.plain_steps`). Otherwise the guarded run update runs first (on
+    PostgreSQL it locks the run's row), so a lost race writes nothing else; the rows of every
+    boundary then go in one batch (one round trip on PostgreSQL). A commit refused because the
+    run ended or another worker owns it is recorded as a ``late_commit`` event."""
     request = CommitRequest(tenant_id, run_id, fence, expected_version, tuple(boundaries))
     d = self.driver
     at = d.stamp(now)
@@ -92,7 +93,7 @@ def commit_many(
     at = d.stamp(now)
     one = [i for i, r in enumerate(requests) if d.one_statement_steps and plain(r)]
     rest = sorted(
-        (i for i in range(len(requests)) if i not in one),
+        set(range(len(requests))).difference(one),
         key=lambda i: (requests[i].tenant_id, requests[i].run_id),
     )
     answers: dict[int, int | PerdureError] = {}
