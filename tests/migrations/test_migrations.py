@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -98,7 +99,13 @@ def test_upgrading_a_database_that_holds_finished_runs_succeeds(
 
 
 DRIVER_QUERIES = {
-    "sqlite": {"configure_connection", "begin_write", "commit_write", "rollback_write"},
+    "sqlite": {
+        "configure_connection",
+        "begin_write",
+        "commit_write",
+        "rollback_write",
+        "advance_plain",  # a plain boundary's run update (not Driver.one_statement_steps)
+    },
     "postgres": {
         "configure_session",
         "lock_thread",
@@ -152,3 +159,28 @@ def test_runs_sharing_a_thread_before_the_thread_queue_run_one_at_a_time_after_i
     assert claimed is not None and claimed.run_id == "early"
     assert store.claim("w2", until, clock.now(), ["wf"]) is None
     store.close()
+
+
+def test_a_plain_boundarys_run_update_names_no_indexed_column(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """SQLite rewrites the entry of every index whose column an UPDATE's SET names, even when
+    the value stays: ``advance_plain`` (every plain step) must name none, or each step writes
+    those index pages to the WAL again."""
+    store = SqliteStore(tmp_path / "m.db")
+    store.migrate(clock.now())
+    conn = sqlite3.connect(tmp_path / "m.db")
+    indexed = {
+        column
+        for (_, index, *_rest) in conn.execute("PRAGMA index_list('runs')").fetchall()
+        for (_, _, column) in conn.execute(f"PRAGMA index_info('{index}')").fetchall()
+    }
+    conn.close()
+    store.close()
+    sql = queries("sqlite")["advance_plain"]
+    assigned = set(
+        re.findall(r"^\s*(\w+) = ", sql.split("\nSET ", 1)[1].split("\nWHERE ", 1)[0], re.M)
+    )
+    assert "next_step" in assigned and "state_version" in assigned
+    assert {"status", "wake_at", "lease_until"} <= indexed
+    assert assigned.isdisjoint(indexed), f"advance_plain names indexed {assigned & indexed}"

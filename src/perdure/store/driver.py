@@ -116,7 +116,7 @@ class Driver(Protocol):
     """True when a plain step boundary commits as one statement, the named query
     ``commit_step`` run by :meth:`statement` (PostgreSQL: a data-modifying ``WITH``, one round
     trip). SQLite's statements write one table each, so it commits every boundary in
-    :meth:`write`."""
+    :meth:`write`, a plain one with ``advance_plain``: an update naming no indexed column."""
 
     def when(self, value: Any) -> datetime | None:
         """A stored time as a timezone-aware datetime (None stays None): a

@@ -15,7 +15,7 @@ from perdure.core.errors import LeaseLostError, PerdureError, RunClosedError, St
 from perdure.core.model import RunStatus
 from perdure.core.records import ChildrenWait, SignalWait
 from perdure.store.base import Boundary, CommitRequest
-from perdure.store.driver import Tx
+from perdure.store.driver import Driver, Tx
 from perdure.store.engine import children, threads
 from perdure.store.engine.history import commit_marks
 from perdure.store.engine.plain_steps import commit_plain, plain
@@ -66,7 +66,7 @@ def commit(
         return answer
     try:
         with d.write() as tx:
-            row = tx.one("advance_run", advance_params(request, at, d.stamp))
+            (row,) = _advance(tx, d, [request], at)
             if row is None:
                 raise guard_failure(tx, _ids(request), fence, expected_version)
             with tx.batch():
@@ -116,7 +116,7 @@ def _transaction_part(
     d = self.driver
     answers: list[int | PerdureError | None] = [None] * len(requests)
     with d.write() as tx:
-        guards = tx.many([("advance_run", advance_params(r, at, d.stamp)) for r in requests])
+        guards = _advance(tx, d, requests, at)
         passed = [(i, row) for i, row in enumerate(guards) if row is not None]
         with tx.batch():
             for i, row in passed:
@@ -127,6 +127,22 @@ def _transaction_part(
             if answers[i] is None:
                 answers[i] = refused(tx, r, at)
     return [a for a in answers if a is not None]
+
+
+def _advance(tx: Tx, d: Driver, requests: Sequence[CommitRequest], at: Any) -> list[Row | None]:
+    """Every request's guarded run update, sent at once; for each, the run after it, or None
+    when its guard failed. On a driver without one-statement steps (SQLite) a plain boundary
+    takes ``advance_plain``, which names no indexed column, and ``advance_run`` only if that
+    matched nothing (a run with a wake-up time, or a failed guard, which fails again)."""
+    lean = not d.one_statement_steps
+    updates = [
+        ("advance_plain" if lean and plain(r) else "advance_run", advance_params(r, at, d.stamp))
+        for r in requests
+    ]
+    return [
+        tx.one("advance_run", params) if row is None and query == "advance_plain" else row
+        for row, (query, params) in zip(tx.many(updates), updates, strict=True)
+    ]
 
 
 def _alone(self: Engine, r: CommitRequest, now: datetime) -> int | PerdureError:

@@ -161,6 +161,33 @@ RETURNING state_version, steps_done, thread_id,
                   WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
                     AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox;
 
+-- name: advance_plain
+-- advance_run for a plain boundary (the run goes on RUNNING) on a run that holds no wait: it
+-- leaves status, wake_at and the lease unnamed, since SQLite rewrites the entry of every index
+-- whose column a SET names, even to the value it had (three pages fewer per step in the WAL).
+-- No row when the guard or "no wait held" fails; the boundary then takes advance_run.
+UPDATE runs
+SET next_step = :next_step,
+    state_version = state_version + 1,
+    steps_done = steps_done + :steps,
+    step_attempts = 0,
+    retry_since = NULL,
+    waiting = NULL,
+    budget = COALESCE(:budget, budget),
+    workflow_version = COALESCE(:workflow_version, workflow_version),
+    state_schema = COALESCE(:state_schema, state_schema),
+    state_seal = COALESCE(:state_seal, state_seal),
+    result = NULL,
+    error = NULL,
+    updated_at = :now
+WHERE tenant_id = :tenant_id AND run_id = :run_id
+  AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
+  AND wake_at IS NULL
+RETURNING state_version, steps_done, thread_id,
+          EXISTS (SELECT 1 FROM thread_inbox AS i
+                  WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
+                    AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox;
+
 -- name: set_status
 UPDATE runs
 SET status = :status,
