@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from perdure import FakeClock
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.errors import (
     LeaseLostError,
     RunClosedError,
@@ -193,3 +194,40 @@ def test_a_refused_plain_boundary_writes_nothing(store: Store, clock: FakeClock)
     assert [s.name for s in store.steps("t1", "r1")] == ["first"]
     assert store.load_state("t1", "r1") == {"n": b"0"}
     assert store.get_run("t1", "r1").next_step == "second"
+
+
+def test_a_plain_boundarys_messages_follow_the_thread_with_their_step(
+    store: Store, clock: FakeClock
+) -> None:
+    """A boundary that goes on with messages (an agent's usual step: one statement on
+    PostgreSQL) numbers them after the thread's last message and keeps every column."""
+    store.post_message("t1", "th1", Message("user", "hello"), None, clock.now())
+    store.create_run(new_run("r1"), clock.now())
+    run = claim(store, clock)
+    assert run is not None
+    ref = ArtifactRef("ab" * 32, 3_000_000, "text/plain")
+    said = (
+        Message("assistant", "", (ToolCall("c1", "lookup", {"q": "é"}),)),
+        Message("tool", "42", tool_call_id="c1"),
+        Message("assistant", "see the file", artifact=ref),
+    )
+    first = boundary(clock, state={"n": b"1"}, messages=said)
+    version = store.commit("t1", "r1", run.fence, run.state_version, [first], clock.now())
+    clock.advance(1)
+    second = boundary(clock, "second", "third", messages=(Message("assistant", "more"),))
+    store.commit("t1", "r1", run.fence, version, [second], clock.now())
+    got = store.messages("t1", "th1")
+    assert [(m.seq, m.role, m.content, m.run_id) for m in got] == [
+        (1, "user", "hello", None),
+        (2, "assistant", "", "r1"),
+        (3, "tool", "42", "r1"),
+        (4, "assistant", "see the file", "r1"),
+        (5, "assistant", "more", "r1"),
+    ]
+    assert got[1].tool_calls == (ToolCall("c1", "lookup", {"q": "é"}),)
+    assert (got[2].tool_call_id, got[2].tool_calls, got[1].tool_call_id) == ("c1", (), None)
+    assert (got[3].artifact, got[1].artifact) == (ref, None)
+    assert [m.at for m in got[1:]] == [first.finished_at] * 3 + [second.finished_at]
+    upto_first = store.messages_until("t1", "th1", "r1", 1)
+    assert [m.seq for m in upto_first] == [1, 2, 3, 4], "each message keeps the step it came in"
+    assert [s.name for s in store.steps("t1", "r1")] == ["first", "second"]

@@ -148,3 +148,27 @@ def test_a_group_of_plain_and_ending_boundaries_delivers_waiting_input(
     assert store.get_run("t1", "r2").status is RunStatus.SUCCEEDED
     completed = [e.data for e in store.events("t1", "r1") if e.type == "step_completed"]
     assert completed == [{"seq": 1, "outcome": "next", "next": "second"}]
+
+
+def test_a_groups_messages_are_numbered_on_each_runs_own_thread(
+    store: Store, clock: FakeClock
+) -> None:
+    runs = [claimed(store, clock, f"r{i}") for i in range(3)]
+    store.post_message("t1", "th-r1", Message("user", "meanwhile"), None, clock.now())
+    said = {
+        "r0": (Message("assistant", "a"), Message("assistant", "b")),
+        "r1": (Message("assistant", "c"),),
+        "r2": (),
+    }
+    answers = store.commit_many(
+        [request(run, clock, messages=said[run.run_id]) for run in runs], clock.now()
+    )
+    assert answers == [run.state_version + 1 for run in runs]
+    assert [(m.seq, m.content) for m in store.messages("t1", "th-r0")] == [(1, "a"), (2, "b")]
+    # input posted while r1's step ran joins its thread after the step's own messages
+    assert [(m.seq, m.content) for m in store.messages("t1", "th-r1")] == [
+        (1, "c"),
+        (2, "meanwhile"),
+    ]
+    assert store.messages("t1", "th-r2") == []
+    assert [step_names(store, run.run_id) for run in runs] == [["first"]] * 3

@@ -14,10 +14,12 @@ import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.errors import StoreError
+from perdure.core.model import Message
 from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.url import open_store
 from tests.backends import PgServer, database_name, database_url
+from tests.conformance.conftest import boundary, claim, new_run
 from tests.runtime.test_runtime import agent
 
 
@@ -142,3 +144,56 @@ def test_a_checkout_of_a_healthy_connection_makes_no_round_trip(
             _check(conn)
     finally:
         conn.close()
+
+
+def test_messages_numbered_while_another_writer_held_the_thread_commit_as_a_transaction(
+    db_url: str, clock: FakeClock
+) -> None:
+    """A boundary with messages is one statement that takes the thread's lock before it
+    numbers them. When another writer held that lock and added messages meanwhile, the
+    statement's view is older than theirs: the numbers collide, the statement writes nothing,
+    and the boundary is committed again as a transaction, numbered after the other's."""
+    store = open_store(db_url)
+    try:
+        store.create_run(new_run("r1"), clock.now())
+        run = claim(store, clock)
+        assert run is not None
+        other = psycopg.connect(db_url)  # a transaction holding the thread, as writers do
+        other.execute("SELECT pg_advisory_xact_lock(1918989411, hashtext('t1/th1'))")
+        other.execute(
+            "INSERT INTO perdure.messages (tenant_id, thread_id, seq, role, content, at) "
+            "VALUES ('t1', 'th1', 1, 'user', 'from elsewhere', now())"
+        )
+        mine = boundary(clock, messages=(Message("assistant", "mine"),))
+        answer: list[int | BaseException] = []
+
+        def commit() -> None:
+            try:
+                answer.append(
+                    store.commit("t1", "r1", run.fence, run.state_version, [mine], clock.now())
+                )
+            except BaseException as exc:  # reported below, in the test's thread
+                answer.append(exc)
+
+        committer = threading.Thread(target=commit)
+        committer.start()
+        watcher = psycopg.connect(db_url, autocommit=True)
+        for _ in range(3000):  # until the commit waits for the thread's lock (a bound, not a time)
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ).fetchone()
+            if waiting is not None and waiting[0] == 1:
+                break
+            threading.Event().wait(0.01)
+        else:
+            pytest.fail("the commit never waited for the thread's lock")
+        watcher.close()
+        other.commit()
+        other.close()
+        committer.join(60)
+        assert answer == [run.state_version + 1]
+        got = [(m.seq, m.content, m.run_id) for m in store.messages("t1", "th1")]
+        assert got == [(1, "from elsewhere", None), (2, "mine", "r1")]
+        assert [s.name for s in store.steps("t1", "r1")] == ["first"]
+    finally:
+        store.close()

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from perdure.core.errors import InvalidInputError
+from perdure.core.errors import InvalidInputError, StoreError
 from perdure.store.rows import Params, Row
 
 NO_PARAMS: Params = {}
@@ -34,6 +34,13 @@ def not_text(exc: UnicodeEncodeError) -> InvalidInputError:
         f"a value given to the store is not valid UTF-8 text (it holds {bad!r})",
         fix="pass ids and text as UTF-8",
     )
+
+
+class NumberingConflict(StoreError):
+    """A one-statement commit (:meth:`Driver.statement`) numbered a thread's messages from a
+    view older than the thread's lock: another writer added messages while it waited, the
+    numbers collided on the thread's unique key and the statement wrote nothing. The engine
+    then commits the boundary as a transaction, which numbers under the lock it holds."""
 
 
 class Tx(Protocol):

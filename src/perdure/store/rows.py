@@ -19,6 +19,7 @@ from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import (
     EffectNotFoundError,
     EffectStateError,
+    InvalidInputError,
     LeaseLostError,
     RunClosedError,
     RunNotFoundError,
@@ -146,12 +147,18 @@ def iso(value: datetime) -> str:
 
 def to_json(value: JSON | Record) -> str | None:
     """JSON text for a JSON column (None stays SQL NULL); a typed record is written as its
-    ``to_json()`` object."""
+    ``to_json()`` object. Raises InvalidInputError for what JSON text cannot hold."""
     if value is None:
         return None
     if type(value) not in _PLAIN and isinstance(value, Record):
         value = value.to_json()  # (a Protocol isinstance is slow: plain JSON skips it)
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError as exc:  # a lone surrogate, a number beyond 64 bits, ...
+        raise InvalidInputError(
+            f"a value given to the store cannot be written as JSON ({exc})",
+            fix="pass text as UTF-8, integers within 64 bits and only JSON values",
+        ) from exc
 
 
 _PLAIN = frozenset({dict, list, str, int, float, bool})
@@ -317,6 +324,19 @@ def message_from_row(row: Row, when: When) -> Message:
         when(row["at"]),
         None if artifact is None else ArtifactRef.from_json(from_json(artifact)),
     )
+
+
+def message_object(message: Message) -> dict[str, JSON]:
+    """A message as one object of the JSON array a one-statement commit numbers and inserts
+    (``commit_step``): the columns it fills, those that would be NULL left out."""
+    out: dict[str, JSON] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [c.to_json() for c in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.artifact is not None:
+        out["content_artifact"] = message.artifact.to_json()
+    return out
 
 
 def tool_calls_json(message: Message) -> str | None:

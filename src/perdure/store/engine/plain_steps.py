@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from perdure.core.errors import PerdureError
 from perdure.core.model import RunStatus
+from perdure.core.values import JSON
 from perdure.store.base import CommitRequest
 from perdure.store.engine import threads
 from perdure.store.engine.tx import refused
@@ -24,6 +25,7 @@ from perdure.store.rows import (
     Stamp,
     advance_params,
     iso,
+    message_object,
     step_completion,
     step_params,
     to_json,
@@ -35,13 +37,12 @@ if TYPE_CHECKING:
 
 def plain(request: CommitRequest) -> bool:
     """Whether ``commit_steps`` can write a request whole: one boundary, after which the run
-    goes on, carrying nothing but its step and changed fields."""
+    goes on, carrying nothing but its step, changed fields and messages."""
     if len(request.boundaries) != 1:
         return False
     b = request.boundaries[0]
     return (
         b.status is RunStatus.RUNNING
-        and not b.messages
         and not b.artifacts
         and not b.savepoints
         and not b.logs
@@ -56,7 +57,7 @@ def commit_plain(
     state_version, or the error its refused guard gets (as :meth:`Store.commit` raises it)."""
     d = self.driver
     with d.statement() as tx:
-        if len(requests) == 1:
+        if len(requests) == 1 and not requests[0].boundaries[0].messages:
             row = tx.one("commit_step", _step_params(d.stamp, requests[0], at))
             found = [] if row is None else [row]
         else:
@@ -96,6 +97,7 @@ def _params(requests: Sequence[CommitRequest], at: Any) -> dict[str, Any]:
     """The parameters of ``commit_steps``: the runs, and their changed fields, as JSON."""
     runs: list[dict[str, Any]] = []
     changed: list[dict[str, str]] = []
+    messages: list[dict[str, JSON]] = []
     for r in requests:
         b = r.boundaries[0]
         runs.append(
@@ -120,4 +122,13 @@ def _params(requests: Sequence[CommitRequest], at: Any) -> dict[str, Any]:
             {"run_id": r.run_id, "field": name, "value": value.decode()}
             for name, value in b.state.items()
         )
-    return {"runs": to_json(runs), "changed": to_json(changed), "now": at}
+        messages.extend(
+            {**message_object(m), "run_id": r.run_id, "ord": ord}
+            for ord, m in enumerate(b.messages, 1)
+        )
+    return {
+        "runs": to_json(runs),
+        "changed": to_json(changed),
+        "messages": to_json(messages),
+        "now": at,
+    }

@@ -39,7 +39,7 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NO_PARAMS, not_text
+from perdure.store.driver import NO_PARAMS, NumberingConflict, not_text
 from perdure.store.postgres.listen import Hub, PostgresWatch
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
@@ -49,6 +49,8 @@ Conn = psycopg.Connection[DictRow]
 
 RUN_CLOSED_SQLSTATE = "RT001"
 """Raised by the ``runs_terminal_is_final`` trigger when something updates a finished run."""
+MESSAGE_NUMBER = "messages_tenant_id_thread_id_seq_key"
+"""The unique key of a thread's message numbers (a collision: :class:`NumberingConflict`)."""
 
 REACH = (
     "check that PostgreSQL is running and reachable, and that the URL's host, port, database, "
@@ -325,6 +327,8 @@ def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
             fix="run `perdure migrate` as the owner of the database (or of schema perdure), "
             "or grant this user the privilege it lacks",
         )
+    if constraint == MESSAGE_NUMBER:
+        return NumberingConflict(f"a thread's messages were numbered twice: {detail}")
     if state[:2] == "23":  # integrity_constraint_violation
         return StoreError(f"a constraint refused the write: {constraint or detail}")
     if state in {"40001", "40P01"}:  # serialization_failure, deadlock_detected

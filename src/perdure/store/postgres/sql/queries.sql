@@ -240,15 +240,22 @@ SELECT run_id, state_version, thread_id,
 FROM run;
 
 -- name: commit_steps
--- Plain step boundaries of one or more runs (each run goes on RUNNING; no messages, artifacts,
+-- Plain step boundaries of one or more runs (each run goes on RUNNING; no artifacts,
 -- savepoints or field logs) as one statement, so one transaction and one round trip: each
 -- run's guarded update (runs locked in (tenant, run) order first, so two overlapping groups
 -- take their locks in one order) and, for each run whose guard matched, its step, its
--- step_completed event ({"seq":N,...}: completed holds the rest of that object) and its
--- changed fields with their history. The runs and the changed fields come as two JSON
--- arrays of objects (one parameter each: cheaper to send than an array per column). A run whose guard matched nothing returns no row and
--- has nothing written. inbox: whether input from outside waited on the run's thread when the
--- statement began; input posted after that waits for the next boundary, which the run has.
+-- step_completed event ({"seq":N,...}: completed holds the rest of that object), its changed
+-- fields with their history and its messages. The runs, the changed fields and the messages
+-- come as three JSON arrays of objects (one parameter each: cheaper to send than an array per
+-- column). A run whose guard matched nothing returns no row and has nothing written. inbox:
+-- whether input from outside waited on the run's thread when the statement began; input
+-- posted after that waits for the next boundary, which the run has.
+-- Messages are numbered after their thread's last one under the thread's lock (lock_thread),
+-- taken in (tenant, run) order as the transaction path takes them; each insert waits for its
+-- lock (it joins the lock's row). The statement's snapshot is older than those locks: if
+-- another writer added messages to a thread while this one waited, the numbers collide on the
+-- thread's unique key (messages_tenant_id_thread_id_seq_key), the statement fails whole, and
+-- the engine commits each boundary again by itself.
 WITH given AS (
     SELECT * FROM json_to_recordset(%(runs)s::json) AS g (
         tenant_id text, run_id text, fence bigint, expected_version bigint, next_step text,
@@ -305,6 +312,27 @@ WITH given AS (
     INSERT INTO perdure.state_history (run_id, tenant_id, field, step_seq, version, value,
                                        appended)
     SELECT run_id, tenant_id, field, steps_done, state_version, value, false FROM changed
+), given_messages AS (
+    SELECT value, value->>'run_id' AS run_id, (value->>'ord')::bigint AS ord
+    FROM json_array_elements(%(messages)s::json)
+), thread AS (
+    SELECT t.run_id,
+           pg_advisory_xact_lock(1918989411, hashtext(t.tenant_id || '/' || t.thread_id)) AS held
+    FROM (SELECT tenant_id, run_id, thread_id FROM run
+          WHERE run_id IN (SELECT run_id FROM given_messages)
+          ORDER BY tenant_id, run_id OFFSET 0) AS t
+), messages AS (
+    INSERT INTO perdure.messages (tenant_id, thread_id, seq, run_id, role, content, tool_calls,
+                                  tool_call_id, at, step_seq, content_artifact)
+    SELECT run.tenant_id, run.thread_id,
+           (SELECT COALESCE(MAX(seq), 0) FROM perdure.messages
+            WHERE tenant_id = run.tenant_id AND thread_id = run.thread_id) + m.ord,
+           run.run_id, m.value->>'role', m.value->>'content', m.value->'tool_calls',
+           m.value->>'tool_call_id', run.finished_at, run.steps_done,
+           m.value->'content_artifact'
+    FROM given_messages AS m
+    JOIN thread ON thread.run_id = m.run_id
+    JOIN run ON run.run_id = m.run_id
 )
 SELECT run_id, state_version, thread_id,
        EXISTS (SELECT 1 FROM perdure.thread_inbox AS i

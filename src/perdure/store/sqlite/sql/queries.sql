@@ -231,7 +231,10 @@ VALUES (:tenant_id, :thread_id,
         :run_id, :role, :content, :tool_calls, :tool_call_id, :at, :step_seq, :content_artifact);
 
 -- name: list_messages
-SELECT * FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND seq > :after
+-- Only the columns a Message is made of: a long thread's load spends its time handing over
+-- column values (2,000 messages: about 1 ms for the three it does not need).
+SELECT seq, run_id, role, content, tool_calls, tool_call_id, at, content_artifact
+FROM messages WHERE tenant_id = :tenant_id AND thread_id = :thread_id AND seq > :after
 ORDER BY seq;
 
 -- name: create_migrations_table
