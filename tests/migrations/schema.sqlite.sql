@@ -44,6 +44,10 @@ CREATE INDEX runs_by_wake ON runs (wake_at);
 CREATE UNIQUE INDEX runs_children ON runs (tenant_id, parent_run_id, child_key)
     WHERE parent_run_id IS NOT NULL;
 
+-- index runs_claim_order
+CREATE INDEX runs_claim_order ON runs (created_at)
+WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED', 'WAITING_EXTERNAL');
+
 -- index runs_quarantined
 CREATE INDEX runs_quarantined ON runs (status, workflow);
 

@@ -6,8 +6,10 @@ Every other test in tests/runtime/ runs on PostgreSQL too (see conftest.py there
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -17,6 +19,7 @@ from perdure.core.errors import StoreError
 from perdure.core.model import Message
 from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
+from perdure.store.queries import queries
 from perdure.store.url import open_store
 from tests.backends import PgServer, database_name, database_url
 from tests.conformance.conftest import boundary, claim, new_run
@@ -197,3 +200,41 @@ def test_messages_numbered_while_another_writer_held_the_thread_commit_as_a_tran
         assert [s.name for s in store.steps("t1", "r1")] == ["first"]
     finally:
         store.close()
+
+
+def test_a_claim_reads_from_the_oldest_unfinished_run_not_every_run(
+    db_url: str, clock: FakeClock
+) -> None:
+    """With many runs queued (analysed, as autovacuum does within a minute of a burst), the
+    worker's scan reads runs_claim_order from the oldest and stops at the first claimable run,
+    instead of reading and sorting every unfinished run at each claim."""
+    store = open_store(db_url)
+    try:
+        for i in range(1000):
+            store.create_run(new_run(f"r{i:04d}", thread=f"th{i}"), clock.now())
+            clock.advance(0.001)
+    finally:
+        store.close()
+    conn = psycopg.connect(db_url, autocommit=True)
+    try:
+        conn.execute("ANALYZE perdure.runs")
+        params = {"now": clock.now(), "dead_owners": [], "workflows": ["wf"], "tenant_id": None}
+        conn.execute("BEGIN")
+        explained = conn.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + queries("postgres")["pick_next"], params
+        ).fetchone()
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+    assert explained is not None
+
+    def scans(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        yield node
+        for child in node.get("Plans", []):
+            yield from scans(child)
+
+    outer = [n for n in scans(explained[0][0]["Plan"]) if n.get("Alias") == "runs"]
+    assert [(n["Node Type"], n.get("Index Name")) for n in outer] == [
+        ("Index Scan", "runs_claim_order")
+    ]
+    assert outer[0]["Actual Rows"] == 1, "the scan stopped at the oldest run"

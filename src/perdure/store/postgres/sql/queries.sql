@@ -68,10 +68,13 @@ ORDER BY field, step_seq;
 
 -- name: pick_next
 -- The worker's scan: the oldest runnable run that no other transaction has locked. Concurrent
--- claimers skip each other's rows instead of waiting, so they never take the same run.
+-- claimers skip each other's rows instead of waiting, so they never take the same run. Read
+-- in runs_claim_order from the oldest unfinished run, it stops at the first it may claim
+-- instead of sorting them all (the status term is that index's own condition).
 SELECT tenant_id, run_id, owner, status
 FROM perdure.runs
-WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED', 'WAITING_EXTERNAL')
+  AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < %(now)s OR owner = ANY (%(dead_owners)s::text[]))
   AND (wake_at IS NULL OR wake_at <= %(now)s)
