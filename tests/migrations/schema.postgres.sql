@@ -443,7 +443,7 @@ CREATE INDEX runs_by_wake ON perdure.runs USING btree (wake_at);
 CREATE UNIQUE INDEX runs_children ON perdure.runs USING btree (tenant_id, parent_run_id, child_key) WHERE (parent_run_id IS NOT NULL);
 
 -- index runs_claim_order
-CREATE INDEX runs_claim_order ON perdure.runs USING btree (created_at) WHERE (status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'CANCEL_REQUESTED'::text, 'WAITING_EXTERNAL'::text]));
+CREATE INDEX runs_claim_order ON perdure.runs USING btree (created_at) WHERE ((status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'CANCEL_REQUESTED'::text])) OR ((status = 'WAITING_EXTERNAL'::text) AND (wake_at IS NOT NULL)));
 
 -- index runs_quarantined
 CREATE INDEX runs_quarantined ON perdure.runs USING btree (status, workflow);

@@ -46,7 +46,8 @@ CREATE UNIQUE INDEX runs_children ON runs (tenant_id, parent_run_id, child_key)
 
 -- index runs_claim_order
 CREATE INDEX runs_claim_order ON runs (created_at)
-WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED', 'WAITING_EXTERNAL');
+WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+   OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL);
 
 -- index runs_quarantined
 CREATE INDEX runs_quarantined ON runs (status, workflow);

@@ -68,29 +68,32 @@ ORDER BY field, step_seq;
 
 -- name: pick_next
 -- The worker's scan: the oldest runnable run that no other transaction has locked. Concurrent
--- claimers skip each other's rows instead of waiting, so they never take the same run. Read
--- in runs_claim_order from the oldest unfinished run, it stops at the first it may claim
--- instead of sorting them all (the status term is that index's own condition).
+-- claimers skip each other's rows instead of waiting, so they never take the same run. It is
+-- meant to read runs_claim_order from the oldest and stop at the first run it may claim,
+-- instead of sorting them all: the first condition is that index's own, and the others are
+-- inside a CASE, which the planner counts as an unknown, not as selective. Written as plain
+-- conditions, a table not analysed yet made the planner expect one matching run and sort
+-- them all (5,000 queued runs: 26 ms per claim, against 0.1 ms).
 SELECT tenant_id, run_id, owner, status
 FROM perdure.runs
-WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED', 'WAITING_EXTERNAL')
-  AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
-  AND (lease_until IS NULL OR lease_until < %(now)s OR owner = ANY (%(dead_owners)s::text[]))
-  AND (wake_at IS NULL OR wake_at <= %(now)s)
-  AND workflow = ANY (%(workflows)s::text[])
-  AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
-  -- one writer per thread: only its oldest unfinished run may be claimed (a graph thread's
-  -- run has no place in a queue). Asked as "the first unfinished run of the thread's queue",
-  -- an ordered read of runs_thread_queue: asked as a NOT EXISTS, a table not analysed yet got
-  -- a plan that read every run for each candidate.
-  AND (thread_seq IS NULL
-       OR thread_seq = (SELECT ahead.thread_seq FROM perdure.runs AS ahead
-                        WHERE ahead.tenant_id = runs.tenant_id
-                          AND ahead.thread_id = runs.thread_id
-                          AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-                        ORDER BY ahead.thread_seq
-                        LIMIT 1))
+  AND CASE WHEN (lease_until IS NULL OR lease_until < %(now)s
+                 OR owner = ANY (%(dead_owners)s::text[]))
+            AND (wake_at IS NULL OR wake_at <= %(now)s)
+            AND workflow = ANY (%(workflows)s::text[])
+            AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+            -- one writer per thread: only its oldest unfinished run may be claimed (a graph
+            -- thread's run has no place in a queue), asked as an ordered read of
+            -- runs_thread_queue (a NOT EXISTS read every run of the table per candidate)
+            AND (thread_seq IS NULL
+                 OR thread_seq = (SELECT ahead.thread_seq FROM perdure.runs AS ahead
+                                  WHERE ahead.tenant_id = runs.tenant_id
+                                    AND ahead.thread_id = runs.thread_id
+                                    AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+                                  ORDER BY ahead.thread_seq
+                                  LIMIT 1))
+       THEN true ELSE false END
 ORDER BY created_at
 LIMIT 1
 FOR UPDATE SKIP LOCKED;

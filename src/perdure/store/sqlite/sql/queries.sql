@@ -72,11 +72,10 @@ ORDER BY field, step_seq;
 
 -- name: pick_next
 -- The worker's scan: the oldest runnable run (the write lock admits one claimer at a time),
--- read in runs_claim_order from the oldest unfinished run, so it stops at the first it may
--- claim instead of sorting them all (the status term is that index's own condition).
+-- read in runs_claim_order from the oldest, so it stops at the first it may claim instead of
+-- sorting them all (the first condition is that index's own).
 SELECT tenant_id, run_id, owner, status FROM runs INDEXED BY runs_claim_order
-WHERE status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED', 'WAITING_EXTERNAL')
-  AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
+WHERE (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
   AND (lease_until IS NULL OR lease_until < :now OR owner IN (SELECT value FROM json_each(:dead_owners)))
   AND (wake_at IS NULL OR wake_at <= :now)
