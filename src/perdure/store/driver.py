@@ -36,11 +36,14 @@ def not_text(exc: UnicodeEncodeError) -> InvalidInputError:
     )
 
 
-class NumberingConflict(StoreError):
+class NumberingConflictError(StoreError):
     """A one-statement commit (:meth:`Driver.statement`) numbered a thread's messages from a
     view older than the thread's lock: another writer added messages while it waited, the
     numbers collided on the thread's unique key and the statement wrote nothing. The engine
-    then commits the boundary as a transaction, which numbers under the lock it holds."""
+    then commits the boundary as a transaction, which numbers under the lock it holds; a user
+    never sees this error."""
+
+    code = "numbering_conflict"
 
 
 class Tx(Protocol):

@@ -328,7 +328,7 @@ def message_from_row(row: Row, when: When) -> Message:
 
 def message_object(message: Message) -> dict[str, JSON]:
     """A message as one object of the JSON array a one-statement commit numbers and inserts
-    (``commit_step``): the columns it fills, those that would be NULL left out."""
+    (``commit_steps``): the columns it fills, those that would be NULL left out."""
     out: dict[str, JSON] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         out["tool_calls"] = [c.to_json() for c in message.tool_calls]

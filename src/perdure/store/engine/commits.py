@@ -15,7 +15,7 @@ from perdure.core.errors import LeaseLostError, PerdureError, RunClosedError, St
 from perdure.core.model import RunStatus
 from perdure.core.records import ChildrenWait, SignalWait
 from perdure.store.base import Boundary, CommitRequest
-from perdure.store.driver import Driver, NumberingConflict, Tx
+from perdure.store.driver import Driver, NumberingConflictError, Tx
 from perdure.store.engine import children, threads
 from perdure.store.engine.history import commit_marks
 from perdure.store.engine.plain_steps import commit_plain, plain
@@ -62,7 +62,7 @@ def commit(
     if d.one_statement_steps and plain(request):
         try:
             (answer,) = commit_plain(self, [request], at)
-        except NumberingConflict:
+        except NumberingConflictError:
             pass  # it wrote nothing: the transaction below numbers under the thread's lock
         else:
             if isinstance(answer, PerdureError):

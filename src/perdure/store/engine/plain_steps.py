@@ -1,11 +1,15 @@
 """Plain step boundaries in one statement, where the database can (PostgreSQL).
 
-Most boundaries are plain: the run goes on RUNNING, and the boundary holds only its step and
-the fields that changed. The ``commit_steps`` query writes such boundaries of any number of
-runs as one data-modifying statement in autocommit: one transaction and one round trip, each
-run still under its own guard (fence, expected version, status RUNNING). Input that waited on
-a committed run's thread is then delivered in a transaction of its own, and refused runs are
-explained (and their ``late_commit`` events recorded) in another, only when there are any.
+Most boundaries are plain: the run goes on RUNNING, and the boundary holds only its step, the
+fields that changed and the messages it adds. The ``commit_steps`` query writes such
+boundaries of any number of runs as one data-modifying statement in autocommit: one
+transaction and one round trip, each run still under its own guard (fence, expected version,
+status RUNNING); ``commit_step`` is the same for one run without messages, with scalar
+parameters. Input that waited on a committed run's thread is then delivered in a transaction
+of its own, and refused runs are explained (and their ``late_commit`` events recorded) in
+another, only when there are any. Messages numbered from a stale view of their thread fail
+the statement whole (:class:`~perdure.store.driver.NumberingConflictError`): nothing was
+written, and the caller commits those boundaries again another way.
 Used by :func:`perdure.store.engine.commits.commit` and ``commit_many`` when
 :attr:`~perdure.store.driver.Driver.one_statement_steps` is true.
 """
@@ -94,7 +98,8 @@ def _step_params(stamp: Stamp, request: CommitRequest, at: Any) -> dict[str, Any
 
 
 def _params(requests: Sequence[CommitRequest], at: Any) -> dict[str, Any]:
-    """The parameters of ``commit_steps``: the runs, and their changed fields, as JSON."""
+    """The parameters of ``commit_steps``: the runs, their changed fields and their messages
+    (each with its place among its run's, ``ord``), as JSON."""
     runs: list[dict[str, Any]] = []
     changed: list[dict[str, str]] = []
     messages: list[dict[str, JSON]] = []

@@ -39,7 +39,7 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NO_PARAMS, NumberingConflict, not_text
+from perdure.store.driver import NO_PARAMS, NumberingConflictError, not_text
 from perdure.store.postgres.listen import Hub, PostgresWatch
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
@@ -50,7 +50,7 @@ Conn = psycopg.Connection[DictRow]
 RUN_CLOSED_SQLSTATE = "RT001"
 """Raised by the ``runs_terminal_is_final`` trigger when something updates a finished run."""
 MESSAGE_NUMBER = "messages_tenant_id_thread_id_seq_key"
-"""The unique key of a thread's message numbers (a collision: :class:`NumberingConflict`)."""
+"""The unique key of a thread's message numbers (a collision: :class:`NumberingConflictError`)."""
 
 REACH = (
     "check that PostgreSQL is running and reachable, and that the URL's host, port, database, "
@@ -328,7 +328,7 @@ def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
             "or grant this user the privilege it lacks",
         )
     if constraint == MESSAGE_NUMBER:
-        return NumberingConflict(f"a thread's messages were numbered twice: {detail}")
+        return NumberingConflictError(f"a thread's messages were numbered twice: {detail}")
     if state[:2] == "23":  # integrity_constraint_violation
         return StoreError(f"a constraint refused the write: {constraint or detail}")
     if state in {"40001", "40P01"}:  # serialization_failure, deadlock_detected
