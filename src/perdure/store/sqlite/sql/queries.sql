@@ -164,10 +164,11 @@ RETURNING state_version, steps_done, thread_id,
                     AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox;
 
 -- name: advance_plain
--- advance_run for a plain boundary (the run goes on RUNNING) on a run that holds no wait: it
--- leaves status, wake_at and the lease unnamed, since SQLite rewrites the entry of every index
--- whose column a SET names, even to the value it had (three pages fewer per step in the WAL).
--- No row when the guard or "no wait held" fails; the boundary then takes advance_run.
+-- advance_run for a plain boundary (the run goes on RUNNING) on a run with no wake-up time (a
+-- claimed run has none): it leaves status, wake_at and the lease unnamed, since SQLite
+-- rewrites the entry of every index whose column a SET names, even to the value it had (three
+-- pages fewer per step in the WAL). No row when the guard or "no wake-up time" fails; the
+-- boundary then takes advance_run.
 UPDATE runs
 SET next_step = :next_step,
     state_version = state_version + 1,
