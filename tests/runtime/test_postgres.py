@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.errors import StoreError
-from perdure.core.model import Message
+from perdure.core.model import Message, ToolCall
 from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.queries import queries
@@ -243,3 +244,31 @@ def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("Plans", []):
         yield from plan_nodes(child)
+
+
+def test_a_plain_boundary_with_messages_is_one_round_trip(
+    db_url: str, clock: FakeClock, tmp_path: Path
+) -> None:
+    """An agent's usual step (it goes on, adding its messages) waits for the server once: the
+    client's messages in libpq's protocol trace are followed by the server's answer once."""
+    store = PostgresStore(db_url, max_connections=1)
+    try:
+        store.create_run(new_run("r1"), clock.now())
+        run = claim(store, clock)
+        assert run is not None
+        said = (Message("assistant", "", (ToolCall("c1", "lookup", {}),)), Message("tool", "4"))
+        trace = tmp_path / "libpq.trace"
+        with trace.open("w") as out:
+            with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
+                conn.pgconn.trace(out.fileno())
+            b = boundary(clock, state={"n": b"1"}, messages=said)
+            store.commit("t1", "r1", run.fence, run.state_version, [b], clock.now())
+            with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
+                conn.pgconn.untrace()
+        lines = trace.read_text().splitlines()  # a query's text continues on lines of its own
+        directions = [line.split("\t")[1] for line in lines if "\t" in line]
+        waits = sum(1 for pair in pairwise(directions) if pair == ("F", "B"))
+        assert waits == 1, trace.read_text()
+        assert [m.seq for m in store.messages("t1", "th1")] == [1, 2]
+    finally:
+        store.close()
