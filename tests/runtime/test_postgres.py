@@ -6,7 +6,7 @@ Every other test in tests/runtime/ runs on PostgreSQL too (see conftest.py there
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -17,7 +17,7 @@ import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.errors import StoreError
-from perdure.core.model import Message, ToolCall
+from perdure.core.model import Message, Run, ToolCall
 from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.queries import queries
@@ -249,26 +249,42 @@ def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def test_a_plain_boundary_with_messages_is_one_round_trip(
     db_url: str, clock: FakeClock, tmp_path: Path
 ) -> None:
-    """An agent's usual step (it goes on, adding its messages) waits for the server once: the
-    client's messages in libpq's protocol trace are followed by the server's answer once."""
+    """An agent's usual step (it goes on, adding its messages) waits for the server once, and a
+    claim five times (BEGIN, the scan, the claim, one batch with its events, COMMIT)."""
     store = PostgresStore(db_url, max_connections=1)
     try:
         store.create_run(new_run("r1"), clock.now())
-        run = claim(store, clock)
+        store.post_message("t1", "th1", Message("user", "waiting"), None, clock.now())
+        claimed: list[Run | None] = []
+        assert (
+            waits_for_server(store, tmp_path / "claim", lambda: claimed.append(claim(store, clock)))
+            == 5
+        )
+        run = claimed[0]
         assert run is not None
         said = (Message("assistant", "", (ToolCall("c1", "lookup", {}),)), Message("tool", "4"))
-        trace = tmp_path / "libpq.trace"
-        with trace.open("w") as out:
-            with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
-                conn.pgconn.trace(out.fileno())
-            b = boundary(clock, state={"n": b"1"}, messages=said)
-            store.commit("t1", "r1", run.fence, run.state_version, [b], clock.now())
-            with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
-                conn.pgconn.untrace()
-        lines = trace.read_text().splitlines()  # a query's text continues on lines of its own
-        directions = [line.split("\t")[1] for line in lines if "\t" in line]
-        waits = sum(1 for pair in pairwise(directions) if pair == ("F", "B"))
-        assert waits == 1, trace.read_text()
-        assert [m.seq for m in store.messages("t1", "th1")] == [1, 2]
+        b = boundary(clock, state={"n": b"1"}, messages=said)
+        waits = waits_for_server(
+            store,
+            tmp_path / "commit",
+            lambda: store.commit("t1", "r1", run.fence, run.state_version, [b], clock.now()),
+        )
+        assert waits == 1
+        got = [(m.seq, m.content) for m in store.messages("t1", "th1")]
+        assert got == [(1, "waiting"), (2, ""), (3, "4")], "the claim delivered the waiting input"
     finally:
         store.close()
+
+
+def waits_for_server(store: PostgresStore, trace: Path, action: Callable[[], object]) -> int:
+    """How many times ``action`` waited for the server on the store's one pooled connection: a
+    run of messages the client sent, then one the server sent, in libpq's protocol trace."""
+    with trace.open("w") as out:
+        with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
+            conn.pgconn.trace(out.fileno())
+        action()
+        with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
+            conn.pgconn.untrace()
+    lines = trace.read_text().splitlines()  # a query's text continues on lines of its own
+    directions = [line.split("\t")[1] for line in lines if "\t" in line]
+    return sum(1 for pair in pairwise(directions) if pair == ("F", "B"))

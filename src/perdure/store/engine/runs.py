@@ -174,7 +174,8 @@ def claim(
     """See :meth:`Store.claim`. The pick (``pick_next`` for the worker's scan, ``pick_run`` for
     one named run) and the update share one transaction: on PostgreSQL the scan skips rows
     other transactions hold (``FOR UPDATE SKIP LOCKED``) and a named run waits for its row; on
-    SQLite the write lock admits one claimer at a time."""
+    SQLite the write lock admits one claimer at a time. The update says whether input waits
+    for the run; its delivery and the events go in one batch."""
     d = self.driver
     at = d.stamp(now)
     params = {
@@ -193,12 +194,14 @@ def claim(
         ids = {"tenant_id": picked["tenant_id"], "run_id": picked["run_id"]}
         row = need(tx, "claim_run", {**params, **ids})
         run = replace(run_from_row(row, d.when), previous_owner=picked["owner"])
-        threads.deliver(tx, run.tenant_id, run.thread_id, run.run_id, at)
-        claimed = {"owner": owner, "previous_owner": picked["owner"]}
-        event(tx, ids, "claimed", None, run.fence, claimed, at)
-        if picked["status"] != row["status"]:
-            change = {"from": picked["status"], "to": row["status"]}
-            event(tx, ids, "status", None, run.fence, change, at)
+        with tx.batch():  # nothing below is read back: one round trip on PostgreSQL
+            if row["pending"]:  # input waiting for the run joins its thread first
+                threads.deliver_unread(tx, run.tenant_id, run.thread_id, run.run_id, at)
+            claimed = {"owner": owner, "previous_owner": picked["owner"]}
+            event(tx, ids, "claimed", None, run.fence, claimed, at)
+            if picked["status"] != row["status"]:
+                change = {"from": picked["status"], "to": row["status"]}
+                event(tx, ids, "status", None, run.fence, change, at)
     return run
 
 

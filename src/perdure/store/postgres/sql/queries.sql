@@ -123,7 +123,9 @@ WHERE run_id = %(run_id)s
 FOR UPDATE;
 
 -- name: claim_run
--- The run pick_next or pick_run locked: the new lease, fence and status.
+-- The run pick_next or pick_run locked: the new lease, fence and status; pending: whether input
+-- waits for it (from outside any run, or what it was started with) as the statement began.
+-- Input posted later waits for the run's next boundary, which a claimed run has.
 UPDATE perdure.runs
 SET owner = %(owner)s,
     lease_until = %(lease_until)s,
@@ -147,7 +149,11 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
-          state_schema, state_seal;
+          state_schema, state_seal,
+          EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
+                  WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
+                    AND i.delivered_at IS NULL
+                    AND (i.run_id IS NULL OR i.run_id = runs.run_id)) AS pending;
 
 -- name: heartbeat
 UPDATE perdure.runs SET lease_until = %(lease_until)s

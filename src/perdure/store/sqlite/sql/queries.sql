@@ -105,6 +105,8 @@ WHERE run_id = :run_id AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
                     AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'));
 
 -- name: claim_run
+-- pending: whether input waits for the run (from outside any run, or what it was started with);
+-- BEGIN IMMEDIATE keeps every other writer out, so the answer holds until COMMIT.
 UPDATE runs
 SET owner = :owner,
     lease_until = :lease_until,
@@ -123,7 +125,11 @@ WHERE tenant_id = :tenant_id AND run_id = :run_id
                     AND ahead.thread_id = runs.thread_id
                     AND ahead.thread_seq < runs.thread_seq
                     AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
-RETURNING *;
+RETURNING *,
+          EXISTS (SELECT 1 FROM thread_inbox AS i
+                  WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
+                    AND i.delivered_at IS NULL
+                    AND (i.run_id IS NULL OR i.run_id = runs.run_id)) AS pending;
 
 -- name: heartbeat
 UPDATE runs SET lease_until = :lease_until
