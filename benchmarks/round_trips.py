@@ -4,11 +4,12 @@ A round trip is a wait of the client for the server: in the trace, a run of mess
 the client (``F``) followed by one received (``B``). The count does not depend on the machine's
 load, and it is what a PostgreSQL server on another host multiplies by its network latency.
 
-Counted for one run committing boundaries through ``Store.commit``, on a store with a single
-pooled connection, for each kind of boundary: plain (only the step and a changed field), with
-two messages (an agent's usual step), with a message while input from outside waits on the
-thread. A second column gives the median wall time of the same commit on this machine, where
-a round trip costs about 0.05 ms.
+Counted with ``tests.backends.server_waits`` (the tests count with it too; install the
+``test`` extra) for one run committing boundaries through ``Store.commit``, on a store with a
+single pooled connection, for each kind of boundary: plain (only the step and a changed
+field), with two messages (an agent's usual step), with two messages while input from outside
+waits on the thread. Every tenth commit is traced; the others give the median wall time of the
+commit on this machine, where a round trip costs about 0.05 ms.
 
 Run: ``python benchmarks/round_trips.py [--dsn DSN] [--commits 200]``.
 """
@@ -26,8 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from postgres_overhead import fresh_database
+from tests.backends import server_waits
 
 from perdure import FakeClock
 from perdure.core.model import Durability, Message, Release, RunStatus
@@ -55,20 +58,9 @@ def with_messages(clock: FakeClock, i: int) -> Boundary:
 KINDS: dict[str, Make] = {"plain": plain, "with 2 messages": with_messages}
 
 
-def round_trips(trace: str) -> int:
-    """Client-to-server runs followed by a server answer, in a libpq trace."""
-    trips, sending = 0, False
-    for line in trace.splitlines():
-        direction = line.split("\t")[1] if "\t" in line else ""
-        if direction == "F":
-            sending = True
-        elif direction == "B" and sending:
-            trips, sending = trips + 1, False
-    return trips
-
-
 def measure(url: str, make: Make, commits: int, *, inbox: bool = False) -> tuple[float, float]:
-    """Round trips per commit and the median commit in ms, for one kind of boundary."""
+    """Round trips per commit (every tenth commit is traced) and the median of the others in
+    ms (untraced: the trace costs time of its own), for one kind of boundary."""
     clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
     store = PostgresStore(url, max_connections=1)
     try:
@@ -86,17 +78,19 @@ def measure(url: str, make: Make, commits: int, *, inbox: bool = False) -> tuple
                         "t1", f"th-{run_id}", Message("user", "hi"), None, clock.now()
                     )
                 b = make(clock, i)
-                out = Path(folder) / f"trace-{i}"
-                with out.open("w") as f:
-                    with store.driver._pool.connection() as conn:
-                        conn.pgconn.trace(f.fileno())
+                landed: list[int] = []
+
+                def commit(b: Boundary = b, at: int = version, into: list[int] = landed) -> None:
+                    into.append(store.commit("t1", run_id, run.fence, at, [b], clock.now()))
+
+                if i % 10 == 0:
+                    trips.append(server_waits(store, Path(folder) / f"trace-{i}", commit))
+                else:
                     began = time.perf_counter()
-                    version = store.commit("t1", run_id, run.fence, version, [b], clock.now())
+                    commit()
                     times.append(time.perf_counter() - began)
-                    with store.driver._pool.connection() as conn:
-                        conn.pgconn.untrace()
-                trips.append(round_trips(out.read_text()))
-        return statistics.mean(trips[10:]), statistics.median(times[10:]) * 1e3
+                version = landed[0]
+        return statistics.mean(trips[1:]), statistics.median(times[10:]) * 1e3
     finally:
         store.close()
 

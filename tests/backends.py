@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
+from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import pytest
@@ -287,3 +289,20 @@ def rows_mentioning(db_url: str, *needles: str) -> dict[str, int]:
             if hits:
                 found[table] = hits
     return found
+
+
+def server_waits(store: Any, trace: Path, action: Callable[[], object]) -> int:
+    """How many times ``action`` waited for PostgreSQL on the one pooled connection of
+    ``store`` (a ``PostgresStore`` opened with ``max_connections=1``): a run of messages the
+    client sent, then one the server sent, in libpq's protocol trace (written to ``trace``).
+    The count does not depend on the machine's load; the tests and
+    ``benchmarks/round_trips.py`` count with it."""
+    with trace.open("w") as out:
+        with store.driver._pool.connection() as conn:
+            conn.pgconn.trace(out.fileno())
+        action()
+        with store.driver._pool.connection() as conn:
+            conn.pgconn.untrace()
+    lines = trace.read_text().splitlines()  # a query's text continues on lines of its own
+    directions = [line.split("\t")[1] for line in lines if "\t" in line]
+    return sum(1 for pair in pairwise(directions) if pair == ("F", "B"))

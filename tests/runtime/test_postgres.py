@@ -6,9 +6,8 @@ Every other test in tests/runtime/ runs on PostgreSQL too (see conftest.py there
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.queries import queries
 from perdure.store.url import open_store
-from tests.backends import PgServer, database_name, database_url
+from tests.backends import PgServer, database_name, database_url, server_waits
 from tests.conformance.conftest import boundary, claim, new_run
 from tests.runtime.test_runtime import agent
 
@@ -257,14 +256,14 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
         store.post_message("t1", "th1", Message("user", "waiting"), None, clock.now())
         claimed: list[Run | None] = []
         assert (
-            waits_for_server(store, tmp_path / "claim", lambda: claimed.append(claim(store, clock)))
+            server_waits(store, tmp_path / "claim", lambda: claimed.append(claim(store, clock)))
             == 5
         )
         run = claimed[0]
         assert run is not None
         said = (Message("assistant", "", (ToolCall("c1", "lookup", {}),)), Message("tool", "4"))
         b = boundary(clock, state={"n": b"1"}, messages=said)
-        waits = waits_for_server(
+        waits = server_waits(
             store,
             tmp_path / "commit",
             lambda: store.commit("t1", "r1", run.fence, run.state_version, [b], clock.now()),
@@ -274,17 +273,3 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
         assert got == [(1, "waiting"), (2, ""), (3, "4")], "the claim delivered the waiting input"
     finally:
         store.close()
-
-
-def waits_for_server(store: PostgresStore, trace: Path, action: Callable[[], object]) -> int:
-    """How many times ``action`` waited for the server on the store's one pooled connection: a
-    run of messages the client sent, then one the server sent, in libpq's protocol trace."""
-    with trace.open("w") as out:
-        with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
-            conn.pgconn.trace(out.fileno())
-        action()
-        with store.driver._pool.connection() as conn:  # type: ignore[attr-defined]
-            conn.pgconn.untrace()
-    lines = trace.read_text().splitlines()  # a query's text continues on lines of its own
-    directions = [line.split("\t")[1] for line in lines if "\t" in line]
-    return sum(1 for pair in pairwise(directions) if pair == ("F", "B"))

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 
 
 def plain(request: CommitRequest) -> bool:
-    """Whether ``commit_steps`` can write a request whole: one boundary, after which the run
-    goes on, carrying nothing but its step, changed fields and messages."""
+    """Whether a request is plain: one boundary, after which the run goes on, carrying nothing
+    but its step, changed fields and messages. ``commit_steps`` writes such a request whole
+    (PostgreSQL); on SQLite its run update is ``advance_plain``."""
     if len(request.boundaries) != 1:
         return False
     b = request.boundaries[0]

@@ -123,9 +123,12 @@ WHERE run_id = %(run_id)s
 FOR UPDATE;
 
 -- name: claim_run
--- The run pick_next or pick_run locked: the new lease, fence and status; pending: whether input
--- waits for it (from outside any run, or what it was started with) as the statement began.
--- Input posted later waits for the run's next boundary, which a claimed run has.
+-- The run pick_next or pick_run locked, in the same transaction: the new lease, fence and
+-- status. The pick checked that the run is the first unfinished one of its thread's queue, and
+-- that stays true (a run ahead only finishes, never reopens; a new one joins behind), so it is
+-- not asked again here. pending: whether input waits for the run (from outside any run, or what
+-- it was started with) as the statement began; input posted later waits for the run's next
+-- boundary, which a claimed run has.
 UPDATE perdure.runs
 SET owner = %(owner)s,
     lease_until = %(lease_until)s,
@@ -135,17 +138,6 @@ SET owner = %(owner)s,
     wake_at = NULL,
     updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
-  -- one writer per thread: only its oldest unfinished run may be claimed (a graph thread's
-  -- run has no place in a queue). Asked as "the first unfinished run of the thread's queue",
-  -- an ordered read of runs_thread_queue: asked as a NOT EXISTS, a table not analysed yet got
-  -- a plan that read every run for each candidate.
-  AND (thread_seq IS NULL
-       OR thread_seq = (SELECT ahead.thread_seq FROM perdure.runs AS ahead
-                        WHERE ahead.tenant_id = runs.tenant_id
-                          AND ahead.thread_id = runs.thread_id
-                          AND ahead.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-                        ORDER BY ahead.thread_seq
-                        LIMIT 1))
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
           updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
