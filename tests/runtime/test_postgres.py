@@ -17,6 +17,7 @@ import pytest
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.errors import StoreError
 from perdure.core.model import Message, Run, ToolCall
+from perdure.store.base import CommitRequest
 from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.queries import queries
@@ -272,4 +273,54 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
         got = [(m.seq, m.content) for m in store.messages("t1", "th1")]
         assert got == [(1, "waiting"), (2, ""), (3, "4")], "the claim delivered the waiting input"
     finally:
+        store.close()
+
+
+def test_a_landed_plain_step_keeps_its_answer_when_delivering_waiting_input_fails(
+    db_url: str, clock: FakeClock
+) -> None:
+    """A plain boundary lands in one statement; the input that waited on its thread is delivered
+    in a transaction after it. When that delivery fails, the step still landed: alone or in a
+    group, the commit answers with the new version (never an error for a step that is written),
+    the input stays in the inbox, and the run's next boundary delivers it."""
+    store = open_store(db_url)
+    conn = psycopg.connect(db_url, autocommit=True)
+    try:
+        runs: list[Run] = []
+        for run_id in ("r1", "r2"):
+            store.create_run(new_run(run_id, thread=f"th-{run_id}"), clock.now())
+            run = claim(store, clock, tenant_id="t1", run_id=run_id)
+            assert run is not None
+            runs.append(run)
+        store.post_message("t1", "th-r1", Message("user", "refused once"), None, clock.now())
+        conn.execute(
+            "CREATE FUNCTION perdure.refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN IF NEW.content = 'refused once' THEN RAISE EXCEPTION 'not now'; END IF; "
+            "RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER refuse_once BEFORE INSERT ON perdure.messages "
+            "FOR EACH ROW EXECUTE FUNCTION perdure.refuse_once()"
+        )
+        first, second = runs
+        group = [
+            CommitRequest("t1", r.run_id, r.fence, r.state_version, [boundary(clock)]) for r in runs
+        ]
+        assert store.commit_many(group, clock.now()) == [
+            first.state_version + 1,
+            second.state_version + 1,
+        ]
+        version = store.commit(
+            "t1", "r1", first.fence, first.state_version + 1, [boundary(clock)], clock.now()
+        )
+        assert version == first.state_version + 2
+        assert store.messages("t1", "th-r1") == []
+        assert store.thread("t1", "th-r1").inbox == 1, "the input is kept"
+        conn.execute("DROP TRIGGER refuse_once ON perdure.messages")
+        store.commit("t1", "r1", first.fence, version, [boundary(clock)], clock.now())
+        assert [m.content for m in store.messages("t1", "th-r1")] == ["refused once"]
+        assert [s.name for s in store.steps("t1", "r1")] == ["first"] * 3
+        assert [s.name for s in store.steps("t1", "r2")] == ["first"]
+    finally:
+        conn.close()
         store.close()

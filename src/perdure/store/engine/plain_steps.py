@@ -59,7 +59,12 @@ def commit_plain(
     self: Engine, requests: Sequence[CommitRequest], at: Any
 ) -> list[int | PerdureError]:
     """Commit plain requests of different runs in one statement; for each, its run's new
-    state_version, or the error its refused guard gets (as :meth:`Store.commit` raises it)."""
+    state_version, or the error its refused guard gets (as :meth:`Store.commit` raises it).
+
+    Raises only when the statement failed, so nothing was written. What follows it cannot
+    change a landed run's answer: when delivering the waiting input fails, that input stays in
+    the inbox for the run's next boundary (a plain run goes on); when explaining a refusal
+    fails, that failure is the refused runs' answer."""
     d = self.driver
     with d.statement() as tx:
         if len(requests) == 1 and not requests[0].boundaries[0].messages:
@@ -71,14 +76,21 @@ def commit_plain(
     tenant_of = {r.run_id: r.tenant_id for r in requests}
     waiting = [row for row in found if row["inbox"]]
     if waiting:
-        with d.write() as tx, tx.batch():
-            for row in waiting:
-                threads.deliver_unread(tx, tenant_of[row["run_id"]], row["thread_id"], None, at)
+        try:
+            with d.write() as tx, tx.batch():
+                for row in waiting:
+                    run_id, thread_id = row["run_id"], row["thread_id"]
+                    threads.deliver_unread(tx, tenant_of[run_id], thread_id, None, at)
+        except PerdureError:
+            pass  # the steps landed all the same; the input waits for the run's next boundary
     why: dict[str, PerdureError] = {}
     lost = [r for r in requests if r.run_id not in landed]
     if lost:
-        with d.write() as tx:
-            why = {r.run_id: refused(tx, r, at) for r in lost}
+        try:
+            with d.write() as tx:
+                why = {r.run_id: refused(tx, r, at) for r in lost}
+        except PerdureError as exc:  # each refused run still wrote nothing
+            why = dict.fromkeys((r.run_id for r in lost), exc)
     return [
         int(landed[r.run_id]["state_version"]) if r.run_id in landed else why[r.run_id]
         for r in requests
