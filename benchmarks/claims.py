@@ -1,11 +1,12 @@
 """What one claim costs with many runs queued, on SQLite and PostgreSQL.
 
 Workload: N runs created on threads of their own (N = 1,000 and 5,000 by default), none of
-them claimed yet; then ``Store.claim`` (the worker's scan, ``pick_next``, and the claim of
-the run it found) is timed for a number of claims, each taking the oldest claimable run. On
-PostgreSQL it is timed twice: right after the runs were created, before the table was ever
-analysed (a new database, a burst of runs; autovacuum analyses it only on its next pass), and
-after ``ANALYZE perdure.runs``. Each measurement uses a fresh SQLite file or a fresh database.
+them claimed yet; then ``Store.claim`` (the worker's scan and the claim of the run it found:
+``pick_next`` then ``claim_run`` on SQLite, one statement, ``claim_next``, on PostgreSQL) is
+timed for a number of claims, each taking the oldest claimable run. On PostgreSQL it is timed
+twice: right after the runs were created, before the table was ever analysed (a new database,
+a burst of runs; autovacuum analyses it only on its next pass), and after
+``ANALYZE perdure.runs``. Each measurement uses a fresh SQLite file or a fresh database.
 
 The figure is the median milliseconds per claim; a scan that reads from the oldest and stops
 at the first claimable run stays flat as N grows, one that reads every run grows with N.

@@ -26,6 +26,31 @@ def test_a_claim_increments_the_fence_and_starts_the_run(store: Store, clock: Fa
     assert events == ["created", "claimed", "status"]
 
 
+def test_a_claim_records_who_took_the_run_from_whom_and_the_status_change(
+    store: Store, clock: FakeClock
+) -> None:
+    """The worker's scan (one statement on PostgreSQL) and a named claim record the same
+    events, in this order: who claimed the run and from whom, then its status change if any."""
+    for run_id in ("r1", "r2"):
+        store.create_run(new_run(run_id, thread=f"th-{run_id}"), clock.now())
+        clock.advance(1)
+    assert claim(store, clock) is not None  # the scan takes the oldest, r1
+    assert claim(store, clock, tenant_id="t1", run_id="r2") is not None
+    clock.advance(31)
+    taken = claim(store, clock, "w2")
+    assert taken is not None and (taken.run_id, taken.previous_owner) == ("r1", "w1")
+    first = [
+        ("claimed", {"owner": "w1", "previous_owner": None}),
+        ("status", {"from": "PENDING", "to": "RUNNING"}),
+    ]
+    for run_id, expected in (
+        ("r1", [*first, ("claimed", {"owner": "w2", "previous_owner": "w1"})]),
+        ("r2", first),
+    ):
+        got = [(e.type, e.data) for e in store.events("t1", run_id) if e.type != "created"]
+        assert got == expected, run_id
+
+
 def test_an_expired_lease_lets_a_second_worker_claim(store: Store, clock: FakeClock) -> None:
     store.create_run(new_run("r1"), clock.now())
     first = claim(store, clock, "w1")

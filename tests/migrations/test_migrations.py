@@ -104,7 +104,8 @@ DRIVER_QUERIES = {
         "begin_write",
         "commit_write",
         "rollback_write",
-        "advance_plain",  # a plain boundary's run update (not Driver.one_statement_steps)
+        "advance_plain",  # a plain boundary's run update (not Driver.one_statement_writes)
+        "pick_next",  # the worker's scan, before claim_run in the same transaction
     },
     "postgres": {
         "configure_session",
@@ -113,8 +114,9 @@ DRIVER_QUERIES = {
         "listen_work",
         "listen_streams",
         "listen_events",
-        "commit_step",  # a plain boundary in one statement (Driver.one_statement_steps)
+        "commit_step",  # a plain boundary in one statement (Driver.one_statement_writes)
         "commit_steps",
+        "claim_next",  # the worker's scan and claim in one statement
         "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }

@@ -220,17 +220,29 @@ def test_a_claim_reads_from_the_oldest_claimable_run_not_every_run(
     try:
         # the 400 oldest wait for an approval (no wake-up time): a scan must not read them
         conn.execute("UPDATE perdure.runs SET status = 'WAITING_EXTERNAL' WHERE run_id < 'r0400'")
-        params = {"now": clock.now(), "dead_owners": [], "workflows": ["wf"], "tenant_id": None}
+        params = {
+            "owner": "w1",
+            "lease_until": clock.now(),
+            "now": clock.now(),
+            "dead_owners": [],
+            "workflows": ["wf"],
+            "tenant_id": None,
+        }
         for analysed in (False, True):
             if analysed:
                 conn.execute("ANALYZE perdure.runs")
             conn.execute("BEGIN")
             explained = conn.execute(
-                "EXPLAIN (ANALYZE, FORMAT JSON) " + queries("postgres")["pick_next"], params
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + queries("postgres")["claim_next"], params
             ).fetchone()
             conn.execute("ROLLBACK")
             assert explained is not None
-            outer = [n for n in plan_nodes(explained[0][0]["Plan"]) if n.get("Alias") == "runs"]
+            (pick,) = [
+                n
+                for n in plan_nodes(explained[0][0]["Plan"])
+                if n.get("Subplan Name") == "CTE picked"
+            ]
+            outer = [n for n in plan_nodes(pick) if n.get("Alias") == "runs"]
             assert [(n["Node Type"], n.get("Index Name")) for n in outer] == [
                 ("Index Scan", "runs_claim_order")
             ], f"analysed: {analysed}"
@@ -249,18 +261,20 @@ def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def test_a_plain_boundary_with_messages_is_one_round_trip(
     db_url: str, clock: FakeClock, tmp_path: Path
 ) -> None:
-    """An agent's usual step (it goes on, adding its messages) waits for the server once, and a
-    claim five times (BEGIN, the scan, the claim, one batch with its events, COMMIT)."""
+    """An agent's usual step (it goes on, adding its messages) waits for the server once, and so
+    does the worker's claim; when input waits for the run, its delivery adds three (BEGIN, one
+    batch, COMMIT)."""
     store = PostgresStore(db_url, max_connections=1)
     try:
+        store.create_run(new_run("r0", thread="th0"), clock.now())
+        clock.advance(1)
         store.create_run(new_run("r1"), clock.now())
         store.post_message("t1", "th1", Message("user", "waiting"), None, clock.now())
         claimed: list[Run | None] = []
-        assert (
-            server_waits(store, tmp_path / "claim", lambda: claimed.append(claim(store, clock)))
-            == 5
-        )
-        run = claimed[0]
+        for name, waits in (("alone", 1), ("with input", 4)):
+            took = server_waits(store, tmp_path / name, lambda: claimed.append(claim(store, clock)))
+            assert took == waits, name
+        run = claimed[1]
         assert run is not None
         said = (Message("assistant", "", (ToolCall("c1", "lookup", {}),)), Message("tool", "4"))
         b = boundary(clock, state={"n": b"1"}, messages=said)

@@ -122,11 +122,13 @@ class Driver(Protocol):
     """``sqlite`` or ``postgres``: the folder of the dialect's ``.sql`` files."""
     notifies: bool
     """True when :meth:`wait_for_work` really waits for notifications."""
-    one_statement_steps: bool
-    """True when a plain step boundary commits as one statement, the named query
-    ``commit_step`` run by :meth:`statement` (PostgreSQL: a data-modifying ``WITH``, one round
-    trip). SQLite's statements write one table each, so it commits every boundary in
-    :meth:`write`, a plain one with ``advance_plain``: an update naming no indexed column."""
+    one_statement_writes: bool
+    """True when one statement may write several tables (PostgreSQL: a data-modifying
+    ``WITH``, one round trip), run by :meth:`statement`: a plain step boundary (the named
+    queries ``commit_step`` and ``commit_steps``) and the worker's claim (``claim_next``).
+    SQLite's statements write one table each, so it commits every boundary in :meth:`write`, a
+    plain one with ``advance_plain`` (an update naming no indexed column), and claims with
+    ``pick_next`` and ``claim_run`` there."""
 
     def when(self, value: Any) -> datetime | None:
         """A stored time as a timezone-aware datetime (None stays None): a

@@ -59,7 +59,7 @@ def commit(
     request = CommitRequest(tenant_id, run_id, fence, expected_version, tuple(boundaries))
     d = self.driver
     at = d.stamp(now)
-    if d.one_statement_steps and plain(request):
+    if d.one_statement_writes and plain(request):
         try:
             (answer,) = commit_plain(self, [request], at)
         except NumberingConflictError:
@@ -95,7 +95,7 @@ def commit_many(
     one fails by itself."""
     d = self.driver
     at = d.stamp(now)
-    one = [i for i, r in enumerate(requests) if d.one_statement_steps and plain(r)]
+    one = [i for i, r in enumerate(requests) if d.one_statement_writes and plain(r)]
     rest = sorted(
         set(range(len(requests))).difference(one),
         key=lambda i: (requests[i].tenant_id, requests[i].run_id),
@@ -138,7 +138,7 @@ def _advance(tx: Tx, d: Driver, requests: Sequence[CommitRequest], at: Any) -> l
     when its guard failed. On a driver without one-statement steps (SQLite) a plain boundary
     takes ``advance_plain``, which names no indexed column, and ``advance_run`` only if that
     matched nothing (a run with a wake-up time, or a failed guard, which fails again)."""
-    lean = not d.one_statement_steps
+    lean = not d.one_statement_writes
     updates = [
         ("advance_plain" if lean and plain(r) else "advance_run", advance_params(r, at, d.stamp))
         for r in requests

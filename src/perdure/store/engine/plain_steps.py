@@ -11,7 +11,7 @@ another, only when there are any. Messages numbered from a stale view of their t
 the statement whole (:class:`~perdure.store.driver.NumberingConflictError`): nothing was
 written, and the caller commits those boundaries again another way.
 Used by :func:`perdure.store.engine.commits.commit` and ``commit_many`` when
-:attr:`~perdure.store.driver.Driver.one_statement_steps` is true.
+:attr:`~perdure.store.driver.Driver.one_statement_writes` is true.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, RunNotFoundError, StoreUnavailableError
@@ -21,6 +21,7 @@ from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fie
 from perdure.store.rows import (
     ERROR_STATUSES,
     LEASED,
+    Params,
     event_from_row,
     iso,
     message_from_row,
@@ -171,11 +172,13 @@ def claim(
     dead_owner: str | None = None,
     dead_owners: Sequence[str] = (),
 ) -> Run | None:
-    """See :meth:`Store.claim`. The pick (``pick_next`` for the worker's scan, ``pick_run`` for
-    one named run) and the update share one transaction: on PostgreSQL the scan skips rows
-    other transactions hold (``FOR UPDATE SKIP LOCKED``) and a named run waits for its row; on
-    SQLite the write lock admits one claimer at a time. The update says whether input waits
-    for the run; its delivery and the events go in one batch."""
+    """See :meth:`Store.claim`. Where the driver can, the worker's scan is one statement
+    (``claim_next``: the pick, the update and the events; PostgreSQL skips rows other
+    transactions hold, ``FOR UPDATE SKIP LOCKED``). Otherwise, and for one named run, the pick
+    (``pick_next`` or ``pick_run``, which waits for the run's row) and the update share one
+    transaction (on SQLite the write lock admits one claimer at a time). The update says
+    whether input waits for the run; it is delivered before the claim returns, so the run's
+    first step sees it."""
     d = self.driver
     at = d.stamp(now)
     params = {
@@ -187,6 +190,8 @@ def claim(
         "run_id": run_id,
         "dead_owners": d.array([*dead_owners, *([dead_owner] if dead_owner else [])]),
     }
+    if run_id is None and d.one_statement_writes:
+        return _claim_next(self, params, at)
     with d.write() as tx:
         picked = tx.one("pick_next" if run_id is None else "pick_run", params)
         if picked is None:
@@ -202,6 +207,23 @@ def claim(
             if picked["status"] != row["status"]:
                 change = {"from": picked["status"], "to": row["status"]}
                 event(tx, ids, "status", None, run.fence, change, at)
+    return run
+
+
+def _claim_next(self: Engine, params: Params, at: Any) -> Run | None:
+    """The worker's claim in one statement, then, only when input waits for the run, its
+    delivery in a transaction of its own. If that delivery fails, the claim fails: the run is
+    not handed over without its input, and once the lease runs out, the next claim delivers
+    it."""
+    d = self.driver
+    with d.statement() as tx:
+        row = tx.one("claim_next", params)
+    if row is None:
+        return None
+    run = replace(run_from_row(row, d.when), previous_owner=row["previous_owner"])
+    if row["pending"]:
+        with d.write() as tx, tx.batch():
+            threads.deliver_unread(tx, run.tenant_id, run.thread_id, run.run_id, at)
     return run
 
 

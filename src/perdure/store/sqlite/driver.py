@@ -84,7 +84,7 @@ class SqliteDriver:
 
     dialect = "sqlite"
     notifies = False
-    one_statement_steps = False
+    one_statement_writes = False
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)
