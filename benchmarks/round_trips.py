@@ -9,7 +9,9 @@ Counted with ``tests.backends.server_waits`` (the tests count with it too; insta
 single pooled connection, for each kind of boundary: plain (only the step and a changed
 field), with two messages (an agent's usual step), with two messages while input from outside
 waits on the thread. Every tenth commit is traced; the others give the median wall time of the
-commit on this machine, where a round trip costs about 0.05 ms.
+commit on this machine, where a round trip costs about 0.05 ms. Then the same for claims of
+the worker's scan (``Store.claim`` without a run id), of queued runs on threads of their own,
+without input and with a message posted to the run's thread (which the claim delivers).
 
 Run: ``python benchmarks/round_trips.py [--dsn DSN] [--commits 200]``.
 """
@@ -95,6 +97,40 @@ def measure(url: str, make: Make, commits: int, *, inbox: bool = False) -> tuple
         store.close()
 
 
+def claims(url: str, claims: int, *, with_input: bool) -> tuple[float, float]:
+    """Round trips per claim of the worker's scan (every tenth claim traced) and the median ms
+    of the others, with ``claims`` runs queued on threads of their own; ``with_input``: a
+    message was posted to each run's thread after it was queued, which its claim delivers."""
+    clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+    store = PostgresStore(url, max_connections=1)
+    try:
+        release = Release(1, 1, Durability.SYNC, code="bench")
+        for i in range(claims):
+            run_id = f"c-{with_input}-{i:05d}"
+            new = NewRun(run_id, "t1", f"th-{run_id}", "wf", "step", release, {"n": b"0"})
+            store.create_run(new, clock.now())
+            if with_input:
+                store.post_message("t1", f"th-{run_id}", Message("user", "hi"), None, clock.now())
+            clock.advance(0.001)
+        times, trips = [], []
+        with tempfile.TemporaryDirectory() as folder:
+            for i in range(claims):
+
+                def claim() -> None:
+                    until = clock.now().replace(year=2027)
+                    assert store.claim("w1", until, clock.now(), ["wf"]) is not None
+
+                if i % 10 == 0:
+                    trips.append(server_waits(store, Path(folder) / f"claim-{i}", claim))
+                else:
+                    began = time.perf_counter()
+                    claim()
+                    times.append(time.perf_counter() - began)
+        return statistics.mean(trips[1:]), statistics.median(times[10:]) * 1e3
+    finally:
+        store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     dsn = os.environ.get("PERDURE_BENCH_PG_DSN") or os.environ.get("PERDURE_TEST_PG_DSN")
@@ -112,6 +148,10 @@ def main() -> None:
         waiting = measure(url, with_messages, args.commits, inbox=True)
         rows.append(("with 2 messages, input waiting", waiting))
         for name, (trips, ms) in rows:
+            print(f"{name:<34} {trips:>11.2f} {ms:>8.2f} ms")
+        print(f"\n{'claim (the worker scan)':<34} {'round trips':>11} {'claim p50':>11}")
+        for name, with_input in (("queued run", False), ("queued run, input posted", True)):
+            trips, ms = claims(url, args.commits, with_input=with_input)
             print(f"{name:<34} {trips:>11.2f} {ms:>8.2f} ms")
 
 
