@@ -60,6 +60,31 @@ def with_messages(clock: FakeClock, i: int) -> Boundary:
 KINDS: dict[str, Make] = {"plain": plain, "with 2 messages": with_messages}
 
 
+class Sampler:
+    """Every tenth call traced for its round trips, the others timed (the trace costs time of
+    its own)."""
+
+    def __init__(self, store: PostgresStore, folder: Path) -> None:
+        self.store, self.folder = store, folder
+        self.calls = 0
+        self.trips: list[int] = []
+        self.times: list[float] = []
+
+    def __call__(self, call: Callable[[], None]) -> None:
+        self.calls += 1
+        if self.calls % 10 == 1:
+            self.trips.append(server_waits(self.store, self.folder / f"{self.calls}", call))
+            return
+        began = time.perf_counter()
+        call()
+        self.times.append(time.perf_counter() - began)
+
+    def result(self) -> tuple[float, float]:
+        """Round trips per call (the first traced call left out) and the median ms of the
+        timed calls (the first ten left out)."""
+        return statistics.mean(self.trips[1:]), statistics.median(self.times[10:]) * 1e3
+
+
 def measure(url: str, make: Make, commits: int, *, inbox: bool = False) -> tuple[float, float]:
     """Round trips per commit (every tenth commit is traced) and the median of the others in
     ms (untraced: the trace costs time of its own), for one kind of boundary."""
@@ -72,8 +97,9 @@ def measure(url: str, make: Make, commits: int, *, inbox: bool = False) -> tuple
         store.create_run(new, clock.now())
         run = store.claim("w1", clock.now().replace(year=2027), clock.now(), ["wf"])
         assert run is not None
-        version, times, trips = run.state_version, [], []
+        version = run.state_version
         with tempfile.TemporaryDirectory() as folder:
+            sample = Sampler(store, Path(folder))
             for i in range(commits):
                 if inbox:
                     store.post_message(
@@ -85,14 +111,9 @@ def measure(url: str, make: Make, commits: int, *, inbox: bool = False) -> tuple
                 def commit(b: Boundary = b, at: int = version, into: list[int] = landed) -> None:
                     into.append(store.commit("t1", run_id, run.fence, at, [b], clock.now()))
 
-                if i % 10 == 0:
-                    trips.append(server_waits(store, Path(folder) / f"trace-{i}", commit))
-                else:
-                    began = time.perf_counter()
-                    commit()
-                    times.append(time.perf_counter() - began)
+                sample(commit)
                 version = landed[0]
-        return statistics.mean(trips[1:]), statistics.median(times[10:]) * 1e3
+        return sample.result()
     finally:
         store.close()
 
@@ -112,21 +133,16 @@ def claims(url: str, claims: int, *, with_input: bool) -> tuple[float, float]:
             if with_input:
                 store.post_message("t1", f"th-{run_id}", Message("user", "hi"), None, clock.now())
             clock.advance(0.001)
-        times, trips = [], []
         with tempfile.TemporaryDirectory() as folder:
-            for i in range(claims):
+            sample = Sampler(store, Path(folder))
+            for _ in range(claims):
 
                 def claim() -> None:
                     until = clock.now().replace(year=2027)
                     assert store.claim("w1", until, clock.now(), ["wf"]) is not None
 
-                if i % 10 == 0:
-                    trips.append(server_waits(store, Path(folder) / f"claim-{i}", claim))
-                else:
-                    began = time.perf_counter()
-                    claim()
-                    times.append(time.perf_counter() - began)
-        return statistics.mean(trips[1:]), statistics.median(times[10:]) * 1e3
+                sample(claim)
+        return sample.result()
     finally:
         store.close()
 
