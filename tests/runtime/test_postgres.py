@@ -23,7 +23,7 @@ from perdure.store.postgres.store import PostgresStore
 from perdure.store.queries import queries
 from perdure.store.url import open_store
 from tests.backends import PgServer, database_name, database_url, server_waits
-from tests.conformance.conftest import boundary, claim, new_run
+from tests.conformance.conftest import LEASE, boundary, claim, new_run
 from tests.runtime.test_runtime import agent
 
 
@@ -307,15 +307,7 @@ def test_a_landed_plain_step_keeps_its_answer_when_delivering_waiting_input_fail
             assert run is not None
             runs.append(run)
         store.post_message("t1", "th-r1", Message("user", "refused once"), None, clock.now())
-        conn.execute(
-            "CREATE FUNCTION perdure.refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            "BEGIN IF NEW.content = 'refused once' THEN RAISE EXCEPTION 'not now'; END IF; "
-            "RETURN NEW; END $$"
-        )
-        conn.execute(
-            "CREATE TRIGGER refuse_once BEFORE INSERT ON perdure.messages "
-            "FOR EACH ROW EXECUTE FUNCTION perdure.refuse_once()"
-        )
+        refuse_once(conn)
         first, second = runs
         group = [
             CommitRequest("t1", r.run_id, r.fence, r.state_version, [boundary(clock)]) for r in runs
@@ -338,3 +330,41 @@ def test_a_landed_plain_step_keeps_its_answer_when_delivering_waiting_input_fail
     finally:
         conn.close()
         store.close()
+
+
+def test_a_claim_whose_waiting_input_cannot_be_delivered_fails_and_the_next_one_delivers_it(
+    db_url: str, clock: FakeClock
+) -> None:
+    """The worker's claim is one statement; input waiting for the run is delivered after it,
+    before the run is handed over. When that delivery fails, the claim fails: no worker gets
+    the run without its input. Once the lease runs out, the next claim delivers it."""
+    store = open_store(db_url)
+    conn = psycopg.connect(db_url, autocommit=True)
+    try:
+        store.create_run(new_run("r1"), clock.now())
+        store.post_message("t1", "th1", Message("user", "refused once"), None, clock.now())
+        refuse_once(conn)
+        with pytest.raises(StoreError):
+            claim(store, clock)
+        conn.execute("DROP TRIGGER refuse_once ON perdure.messages")
+        assert claim(store, clock) is None, "the failed claim still holds the lease"
+        clock.advance(LEASE.total_seconds() + 1)
+        run = claim(store, clock, "w2")
+        assert run is not None and run.fence == 2
+        assert [m.content for m in store.messages("t1", "th1")] == ["refused once"]
+    finally:
+        conn.close()
+        store.close()
+
+
+def refuse_once(conn: psycopg.Connection[Any]) -> None:
+    """A trigger that makes inserting the message 'refused once' into a thread fail."""
+    conn.execute(
+        "CREATE FUNCTION perdure.refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN IF NEW.content = 'refused once' THEN RAISE EXCEPTION 'not now'; END IF; "
+        "RETURN NEW; END $$"
+    )
+    conn.execute(
+        "CREATE TRIGGER refuse_once BEFORE INSERT ON perdure.messages "
+        "FOR EACH ROW EXECUTE FUNCTION perdure.refuse_once()"
+    )
