@@ -263,7 +263,7 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
 ) -> None:
     """An agent's usual step (it goes on, adding its messages) waits for the server once, and so
     does the worker's claim; when input waits for the run, its delivery adds three (BEGIN, one
-    batch, COMMIT)."""
+    batch, COMMIT). A boundary that ends the run waits four times."""
     store = PostgresStore(db_url, max_connections=1)
     try:
         store.create_run(new_run("r0", thread="th0"), clock.now())
@@ -286,6 +286,14 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
         assert waits == 1
         got = [(m.seq, m.content) for m in store.messages("t1", "th1")]
         assert got == [(1, "waiting"), (2, ""), (3, "4")], "the claim delivered the waiting input"
+        end = boundary(clock, "second", None, RunStatus.SUCCEEDED, result={"ok": True})
+        ending = server_waits(
+            store,
+            tmp_path / "end",
+            lambda: store.commit("t1", "r1", run.fence, run.state_version + 1, [end], clock.now()),
+        )
+        assert ending == 4, "BEGIN, the guard, one batch with every row and event, COMMIT"
+        assert store.get_run("t1", "r1").status is RunStatus.SUCCEEDED
     finally:
         store.close()
 

@@ -60,9 +60,13 @@ def wake_parent(tx: Tx, tenant_id: str, run_id: str, at: Any) -> None:
     """Inside the transaction that settled run ``run_id``: when it is a child and its parent
     waits for children that are now all settled, move the parent to RUNNING at its ``next``."""
     link = tx.one("run_parent", {"tenant_id": tenant_id, "run_id": run_id})
-    if link is None or link["parent_run_id"] is None:
-        return
-    parent = {"tenant_id": tenant_id, "run_id": link["parent_run_id"]}
+    if link is not None and link["parent_run_id"] is not None:
+        wake_parent_run(tx, tenant_id, link["parent_run_id"], at)
+
+
+def wake_parent_run(tx: Tx, tenant_id: str, parent_run_id: str, at: Any) -> None:
+    """:func:`wake_parent` for a settled child whose parent is known."""
+    parent = {"tenant_id": tenant_id, "run_id": parent_run_id}
     row = tx.one("lock_run", parent)
     if row is None or row["status"] != str(RunStatus.WAITING_EXTERNAL):
         return

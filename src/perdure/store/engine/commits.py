@@ -75,6 +75,7 @@ def commit(
                 raise guard_failure(tx, _ids(request), fence, expected_version)
             with tx.batch():
                 _rows(tx, d.stamp, request, row, at)
+                _leave_running(tx, request, at)
             return _settle(tx, request, row, at)
     except (RunClosedError, LeaseLostError) as exc:
         self.record_event(tenant_id, run_id, "late_commit", late(request, exc), now)
@@ -125,6 +126,7 @@ def _transaction_part(
         with tx.batch():
             for i, row in passed:
                 _rows(tx, d.stamp, requests[i], row, at)
+                _leave_running(tx, requests[i], at)
         for i, row in passed:
             answers[i] = _settle(tx, requests[i], row, at)
         for i, r in enumerate(requests):
@@ -194,41 +196,47 @@ def _rows(tx: Tx, stamp: Stamp, request: CommitRequest, row: Row, at: Any) -> No
         threads.deliver_unread(tx, tenant_id, thread, None, at)
 
 
+def _leave_running(tx: Tx, request: CommitRequest, at: Any) -> None:
+    """The rows of a run that leaves RUNNING, whose results are not read (in the boundary's
+    batch): its status event, and the approval a person must decide."""
+    last = request.boundaries[-1]
+    if last.status is RunStatus.RUNNING:
+        return
+    change = {"from": "RUNNING", "to": str(last.status)}
+    event(tx, _ids(request), "status", last.step, request.fence, change, at)
+    if last.approval is not None:
+        a = last.approval
+        approval = {
+            "step": last.step,
+            "role": a.wait.role,
+            "request": to_json(a.request) or "null",
+            "on_approve": a.wait.on_approve,
+            "on_reject": a.wait.on_reject,
+            "now": at,
+        }
+        tx.run("insert_approval", {**_ids(request), **approval})
+
+
 def _settle(tx: Tx, request: CommitRequest, row: Row, at: Any) -> int:
-    """After the rows: when the run leaves RUNNING, its status event, the wait it begins and
-    the parent it wakes. Returns the run's new state_version."""
+    """After the rows, when the run left RUNNING: the wait it begins that is over already (a
+    signal in the inbox, every awaited child settled), and the parent it wakes (``row`` says
+    which). Returns the run's new state_version."""
     last = request.boundaries[-1]
     version = int(row["state_version"])
     if last.status is RunStatus.RUNNING:
         return version
-    ids = _ids(request)
-    change = {"from": "RUNNING", "to": str(last.status)}
-    event(tx, ids, "status", last.step, request.fence, change, at)
-    version = _begin_wait(tx, ids, last, request.fence, at) or version
-    if last.status in SETTLED:
-        children.wake_parent(tx, request.tenant_id, request.run_id, at)
+    version = _begin_wait(tx, _ids(request), last, request.fence, at) or version
+    if last.status in SETTLED and row["parent_run_id"] is not None:
+        children.wake_parent_run(tx, request.tenant_id, row["parent_run_id"], at)
     return version
 
 
 def _begin_wait(tx: Tx, ids: Params, last: Boundary, fence: int, at: Any) -> int | None:
-    """Inside a commit: record a pending approval, or take a signal already in the inbox, or
-    find every awaited child settled already (the run then does not wait). Returns the new
-    state_version if the run was woken."""
+    """Inside a commit: take a signal already in the inbox, or find every awaited child settled
+    already (the run then does not wait). Returns the new state_version if the run was woken
+    (a pending approval was recorded with the boundary's rows)."""
     waiting = last.waiting
     if last.approval is not None:
-        a = last.approval
-        tx.run(
-            "insert_approval",
-            {
-                **ids,
-                "step": last.step,
-                "role": a.wait.role,
-                "request": to_json(a.request) or "null",
-                "on_approve": a.wait.on_approve,
-                "on_reject": a.wait.on_reject,
-                "now": at,
-            },
-        )
         return None
     if isinstance(waiting, ChildrenWait):
         if not children.all_settled(tx, ids["tenant_id"], ids["run_id"], waiting):

@@ -73,10 +73,11 @@ class PostgresTx:
         return list(self.conn.execute(Q[query], params).fetchall())
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
-        """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read."""
+        """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read, and
+        the rows read once it ended (one round trip: reading inside it costs one more)."""
         with self.conn.pipeline():
             cursors = [self.conn.execute(Q[query], params) for query, params in statements]
-            return [c.fetchone() for c in cursors]
+        return [c.fetchone() for c in cursors]
 
     def run(self, query: str, params: Params = NO_PARAMS) -> int:
         """See :meth:`Tx.run`."""

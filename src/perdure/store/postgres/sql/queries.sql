@@ -223,7 +223,8 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND fence = %(fence)s AND state_version = %(expected_version)s AND status = 'RUNNING'
 -- inbox: always TRUE here. Input can be posted between this statement and the thread lock the
 -- delivery takes, so only the delivery itself, under that lock, can say that none waits.
-RETURNING state_version, steps_done, thread_id, TRUE AS inbox;
+-- parent_run_id: the parent a settled child may wake (NULL: none to look up).
+RETURNING state_version, steps_done, thread_id, parent_run_id, TRUE AS inbox;
 
 -- name: commit_step
 -- commit_steps for one run, with scalar parameters (cheaper to send, plan and run than the

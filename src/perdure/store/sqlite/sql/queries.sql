@@ -164,7 +164,8 @@ WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
 -- inbox: whether input from outside waits for the thread. BEGIN IMMEDIATE excludes every other
 -- writer, so the answer holds until COMMIT and the boundary skips delivery when it is false.
-RETURNING state_version, steps_done, thread_id,
+-- parent_run_id: the parent a settled child may wake (NULL: none to look up).
+RETURNING state_version, steps_done, thread_id, parent_run_id,
           EXISTS (SELECT 1 FROM thread_inbox AS i
                   WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
                     AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox;
@@ -192,7 +193,7 @@ SET next_step = :next_step,
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND fence = :fence AND state_version = :expected_version AND status = 'RUNNING'
   AND wake_at IS NULL
-RETURNING state_version, steps_done, thread_id,
+RETURNING state_version, steps_done, thread_id, parent_run_id,
           EXISTS (SELECT 1 FROM thread_inbox AS i
                   WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
                     AND i.delivered_at IS NULL AND i.run_id IS NULL) AS inbox;
