@@ -8,10 +8,11 @@ Counted with ``tests.backends.server_waits`` (the tests count with it too; insta
 ``test`` extra) for one run committing boundaries through ``Store.commit``, on a store with a
 single pooled connection, for each kind of boundary: plain (only the step and a changed
 field), with two messages (an agent's usual step), with two messages while input from outside
-waits on the thread. Every tenth commit is traced; the others give the median wall time of the
-commit on this machine, where a round trip costs about 0.05 ms. Then the same for claims of
-the worker's scan (``Store.claim`` without a run id), of queued runs on threads of their own,
-without input and with a message posted to the run's thread (which the claim delivers).
+waits on the thread, and a boundary that ends its run (a new run each time). Every tenth
+commit is traced; the others give the median wall time of the commit on this machine, where a
+round trip costs about 0.05 ms. Then the same for claims of the worker's scan
+(``Store.claim`` without a run id), of queued runs on threads of their own, without input and
+with a message posted to the run's thread (which the claim delivers).
 
 Run: ``python benchmarks/round_trips.py [--dsn DSN] [--commits 200]``.
 """
@@ -35,7 +36,8 @@ from postgres_overhead import fresh_database
 from tests.backends import server_waits
 
 from perdure import FakeClock
-from perdure.core.model import Durability, Message, Release, RunStatus
+from perdure.core.model import Durability, Message, Release, Run, RunStatus
+from perdure.core.records import StepOutcome
 from perdure.store.base import Boundary, NewRun
 from perdure.store.postgres.store import PostgresStore
 
@@ -147,6 +149,35 @@ def claims(url: str, claims: int, *, with_input: bool) -> tuple[float, float]:
         store.close()
 
 
+def endings(url: str, runs: int) -> tuple[float, float]:
+    """Round trips per boundary that ends its run (every tenth traced) and the median ms of
+    the others: ``runs`` runs, each claimed, then ended with its result."""
+    clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+    store = PostgresStore(url, max_connections=1)
+    try:
+        release = Release(1, 1, Durability.SYNC, code="bench")
+        with tempfile.TemporaryDirectory() as folder:
+            sample = Sampler(store, Path(folder))
+            for i in range(runs):
+                run_id = f"e-{i:05d}"
+                new = NewRun(run_id, "t1", f"th-{run_id}", "wf", "step", release, {"n": b"0"})
+                store.create_run(new, clock.now())
+                run = store.claim("w1", clock.now().replace(year=2027), clock.now(), ["wf"])
+                assert run is not None
+                now = clock.now()
+                end = Boundary(
+                    "step", StepOutcome.DONE, None, RunStatus.SUCCEEDED, now, now, result={"i": i}
+                )
+
+                def commit(b: Boundary = end, ran: Run = run) -> None:
+                    store.commit("t1", ran.run_id, ran.fence, ran.state_version, [b], clock.now())
+
+                sample(commit)
+        return sample.result()
+    finally:
+        store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     dsn = os.environ.get("PERDURE_BENCH_PG_DSN") or os.environ.get("PERDURE_TEST_PG_DSN")
@@ -163,6 +194,7 @@ def main() -> None:
         rows = [(name, measure(url, make, args.commits)) for name, make in KINDS.items()]
         waiting = measure(url, with_messages, args.commits, inbox=True)
         rows.append(("with 2 messages, input waiting", waiting))
+        rows.append(("the run ends", endings(url, args.commits)))
         for name, (trips, ms) in rows:
             print(f"{name:<34} {trips:>11.2f} {ms:>8.2f} ms")
         print(f"\n{'claim (the worker scan)':<34} {'round trips':>11} {'claim p50':>11}")
