@@ -117,6 +117,9 @@ DRIVER_QUERIES = {
         "commit_step",  # a plain boundary in one statement (Driver.one_statement_writes)
         "commit_steps",
         "claim_next",  # the worker's scan and claim in one statement
+        "begin_unread",  # Driver.write_unread: a transaction in one pipeline
+        "commit_unread",
+        "rollback_unread",
         "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }

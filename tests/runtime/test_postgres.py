@@ -262,8 +262,8 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
     db_url: str, clock: FakeClock, tmp_path: Path
 ) -> None:
     """An agent's usual step (it goes on, adding its messages) waits for the server once, and so
-    does the worker's claim; when input waits for the run, its delivery adds three (BEGIN, one
-    batch, COMMIT). A boundary that ends the run waits four times."""
+    does the worker's claim; when input waits on the thread, its delivery adds one (BEGIN, its
+    statements and COMMIT in one pipeline). A boundary that ends the run waits four times."""
     store = PostgresStore(db_url, max_connections=1)
     try:
         store.create_run(new_run("r0", thread="th0"), clock.now())
@@ -271,7 +271,7 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
         store.create_run(new_run("r1"), clock.now())
         store.post_message("t1", "th1", Message("user", "waiting"), None, clock.now())
         claimed: list[Run | None] = []
-        for name, waits in (("alone", 1), ("with input", 4)):
+        for name, waits in (("alone", 1), ("with input", 2)):
             took = server_waits(store, tmp_path / name, lambda: claimed.append(claim(store, clock)))
             assert took == waits, name
         run = claimed[1]
@@ -286,11 +286,20 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
         assert waits == 1
         got = [(m.seq, m.content) for m in store.messages("t1", "th1")]
         assert got == [(1, "waiting"), (2, ""), (3, "4")], "the claim delivered the waiting input"
-        end = boundary(clock, "second", None, RunStatus.SUCCEEDED, result={"ok": True})
+        store.post_message("t1", "th1", Message("user", "also"), None, clock.now())
+        b = boundary(clock, "second", "third", state={"n": b"2"})
+        waits = server_waits(
+            store,
+            tmp_path / "delivering",
+            lambda: store.commit("t1", "r1", run.fence, run.state_version + 1, [b], clock.now()),
+        )
+        assert waits == 2, "the statement, then the delivery's transaction in one pipeline"
+        assert [m.content for m in store.messages("t1", "th1")][-1] == "also"
+        end = boundary(clock, "third", None, RunStatus.SUCCEEDED, result={"ok": True})
         ending = server_waits(
             store,
             tmp_path / "end",
-            lambda: store.commit("t1", "r1", run.fence, run.state_version + 1, [end], clock.now()),
+            lambda: store.commit("t1", "r1", run.fence, run.state_version + 2, [end], clock.now()),
         )
         assert ending == 4, "BEGIN, the guard, one batch with every row and event, COMMIT"
         assert store.get_run("t1", "r1").status is RunStatus.SUCCEEDED

@@ -188,6 +188,23 @@ class PostgresDriver:
             yield tx
 
     @contextmanager
+    def write_unread(self) -> Iterator[PostgresTx]:
+        """See :meth:`Driver.write_unread`: ``BEGIN``, the statements and ``COMMIT`` in one
+        pipeline (psycopg's ``transaction()`` would wait for its ``BEGIN`` and ``COMMIT``).
+        After an error, the transaction is rolled back before the connection goes back."""
+        with self.read() as tx:
+            conn = tx.conn
+            try:
+                with conn.pipeline():
+                    conn.execute(Q["begin_unread"])
+                    yield tx
+                    conn.execute(Q["commit_unread"])
+            except BaseException:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    conn.execute(Q["rollback_unread"])
+                raise
+
+    @contextmanager
     def migration(self) -> Iterator[PostgresTx]:
         """See :meth:`Driver.migration`: two processes migrating at once apply each file once."""
         with self.write() as tx:

@@ -66,6 +66,17 @@ SELECT field, value, true, step_seq FROM perdure.state_tails
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 ORDER BY field, step_seq;
 
+-- name: begin_unread
+-- A transaction whose statements' results are not read, sent with them in one pipeline
+-- (Driver.write_unread), as are commit_unread and, after an error, rollback_unread.
+BEGIN;
+
+-- name: commit_unread
+COMMIT;
+
+-- name: rollback_unread
+ROLLBACK;
+
 -- name: claim_next
 -- The worker's scan and its claim in one statement (one round trip): the oldest runnable run
 -- that no other transaction has locked, its new lease, fence and status, and its events.
