@@ -101,9 +101,6 @@ def test_upgrading_a_database_that_holds_finished_runs_succeeds(
 DRIVER_QUERIES = {
     "sqlite": {
         "configure_connection",
-        "begin_write",
-        "commit_write",
-        "rollback_write",
         "advance_plain",  # a plain boundary's run update (not Driver.one_statement_writes)
         "pick_next",  # the worker's scan, before claim_run in the same transaction
     },
@@ -117,9 +114,6 @@ DRIVER_QUERIES = {
         "commit_step",  # a plain boundary in one statement (Driver.one_statement_writes)
         "commit_steps",
         "claim_next",  # the worker's scan and claim in one statement
-        "begin_unread",  # Driver.write_unread: a transaction in one pipeline
-        "commit_unread",
-        "rollback_unread",
         "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }

@@ -1,7 +1,7 @@
 """The PostgreSQL driver: psycopg 3, a connection pool, schema ``perdure``.
 
 Pooled connections are in autocommit mode, so every transaction is explicit
-(``conn.transaction()``); each sets ``synchronous_commit = on`` (a commit is durable when it
+(``BEGIN`` ... ``COMMIT``); each sets ``synchronous_commit = on`` (a commit is durable when it
 returns, whatever the server's default) and ``TimeZone = UTC``. A connection is not pinged
 before each use (that is a round trip per transaction): :func:`_check` only looks, without
 a round trip, whether the server has said something on an idle connection (a restarted server
@@ -58,41 +58,67 @@ REACH = (
 )
 
 
-class PostgresTx:
-    """A :class:`~perdure.store.driver.Tx` on one pooled psycopg connection."""
+OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
+"""The states of a connection inside a transaction (a broken one is UNKNOWN)."""
 
-    def __init__(self, conn: Conn) -> None:
+
+class PostgresTx:
+    """A :class:`~perdure.store.driver.Tx` on one pooled psycopg connection. In a write
+    transaction, ``BEGIN`` is not sent alone: it goes with the first statement, in one
+    pipeline (one round trip for both)."""
+
+    def __init__(self, conn: Conn, *, begin: bool = False) -> None:
         self.conn = conn
+        self.begin = begin
+        """True until the transaction's ``BEGIN`` was sent."""
+
+    def _execute(self, query: str, params: Params) -> psycopg.Cursor[DictRow]:
+        if not self.begin:
+            return self.conn.execute(Q[query], params)
+        with self.conn.pipeline():
+            self._send_begin()
+            cursor = self.conn.execute(Q[query], params)
+        return cursor
+
+    def _send_begin(self) -> None:
+        if self.begin:
+            self.conn.execute(Q["begin_write"])
+            self.begin = False
 
     def one(self, query: str, params: Params = NO_PARAMS) -> Row | None:
         """See :meth:`Tx.one`."""
-        return self.conn.execute(Q[query], params).fetchone()
+        return self._execute(query, params).fetchone()
 
     def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         """See :meth:`Tx.all`."""
-        return list(self.conn.execute(Q[query], params).fetchall())
+        return list(self._execute(query, params).fetchall())
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read, and
         the rows read once it ended (one round trip: reading inside it costs one more)."""
         with self.conn.pipeline():
+            self._send_begin()
             cursors = [self.conn.execute(Q[query], params) for query, params in statements]
         return [c.fetchone() for c in cursors]
 
     def run(self, query: str, params: Params = NO_PARAMS) -> int:
         """See :meth:`Tx.run`."""
-        return self.conn.execute(Q[query], params).rowcount
+        return self._execute(query, params).rowcount
 
-    def batch(self) -> AbstractContextManager[Any]:
+    @contextmanager
+    def batch(self) -> Iterator[None]:
         """See :meth:`Tx.batch`: one round trip for every statement in the block."""
-        return self.conn.pipeline()
+        with self.conn.pipeline():
+            self._send_begin()
+            yield
 
     def lock_thread(self, tenant_id: str, thread_id: str) -> None:
         """See :meth:`Tx.lock_thread`: a transaction-scoped advisory lock on the thread."""
-        self.conn.execute(Q["lock_thread"], {"tenant_id": tenant_id, "thread_id": thread_id})
+        self._execute("lock_thread", {"tenant_id": tenant_id, "thread_id": thread_id})
 
     def script(self, sql: str) -> None:
         """See :meth:`Tx.script`: the whole file at once, never split on ``;``."""
+        self._send_begin()
         self.conn.execute(sql.encode())
 
 
@@ -181,27 +207,33 @@ class PostgresDriver:
 
     @contextmanager
     def write(self) -> Iterator[PostgresTx]:
-        """See :meth:`Driver.write`: ``conn.transaction()`` on a pooled connection. Statements
-        whose results are not read go together (:meth:`PostgresTx.batch`); the whole transaction
-        is not run in pipeline mode, which measured slower here (see docs/performance.md)."""
-        with self.read() as tx, tx.conn.transaction():
+        """See :meth:`Driver.write`: ``BEGIN`` (sent with the first statement) ... ``COMMIT``
+        on a pooled connection; after an error, ``ROLLBACK`` before the connection goes back.
+        Statements whose results are not read go together (:meth:`PostgresTx.batch`); the
+        whole transaction is not run in pipeline mode, which measured slower here (see
+        docs/performance.md)."""
+        with self._transaction() as tx:
             yield tx
+            if not tx.begin:
+                tx.conn.execute(Q["commit_write"])
 
     @contextmanager
     def write_unread(self) -> Iterator[PostgresTx]:
         """See :meth:`Driver.write_unread`: ``BEGIN``, the statements and ``COMMIT`` in one
-        pipeline (psycopg's ``transaction()`` would wait for its ``BEGIN`` and ``COMMIT``).
-        After an error, the transaction is rolled back before the connection goes back."""
-        with self.read() as tx:
-            conn = tx.conn
+        pipeline."""
+        with self._transaction() as tx, tx.batch():
+            yield tx
+            tx.conn.execute(Q["commit_write"])
+
+    @contextmanager
+    def _transaction(self) -> Iterator[PostgresTx]:
+        with self.read() as reading:
+            conn = reading.conn
             try:
-                with conn.pipeline():
-                    conn.execute(Q["begin_unread"])
-                    yield tx
-                    conn.execute(Q["commit_unread"])
+                yield PostgresTx(conn, begin=True)
             except BaseException:
-                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    conn.execute(Q["rollback_unread"])
+                if conn.info.transaction_status in OPEN:  # not after a failed COMMIT
+                    conn.execute(Q["rollback_write"])
                 raise
 
     @contextmanager

@@ -7,6 +7,16 @@
 SELECT set_config('synchronous_commit', 'on', false),
        set_config('TimeZone', 'UTC', false);
 
+-- name: begin_write
+-- A write transaction (Driver.write): sent with its first statement, in one pipeline.
+BEGIN;
+
+-- name: commit_write
+COMMIT;
+
+-- name: rollback_write
+ROLLBACK;
+
 -- name: insert_run
 -- The run takes the next place in its thread's queue. A conflict on the idempotency key, or on
 -- the place a concurrent creator took a moment ago (the insert waits for it to commit), inserts
@@ -65,17 +75,6 @@ UNION ALL
 SELECT field, value, true, step_seq FROM perdure.state_tails
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 ORDER BY field, step_seq;
-
--- name: begin_unread
--- A transaction whose statements' results are not read, sent with them in one pipeline
--- (Driver.write_unread), as are commit_unread and, after an error, rollback_unread.
-BEGIN;
-
--- name: commit_unread
-COMMIT;
-
--- name: rollback_unread
-ROLLBACK;
 
 -- name: claim_next
 -- The worker's scan and its claim in one statement (one round trip): the oldest runnable run
