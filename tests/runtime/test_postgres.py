@@ -263,7 +263,7 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
 ) -> None:
     """An agent's usual step (it goes on, adding its messages) waits for the server once, and so
     does the worker's claim; when input waits on the thread, its delivery adds one (BEGIN, its
-    statements and COMMIT in one pipeline). A boundary that ends the run waits three times."""
+    statements and COMMIT in one pipeline). A boundary that ends the run waits twice."""
     store = PostgresStore(db_url, max_connections=1)
     try:
         store.create_run(new_run("r0", thread="th0"), clock.now())
@@ -301,7 +301,7 @@ def test_a_plain_boundary_with_messages_is_one_round_trip(
             tmp_path / "end",
             lambda: store.commit("t1", "r1", run.fence, run.state_version + 2, [end], clock.now()),
         )
-        assert ending == 3, "BEGIN with the guard, one batch with every row and event, COMMIT"
+        assert ending == 2, "BEGIN with the guard, then every row and event with the COMMIT"
         assert store.get_run("t1", "r1").status is RunStatus.SUCCEEDED
     finally:
         store.close()

@@ -69,9 +69,11 @@ class Tx(Protocol):
         """Run a statement; return how many rows it changed (unknown inside :meth:`batch`)."""
         ...
 
-    def batch(self) -> AbstractContextManager[None]:
+    def batch(self, *, last: bool = False) -> AbstractContextManager[None]:
         """Statements whose results are not read, sent together (PostgreSQL's pipeline; one at
-        a time on SQLite). Rows changed are not counted inside."""
+        a time on SQLite). Rows changed are not counted inside. ``last``: they are the write
+        transaction's last statements, and PostgreSQL sends its ``COMMIT`` with them; nothing
+        may run in the transaction after the block."""
         ...
 
     def lock_thread(self, tenant_id: str, thread_id: str) -> None:

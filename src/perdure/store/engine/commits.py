@@ -73,7 +73,7 @@ def commit(
             (row,) = _advance(tx, d, [request], at)
             if row is None:
                 raise guard_failure(tx, _ids(request), fence, expected_version)
-            with tx.batch():
+            with tx.batch(last=not _reads_after(request, row)):
                 _rows(tx, d.stamp, request, row, at)
                 _leave_running(tx, request, at)
             return _settle(tx, request, row, at)
@@ -217,13 +217,25 @@ def _leave_running(tx: Tx, request: CommitRequest, at: Any) -> None:
         tx.run("insert_approval", {**_ids(request), **approval})
 
 
+def _reads_after(request: CommitRequest, row: Row) -> bool:
+    """Whether :func:`_settle` has anything to read after the boundary's rows: the run begins
+    to wait for a signal or for children (either may be there already), or it is a child that
+    settles (its parent may wake). Otherwise the rows are the transaction's last statements."""
+    last = request.boundaries[-1]
+    if last.status is RunStatus.RUNNING:
+        return False
+    if last.approval is None and isinstance(last.waiting, ChildrenWait | SignalWait):
+        return True
+    return last.status in SETTLED and row["parent_run_id"] is not None
+
+
 def _settle(tx: Tx, request: CommitRequest, row: Row, at: Any) -> int:
-    """After the rows, when the run left RUNNING: the wait it begins that is over already (a
-    signal in the inbox, every awaited child settled), and the parent it wakes (``row`` says
-    which). Returns the run's new state_version."""
+    """After the rows, when :func:`_reads_after` says so: the wait the run begins that is over
+    already (a signal in the inbox, every awaited child settled), and the parent it wakes
+    (``row`` says which). Returns the run's new state_version."""
     last = request.boundaries[-1]
     version = int(row["state_version"])
-    if last.status is RunStatus.RUNNING:
+    if not _reads_after(request, row):
         return version
     version = _begin_wait(tx, _ids(request), last, request.fence, at) or version
     if last.status in SETTLED and row["parent_run_id"] is not None:

@@ -71,6 +71,8 @@ class PostgresTx:
         self.conn = conn
         self.begin = begin
         """True until the transaction's ``BEGIN`` was sent."""
+        self.committed = False
+        """True once a ``batch(last=True)`` sent the transaction's ``COMMIT``."""
 
     def _execute(self, query: str, params: Params) -> psycopg.Cursor[DictRow]:
         if not self.begin:
@@ -106,11 +108,15 @@ class PostgresTx:
         return self._execute(query, params).rowcount
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
-        """See :meth:`Tx.batch`: one round trip for every statement in the block."""
+    def batch(self, *, last: bool = False) -> Iterator[None]:
+        """See :meth:`Tx.batch`: one round trip for every statement in the block (and, when
+        ``last``, the ``COMMIT``)."""
         with self.conn.pipeline():
             self._send_begin()
             yield
+            if last:
+                self.conn.execute(Q["commit_write"])
+                self.committed = True
 
     def lock_thread(self, tenant_id: str, thread_id: str) -> None:
         """See :meth:`Tx.lock_thread`: a transaction-scoped advisory lock on the thread."""
@@ -214,16 +220,15 @@ class PostgresDriver:
         docs/performance.md)."""
         with self._transaction() as tx:
             yield tx
-            if not tx.begin:
+            if not tx.begin and not tx.committed:
                 tx.conn.execute(Q["commit_write"])
 
     @contextmanager
     def write_unread(self) -> Iterator[PostgresTx]:
         """See :meth:`Driver.write_unread`: ``BEGIN``, the statements and ``COMMIT`` in one
         pipeline."""
-        with self._transaction() as tx, tx.batch():
+        with self._transaction() as tx, tx.batch(last=True):
             yield tx
-            tx.conn.execute(Q["commit_write"])
 
     @contextmanager
     def _transaction(self) -> Iterator[PostgresTx]:

@@ -60,8 +60,9 @@ class SqliteTx:
         """See :meth:`Tx.run`."""
         return self.conn.execute(Q[query], params).rowcount
 
-    def batch(self) -> AbstractContextManager[None]:
-        """See :meth:`Tx.batch`: an in-process database has no round trips to save."""
+    def batch(self, *, last: bool = False) -> AbstractContextManager[None]:
+        """See :meth:`Tx.batch`: an in-process database has no round trips to save (the
+        transaction commits when it ends, ``last`` or not)."""
         return nullcontext()
 
     def lock_thread(self, tenant_id: str, thread_id: str) -> None:
