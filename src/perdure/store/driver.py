@@ -149,12 +149,6 @@ class Driver(Protocol):
         """One write transaction: committed when the block ends, rolled back on any error."""
         ...
 
-    def write_unread(self) -> AbstractContextManager[Tx]:
-        """:meth:`write` for statements whose results are not read (only :meth:`Tx.run`,
-        :meth:`Tx.lock_thread`): PostgreSQL sends ``BEGIN``, every statement and ``COMMIT``
-        at once, one round trip. Any error rolls the whole transaction back."""
-        ...
-
     def read(self) -> AbstractContextManager[Tx]:
         """A connection for reads outside any write transaction."""
         ...

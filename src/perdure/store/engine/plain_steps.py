@@ -77,7 +77,7 @@ def commit_plain(
     waiting = [row for row in found if row["inbox"]]
     if waiting:
         try:
-            with d.write_unread() as tx:
+            with d.write() as tx, tx.batch(last=True):
                 for row in waiting:
                     run_id, thread_id = row["run_id"], row["thread_id"]
                     threads.deliver_unread(tx, tenant_of[run_id], thread_id, None, at)

@@ -222,7 +222,7 @@ def _claim_next(self: Engine, params: Params, at: Any) -> Run | None:
         return None
     run = replace(run_from_row(row, d.when), previous_owner=row["previous_owner"])
     if row["pending"]:
-        with d.write_unread() as tx:
+        with d.write() as tx, tx.batch(last=True):
             threads.deliver_unread(tx, run.tenant_id, run.thread_id, run.run_id, at)
     return run
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -39,13 +39,9 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NO_PARAMS, NumberingConflictError, not_text
+from perdure.store.driver import NumberingConflictError, not_text
 from perdure.store.postgres.listen import Hub, PostgresWatch
-from perdure.store.queries import queries
-from perdure.store.rows import Params, Row
-
-Q = {name: text.encode() for name, text in queries("postgres").items()}
-Conn = psycopg.Connection[DictRow]
+from perdure.store.postgres.tx import OPEN, Conn, PostgresTx, Q
 
 RUN_CLOSED_SQLSTATE = "RT001"
 """Raised by the ``runs_terminal_is_final`` trigger when something updates a finished run."""
@@ -56,76 +52,6 @@ REACH = (
     "check that PostgreSQL is running and reachable, and that the URL's host, port, database, "
     "user and password are right (--db or PERDURE_DB)"
 )
-
-
-OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
-"""The states of a connection inside a transaction (a broken one is UNKNOWN)."""
-
-
-class PostgresTx:
-    """A :class:`~perdure.store.driver.Tx` on one pooled psycopg connection. In a write
-    transaction, ``BEGIN`` is not sent alone: it goes with the first statement, in one
-    pipeline (one round trip for both)."""
-
-    def __init__(self, conn: Conn, *, begin: bool = False) -> None:
-        self.conn = conn
-        self.begin = begin
-        """True until the transaction's ``BEGIN`` was sent."""
-        self.committed = False
-        """True once a ``batch(last=True)`` sent the transaction's ``COMMIT``."""
-
-    def _execute(self, query: str, params: Params) -> psycopg.Cursor[DictRow]:
-        if not self.begin:
-            return self.conn.execute(Q[query], params)
-        with self.conn.pipeline():
-            self._send_begin()
-            cursor = self.conn.execute(Q[query], params)
-        return cursor
-
-    def _send_begin(self) -> None:
-        if self.begin:
-            self.conn.execute(Q["begin_write"])
-            self.begin = False
-
-    def one(self, query: str, params: Params = NO_PARAMS) -> Row | None:
-        """See :meth:`Tx.one`."""
-        return self._execute(query, params).fetchone()
-
-    def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
-        """See :meth:`Tx.all`."""
-        return list(self._execute(query, params).fetchall())
-
-    def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
-        """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read, and
-        the rows read once it ended (one round trip: reading inside it costs one more)."""
-        with self.conn.pipeline():
-            self._send_begin()
-            cursors = [self.conn.execute(Q[query], params) for query, params in statements]
-        return [c.fetchone() for c in cursors]
-
-    def run(self, query: str, params: Params = NO_PARAMS) -> int:
-        """See :meth:`Tx.run`."""
-        return self._execute(query, params).rowcount
-
-    @contextmanager
-    def batch(self, *, last: bool = False) -> Iterator[None]:
-        """See :meth:`Tx.batch`: one round trip for every statement in the block (and, when
-        ``last``, the ``COMMIT``)."""
-        with self.conn.pipeline():
-            self._send_begin()
-            yield
-            if last:
-                self.conn.execute(Q["commit_write"])
-                self.committed = True
-
-    def lock_thread(self, tenant_id: str, thread_id: str) -> None:
-        """See :meth:`Tx.lock_thread`: a transaction-scoped advisory lock on the thread."""
-        self._execute("lock_thread", {"tenant_id": tenant_id, "thread_id": thread_id})
-
-    def script(self, sql: str) -> None:
-        """See :meth:`Tx.script`: the whole file at once, never split on ``;``."""
-        self._send_begin()
-        self.conn.execute(sql.encode())
 
 
 class PostgresDriver:
@@ -214,31 +140,19 @@ class PostgresDriver:
     @contextmanager
     def write(self) -> Iterator[PostgresTx]:
         """See :meth:`Driver.write`: ``BEGIN`` (sent with the first statement) ... ``COMMIT``
-        on a pooled connection; after an error, ``ROLLBACK`` before the connection goes back.
-        Statements whose results are not read go together (:meth:`PostgresTx.batch`); the
-        whole transaction is not run in pipeline mode, which measured slower here (see
-        docs/performance.md)."""
-        with self._transaction() as tx:
-            yield tx
-            if not tx.begin and not tx.committed:
-                tx.conn.execute(Q["commit_write"])
-
-    @contextmanager
-    def write_unread(self) -> Iterator[PostgresTx]:
-        """See :meth:`Driver.write_unread`: ``BEGIN``, the statements and ``COMMIT`` in one
-        pipeline."""
-        with self._transaction() as tx, tx.batch(last=True):
-            yield tx
-
-    @contextmanager
-    def _transaction(self) -> Iterator[PostgresTx]:
+        (sent with a ``batch(last=True)``, or alone) on a pooled connection; after an error,
+        ``ROLLBACK`` before the connection goes back. Statements whose results are not read go
+        together (:meth:`PostgresTx.batch`); the whole transaction is not run in pipeline
+        mode, which measured slower here (see docs/performance.md)."""
         with self.read() as reading:
-            conn = reading.conn
+            tx = PostgresTx(reading.conn, begin=True)
             try:
-                yield PostgresTx(conn, begin=True)
+                yield tx
+                if not tx.begin and not tx.committed:
+                    tx.conn.execute(Q["commit_write"])
             except BaseException:
-                if conn.info.transaction_status in OPEN:  # not after a failed COMMIT
-                    conn.execute(Q["rollback_write"])
+                if tx.conn.info.transaction_status in OPEN:  # not after a failed COMMIT
+                    tx.conn.execute(Q["rollback_write"])
                 raise
 
     @contextmanager

@@ -138,10 +138,6 @@ class SqliteDriver:
         """See :meth:`Driver.statement`: the thread's connection is in autocommit mode."""
         return self.read()
 
-    def write_unread(self) -> AbstractContextManager[SqliteTx]:
-        """See :meth:`Driver.write_unread`: an in-process database has no round trips to save."""
-        return self.write()
-
     def migration(self) -> AbstractContextManager[SqliteTx]:
         """See :meth:`Driver.migration`: the write lock already admits one migrator."""
         return self.write()
