@@ -9,7 +9,8 @@ every driver exception into a :class:`~perdure.core.errors.PerdureError` inside
 
 Queries are named: a :class:`Tx` runs the query of that name from the dialect's
 ``sql/queries.sql``. Both dialects define the same names (a query a dialect does not need is a
-no-op there). Rows are read by column name (:class:`~perdure.store.rows.Row`).
+no-op there). Rows are read by column name (:class:`~perdure.store.rows.Row`), or as tuples
+where a read returns many (:meth:`Tx.values`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ class Tx(Protocol):
 
     def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         """Every row the query returns."""
+        ...
+
+    def values(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """Every row the query returns as a tuple of its columns, in the query's order: for a
+        read of many rows, where reading each column by name costs more than the column (a
+        thread's messages)."""
         ...
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:

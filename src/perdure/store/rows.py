@@ -305,23 +305,24 @@ def event_from_row(row: Row, when: When) -> Event:
     )
 
 
-def message_from_row(row: Row, when: When) -> Message:
-    """A :class:`~perdure.core.model.Message` from a row of ``messages``. (A thread's load makes
-    one per message, so the columns that are usually empty are tested before decoding.)"""
-    calls = row["tool_calls"]
-    artifact = row["content_artifact"]
+def message_from_values(values: tuple[Any, ...], when: When) -> Message:
+    """A :class:`~perdure.core.model.Message` from a row of the ``list_messages`` query, read as
+    a tuple (:meth:`~perdure.store.driver.Tx.values`) in its column order: ``seq, run_id, role,
+    content, tool_calls, tool_call_id, at, content_artifact``. (A thread's load makes one per
+    message, so the columns that are usually empty are tested before decoding.)"""
+    seq, run_id, role, content, calls, tool_call_id, at, artifact = values
     return Message(
-        row["role"],
-        row["content"],
+        role,
+        content,
         ()
         if calls is None
         else tuple(
             ToolCall(c["id"], c["name"], c.get("arguments")) for c in from_json(calls) or ()
         ),
-        row["tool_call_id"],
-        row["seq"],
-        row["run_id"],
-        when(row["at"]),
+        tool_call_id,
+        seq,
+        run_id,
+        when(at),
         None if artifact is None else ArtifactRef.from_json(from_json(artifact)),
     )
 

@@ -15,7 +15,7 @@ from perdure.core.model import Message
 from perdure.store.base import Boundary
 from perdure.store.driver import Tx
 from perdure.store.engine.tx import event, fetch, need
-from perdure.store.rows import Params, Row, Stamp, When, from_json, message_from_row, to_json
+from perdure.store.rows import Params, Row, Stamp, When, from_json, message_from_values, to_json
 
 if TYPE_CHECKING:
     from perdure.store.engine import Engine
@@ -139,13 +139,13 @@ def messages_until(
     params = {"tenant_id": tenant_id, "thread_id": thread_id, "run_id": run_id}
     with d.read() as tx:
         bounds = tx.one("run_message_bounds", {**params, "step_seq": step_seq})
-        rows = tx.all("list_messages", {**params, "after": 0})
+        rows = tx.values("list_messages", {**params, "after": 0})
     cut = None
     if bounds is not None and bounds["kept"] is not None:
         cut = int(bounds["kept"])
     elif bounds is not None and bounds["first"] is not None:
         cut = int(bounds["first"]) - 1
-    messages = [message_from_row(r, d.when) for r in rows]
+    messages = [message_from_values(r, d.when) for r in rows]
     return [m for m in messages if cut is None or (m.seq or 0) <= cut]
 
 

@@ -24,7 +24,7 @@ from perdure.store.rows import (
     Params,
     event_from_row,
     iso,
-    message_from_row,
+    message_from_values,
     run_from_row,
     step_from_row,
     to_json,
@@ -379,5 +379,6 @@ def events(
 def messages(self: Engine, tenant_id: str, thread_id: str, *, after: int = 0) -> list[Message]:
     """See :meth:`Store.messages`."""
     params = {"tenant_id": tenant_id, "thread_id": thread_id, "after": after}
-    found = fetch(self.driver, "list_messages", params)
-    return [message_from_row(r, self.driver.when) for r in found]
+    with self.driver.read() as tx:
+        found = tx.values("list_messages", params)
+    return [message_from_values(r, self.driver.when) for r in found]

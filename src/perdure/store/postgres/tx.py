@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import psycopg
-from psycopg.rows import DictRow
+from psycopg.rows import DictRow, tuple_row
 
 from perdure.store.driver import NO_PARAMS
 from perdure.store.queries import queries
@@ -21,6 +22,7 @@ from perdure.store.rows import Params, Row
 Q = {name: text.encode() for name, text in queries("postgres").items()}
 """Every named PostgreSQL query, as bytes."""
 Conn = psycopg.Connection[DictRow]
+R = TypeVar("R")
 
 OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
 """The states of a connection inside a transaction (a broken one is UNKNOWN)."""
@@ -39,11 +41,15 @@ class PostgresTx:
         """True once a ``batch(last=True)`` sent the transaction's ``COMMIT``."""
 
     def _execute(self, query: str, params: Params) -> psycopg.Cursor[DictRow]:
+        return self._on(self.conn.cursor(), query, params)
+
+    def _on(self, cursor: psycopg.Cursor[R], query: str, params: Params) -> psycopg.Cursor[R]:
+        """Run a named query on ``cursor``, with the transaction's ``BEGIN`` if not yet sent."""
         if not self.begin:
-            return self.conn.execute(Q[query], params)
+            return cursor.execute(Q[query], params)
         with self.conn.pipeline():
             self._send_begin()
-            cursor = self.conn.execute(Q[query], params)
+            cursor.execute(Q[query], params)
         return cursor
 
     def _send_begin(self) -> None:
@@ -58,6 +64,10 @@ class PostgresTx:
     def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         """See :meth:`Tx.all`."""
         return list(self._execute(query, params).fetchall())
+
+    def values(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.values`: a cursor of plain tuples."""
+        return self._on(self.conn.cursor(row_factory=tuple_row), query, params).fetchall()
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read, and

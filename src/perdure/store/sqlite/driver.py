@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from perdure.core.errors import (
     InvalidInputError,
@@ -51,6 +52,13 @@ class SqliteTx:
     def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         """See :meth:`Tx.all`."""
         return list(self.conn.execute(Q[query], params).fetchall())
+
+    def values(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.values`: a cursor without the connection's ``sqlite3.Row`` factory."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        found: list[tuple[Any, ...]] = cursor.execute(Q[query], params).fetchall()
+        return found
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: one statement after the other."""

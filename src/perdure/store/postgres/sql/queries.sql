@@ -479,6 +479,7 @@ VALUES (%(tenant_id)s, %(thread_id)s,
         %(step_seq)s, %(content_artifact)s::json);
 
 -- name: list_messages
+-- Read as tuples (rows.message_from_values unpacks the columns in this order).
 SELECT seq, run_id, role, content, tool_calls, tool_call_id, at, content_artifact
 FROM perdure.messages
 WHERE tenant_id = %(tenant_id)s AND thread_id = %(thread_id)s AND seq > %(after)s

@@ -241,6 +241,7 @@ VALUES (:tenant_id, :thread_id,
         :run_id, :role, :content, :tool_calls, :tool_call_id, :at, :step_seq, :content_artifact);
 
 -- name: list_messages
+-- Read as tuples (rows.message_from_values unpacks the columns in this order).
 -- Only the columns a Message is made of: a long thread's load spends its time handing over
 -- column values (2,000 messages: about 1 ms for the three it does not need).
 SELECT seq, run_id, role, content, tool_calls, tool_call_id, at, content_artifact
