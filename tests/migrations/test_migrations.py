@@ -114,6 +114,8 @@ DRIVER_QUERIES = {
         "commit_step",  # a plain boundary in one statement (Driver.one_statement_writes)
         "commit_steps",
         "claim_next",  # the worker's scan and claim in one statement
+        "plan_effect",  # an effect's intent and its event in one statement
+        "move_effect",  # an effect's status change and its event in one statement
         "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }

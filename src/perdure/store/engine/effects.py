@@ -3,7 +3,10 @@
 
 Planning or moving an effect under a fence checks the run's fence in the same statement (on
 PostgreSQL it share-locks the run's row, so a claim that would raise the fence waits for the
-transaction instead of overtaking it)."""
+transaction instead of overtaking it). Where the driver can
+(:attr:`~perdure.store.driver.Driver.one_statement_writes`), a new intent and a status change
+under a fence are each one statement with their event, one round trip; what they refuse is
+explained by the transaction path."""
 
 from __future__ import annotations
 
@@ -28,29 +31,34 @@ def plan_effect(
     at = d.stamp(now)
     ids = {"tenant_id": tenant_id, "run_id": run_id}
     key = {"tenant_id": tenant_id, "key": new.key}
+    params = {
+        **ids,
+        **key,
+        "step": new.step,
+        "step_seq": new.step_seq,
+        "name": new.name,
+        "target": new.target,
+        "operation": new.operation,
+        "request_hash": new.request_hash,
+        "request": to_json(new.request) or "null",
+        "compensator": new.compensator,
+        "fence": fence,
+        "now": at,
+    }
+    planned = {"key": new.key, "to": "planned"}
+    if d.one_statement_writes:
+        with d.statement() as tx:
+            row = tx.one("plan_effect", {**params, "planned": to_json(planned)})
+        if row is not None:
+            return effect_from_row(row, d.when)
+        # nothing written: recorded already, or refused; the transaction below says which
     with d.write() as tx:
-        inserted = tx.run(
-            "insert_effect",
-            {
-                **ids,
-                **key,
-                "step": new.step,
-                "step_seq": new.step_seq,
-                "name": new.name,
-                "target": new.target,
-                "operation": new.operation,
-                "request_hash": new.request_hash,
-                "request": to_json(new.request) or "null",
-                "compensator": new.compensator,
-                "fence": fence,
-                "now": at,
-            },
-        )
+        inserted = tx.run("insert_effect", params)
         found = tx.one("get_effect", key)
         if found is None:
             raise guard_failure(tx, ids, fence, -1)
         if inserted:
-            event(tx, ids, "effect", new.step, fence, {"key": new.key, "to": "planned"}, at)
+            event(tx, ids, "effect", new.step, fence, planned, at)
     return effect_from_row(found, d.when)
 
 
@@ -81,31 +89,36 @@ def update_effect(
     order."""
     d = self.driver
     at = d.stamp(now)
+    params = {
+        "tenant_id": tenant_id,
+        "key": key,
+        "status": str(status),
+        "expected_status": str(expected_status),
+        "attempts_delta": attempts_delta,
+        "result": to_json(result),
+        "receipt": receipt,
+        "error": to_json(error),
+        "resolution": to_json(resolution),
+        "deadline": d.stamp(deadline),
+        "fence": fence,
+        "now": at,
+    }
+    info = effect_change(expected_status, status, key, resolution)
+    if d.one_statement_writes and fence is not None:
+        with d.statement() as tx:
+            moved = tx.one("move_effect", {**params, "change": to_json(info)})
+        if moved is not None:
+            return effect_from_row(moved, d.when)
+        with d.read() as tx:  # nothing was written: say why
+            raise effect_guard_failure(tx, tenant_id, key, fence, expected_status)
     with d.write() as tx:
         if fence is None:  # a person's decision: lock the run as its other writers do
             current = tx.one("get_effect", {"tenant_id": tenant_id, "key": key})
             if current is not None:
                 tx.one("lock_run", {"tenant_id": tenant_id, "run_id": current["run_id"]})
-        row = tx.one(
-            "update_effect",
-            {
-                "tenant_id": tenant_id,
-                "key": key,
-                "status": str(status),
-                "expected_status": str(expected_status),
-                "attempts_delta": attempts_delta,
-                "result": to_json(result),
-                "receipt": receipt,
-                "error": to_json(error),
-                "resolution": to_json(resolution),
-                "deadline": d.stamp(deadline),
-                "fence": fence,
-                "now": at,
-            },
-        )
+        row = tx.one("update_effect", params)
         if row is None:
             raise effect_guard_failure(tx, tenant_id, key, fence, expected_status)
-        info = effect_change(expected_status, status, key, resolution)
         ids = {"tenant_id": tenant_id, "run_id": row["run_id"]}
         event(tx, ids, "effect", row["step"], fence, info, at)
     return effect_from_row(row, d.when)

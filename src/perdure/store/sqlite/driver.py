@@ -102,6 +102,7 @@ class SqliteDriver:
         self._local = threading.local()
         self._all: list[tuple[weakref.ref[threading.Thread], sqlite3.Connection]] = []
         self._lock = threading.Lock()
+        self._writing = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -125,7 +126,7 @@ class SqliteDriver:
     @contextmanager
     def write(self) -> Iterator[SqliteTx]:
         """See :meth:`Driver.write`: ``BEGIN IMMEDIATE`` ... ``COMMIT``."""
-        with self._translated():
+        with self._writing, self._translated():
             conn = self._conn()
             conn.execute(Q["begin_write"])
             try:

@@ -554,6 +554,73 @@ RETURNING effect_key, tenant_id, run_id, step, step_seq, name, target, operation
           request, status, attempts, result, receipt, last_error, compensator, resolution,
           created_at, updated_at, deadline;
 
+-- name: plan_effect
+-- insert_effect and its 'effect' event (%(planned)s: its data) as one statement, one round trip
+-- in autocommit: the intent is recorded, the run's row share-locked first as insert_effect
+-- does, only while the fence holds and the run is unfinished. No row: nothing was written,
+-- because the intent was already recorded or the guard matched nothing; the transaction path
+-- (insert_effect, get_effect) then says which.
+WITH planned AS (
+    INSERT INTO perdure.effects (effect_key, tenant_id, run_id, step, step_seq, name, target,
+                                 operation, request_hash, request, status, attempts,
+                                 compensator, created_at, updated_at)
+    SELECT %(key)s, %(tenant_id)s, %(run_id)s, %(step)s, %(step_seq)s, %(name)s, %(target)s,
+           %(operation)s, %(request_hash)s, %(request)s::json, 'planned', 0, %(compensator)s,
+           %(now)s, %(now)s
+    WHERE EXISTS (SELECT 1 FROM perdure.runs
+                  WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND fence = %(fence)s
+                    AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+                  FOR SHARE)
+    ON CONFLICT (effect_key) DO NOTHING
+    RETURNING effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
+          request, status, attempts, result, receipt, last_error, compensator, resolution,
+          created_at, updated_at, deadline
+), logged AS (
+    INSERT INTO perdure.events (tenant_id, run_id, type, step, fence, data, at)
+    SELECT tenant_id, run_id, 'effect', step, %(fence)s, %(planned)s::json, %(now)s
+    FROM planned
+)
+SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
+          request, status, attempts, result, receipt, last_error, compensator, resolution,
+          created_at, updated_at, deadline
+FROM planned;
+
+-- name: move_effect
+-- update_effect with a fence and its 'effect' event (%(change)s: its data) as one statement,
+-- one round trip in autocommit: the run's row is share-locked first, as update_effect does, so
+-- the run's events still commit in number order. No row: the guard matched nothing and nothing
+-- was written.
+WITH moved AS (
+    UPDATE perdure.effects
+    SET status = %(status)s,
+        attempts = attempts + %(attempts_delta)s,
+        result = COALESCE(%(result)s::json, result),
+        receipt = COALESCE(%(receipt)s::text, receipt),
+        last_error = COALESCE(%(error)s::json, last_error),
+        resolution = COALESCE(%(resolution)s::json, resolution),
+        deadline = CASE WHEN %(status)s = 'executing' THEN %(deadline)s::timestamptz
+                        ELSE deadline END,
+        updated_at = %(now)s
+    WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s AND status = %(expected_status)s
+      AND EXISTS (
+            SELECT 1 FROM perdure.runs
+            WHERE runs.tenant_id = %(tenant_id)s AND runs.run_id = effects.run_id
+              AND runs.fence = %(fence)s
+              AND runs.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+            FOR SHARE)
+    RETURNING effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
+          request, status, attempts, result, receipt, last_error, compensator, resolution,
+          created_at, updated_at, deadline
+), logged AS (
+    INSERT INTO perdure.events (tenant_id, run_id, type, step, fence, data, at)
+    SELECT tenant_id, run_id, 'effect', step, %(fence)s, %(change)s::json, %(now)s
+    FROM moved
+)
+SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
+          request, status, attempts, result, receipt, last_error, compensator, resolution,
+          created_at, updated_at, deadline
+FROM moved;
+
 -- name: list_effects
 SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
        request, status, attempts, result, receipt, last_error, compensator, resolution,
