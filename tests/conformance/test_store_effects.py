@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from perdure import FakeClock
-from perdure.core.effects import EffectStatus, NewEffect
+from perdure.core.effects import EffectMove, EffectPlan, EffectRecord, EffectStatus, NewEffect
 from perdure.core.errors import (
     EffectNotFoundError,
     EffectStateError,
     LeaseLostError,
     RunClosedError,
 )
-from perdure.core.model import RunStatus
+from perdure.core.model import Run, RunStatus
 from perdure.store.base import Boundary, Store
-from tests.conformance.conftest import LEASE, claim, claimed
+from tests.conformance.conftest import LEASE, claim, claimed, new_run
 
 E = EffectStatus
 
@@ -272,3 +272,85 @@ def test_a_worker_that_lost_its_run_learns_so_before_the_effect_status(
             now=clock.now(),
             attempts_delta=1,
         )
+
+
+def run_intent(run_id: str, name: str = "charge") -> NewEffect:
+    return NewEffect(
+        f"t1/wf/{run_id}/1.first/{name}", "first", 1, name, "payments", "charge", "h", {}
+    )
+
+
+def test_a_group_of_moves_refuses_only_the_stale_one(store: Store, clock: FakeClock) -> None:
+    runs: dict[str, Run] = {}
+    for run_id in ("r1", "r2", "r3"):  # each on a thread of its own, so all three run at once
+        store.create_run(new_run(run_id, thread=run_id), clock.now())
+        run = claim(store, clock, tenant_id="t1", run_id=run_id)
+        assert run is not None
+        runs[run_id] = run
+    planned = {
+        run_id: store.plan_effect("t1", run_id, run.fence, run_intent(run_id), clock.now())
+        for run_id, run in runs.items()
+    }
+    store.set_status(
+        "t1",
+        "r2",
+        expected_status=RunStatus.RUNNING,
+        expected_version=runs["r2"].state_version,
+        status=RunStatus.CANCELLED,
+        fence=None,
+        now=clock.now(),
+    )
+    moves = [
+        EffectMove("t1", planned["r1"].key, E.PLANNED, E.EXECUTING, runs["r1"].fence, 1),
+        EffectMove("t1", planned["r2"].key, E.PLANNED, E.EXECUTING, runs["r2"].fence, 1),
+        EffectMove("t1", planned["r3"].key, E.PLANNED, E.EXECUTING, runs["r3"].fence + 1, 1),
+        EffectMove("t1", "t1/wf/r1/1.first/nothing", E.PLANNED, E.EXECUTING, 1),
+    ]
+    answers = store.move_effects(moves, clock.now())
+    assert isinstance(answers[0], EffectRecord)
+    assert (answers[0].status, answers[0].attempts) == (E.EXECUTING, 1)
+    assert isinstance(answers[1], RunClosedError)
+    assert isinstance(answers[2], LeaseLostError)
+    assert isinstance(answers[3], EffectNotFoundError)
+    assert store.get_effect("t1", planned["r2"].key) == planned["r2"]
+    assert store.get_effect("t1", planned["r3"].key) == planned["r3"]
+    done = store.move_effects(
+        [
+            EffectMove(
+                "t1", planned["r1"].key, E.EXECUTING, E.CONFIRMED, runs["r1"].fence, 0, {"id": 7}
+            )
+        ],
+        clock.now(),
+    )
+    assert isinstance(done[0], EffectRecord) and done[0].result == {"id": 7}
+    moved = [e.data for e in store.events("t1", "r1") if e.type == "effect"]
+    assert [(d["from"], d["to"]) for d in moved[1:]] == [
+        ("planned", "executing"),
+        ("executing", "confirmed"),
+    ]
+    assert [e.data["to"] for e in store.events("t1", "r3") if e.type == "effect"] == ["planned"]
+
+
+def test_a_group_of_intents_refuses_only_the_stale_one(store: Store, clock: FakeClock) -> None:
+    runs: dict[str, Run] = {}
+    for run_id in ("r1", "r2", "r3"):  # each on a thread of its own, so all three run at once
+        store.create_run(new_run(run_id, thread=run_id), clock.now())
+        run = claim(store, clock, tenant_id="t1", run_id=run_id)
+        assert run is not None
+        runs[run_id] = run
+    known = store.plan_effect("t1", "r1", runs["r1"].fence, run_intent("r1", "old"), clock.now())
+    plans = [
+        EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1")),
+        EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1", "old")),
+        EffectPlan("t1", "r2", runs["r2"].fence + 1, run_intent("r2")),
+        EffectPlan("t1", "r3", runs["r3"].fence, run_intent("r3")),
+    ]
+    answers = store.plan_effects(plans, clock.now())
+    assert isinstance(answers[0], EffectRecord) and answers[0].status is E.PLANNED
+    assert answers[1] == known, "a key recorded already: its record, nothing written"
+    assert isinstance(answers[2], LeaseLostError)
+    assert isinstance(answers[3], EffectRecord) and answers[3].run_id == "r3"
+    assert store.get_effect("t1", run_intent("r2").key) is None
+    planned = [e.data["key"] for e in store.events("t1", "r1") if e.type == "effect"]
+    assert planned == [run_intent("r1", "old").key, run_intent("r1").key]
+    assert [e.type for e in store.events("t1", "r2") if e.type == "effect"] == []

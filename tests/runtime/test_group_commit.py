@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from perdure import Context, FakeClock, Runtime, Workflow, done, goto, step
+from perdure.core.effects import EffectStatus as E
 from perdure.core.errors import ConfigError
 from perdure.core.model import RunStatus
 from perdure.core.workflow import Outcome
@@ -50,6 +51,45 @@ def test_the_runs_of_a_worker_share_transactions_and_commit_every_step_once(
     assert sum(sizes) == RUNS * STEPS, "every boundary was in exactly one transaction"
     assert max(sizes) > 1, "some transactions carried several runs"
     assert len(sizes) < RUNS * STEPS
+
+
+def charge(request: dict[str, int], key: str) -> dict[str, int]:
+    CALLS.append(key)  # a ledger that never deduplicates
+    return {"paid": request["n"]}
+
+
+@step(next=["pay"])
+def pay(ctx: Context, state: Count) -> Outcome:
+    ctx.effect("pay", target="payments", operation="charge", request={"n": state.n}, execute=charge)
+    state.n += 1
+    return goto("pay") if state.n < STEPS else done({"n": state.n})
+
+
+CALLS: list[str] = []
+payments = Workflow("payments", state=Count, steps=[pay])
+
+
+def test_the_effects_of_a_workers_runs_are_written_together_and_each_call_is_made_once(
+    db_url: str, clock: FakeClock
+) -> None:
+    CALLS.clear()
+    sizes: list[int] = []
+    plans: list[int] = []
+    grouping = GroupCommit(max_batch=RUNS, max_wait=0.5)  # a leader waits for the others
+    with Runtime(db_url, clock=clock, workflows=[payments], group_commit=grouping) as rt:
+        rt.services.effect_moves.on_group = sizes.append
+        rt.services.effect_plans.on_group = plans.append
+        runs = [rt.start(payments, Count()).run_id for _ in range(RUNS)]
+        Worker(rt, concurrency=RUNS, poll_interval=0.01).run(until_idle=True)
+        for run_id in runs:
+            assert rt.get(run_id).status is RunStatus.SUCCEEDED
+            effects = rt.store.list_effects("default", run_id=run_id)
+            assert [(e.status, e.attempts) for e in effects] == [(E.CONFIRMED, 1)] * STEPS
+            assert [e.result for e in effects] == [{"paid": n} for n in range(STEPS)]
+    assert len(CALLS) == len(set(CALLS)) == RUNS * STEPS, "each call was made once"
+    assert sum(sizes) == 2 * RUNS * STEPS, "every move (executing, confirmed) written once"
+    assert max(sizes) > 1, "some transactions carried several runs' moves"
+    assert sum(plans) == RUNS * STEPS and max(plans) > 1, "intents too, once each, grouped"
 
 
 def test_grouping_can_be_turned_off(db_url: str, clock: FakeClock) -> None:

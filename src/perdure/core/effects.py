@@ -248,6 +248,41 @@ class NewEffect:
 
 
 @dataclass(frozen=True, slots=True)
+class EffectPlan:
+    """The intent of a new effect, recorded by the worker running its step under the run's
+    fence: what :meth:`~perdure.store.base.Store.plan_effect` is given, as one item of a group
+    of intents from different runs (:meth:`~perdure.store.base.Store.plan_effects`)."""
+
+    tenant_id: str
+    run_id: str
+    fence: int
+    effect: NewEffect
+
+
+@dataclass(frozen=True, slots=True)
+class EffectMove:
+    """One effect's status change by the worker running its step, under the run's fence: what
+    :meth:`~perdure.store.base.Store.update_effect` is given, as one item of a group of such
+    changes from different runs (:meth:`~perdure.store.base.Store.move_effects`).
+
+    The effect moves from ``expected_status`` to ``status`` (the caller checked
+    :data:`EFFECT_ALLOWED`), adding ``attempts_delta`` to its attempts and keeping the given
+    result, receipt and last error (None keeps the old value); a move to ``executing`` records
+    ``deadline``, the attempt's own."""
+
+    tenant_id: str
+    key: str
+    expected_status: EffectStatus
+    status: EffectStatus
+    fence: int
+    attempts_delta: int = 0
+    result: JSON = None
+    receipt: str | None = None
+    error: JSON = None
+    deadline: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EffectResult:
     """What an ``execute`` callable may return to record a receipt (a provider's resource or
     transaction id) next to the result. Returning a plain JSON value records no receipt."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from perdure.core.clock import Clock
 from perdure.core.effects import (
     EFFECT_ALLOWED,
+    EffectMove,
     EffectRecord,
     EffectRejectedError,
     EffectStatus,
@@ -31,6 +32,7 @@ from perdure.store.base import Store
 
 if TYPE_CHECKING:
     from perdure.core.retry import RetryPolicy
+    from perdure.runtime.group_commit import Group
 
 Execute = Callable[..., Any]
 """``execute(request, key)``: makes the call; sync, or ``async def``. An effect with a
@@ -52,6 +54,8 @@ class EffectOutcomes:
     claim: Claim
     loop: EventLoop
     rng: random.Random
+    moves: Group[EffectMove, EffectRecord]
+    """Where status moves are written, with other executions' when they coincide."""
 
     def awaited(self, value: T | Awaitable[T]) -> T:
         """The value an ``execute``/``reconcile``/``compensate`` call produced: an async
@@ -197,19 +201,19 @@ class EffectOutcomes:
     ) -> EffectRecord:
         if status not in EFFECT_ALLOWED[record.status]:
             raise PerdureError(f"effect {record.key}: {record.status} -> {status} is not allowed")
-        return self.store.update_effect(
+        move = EffectMove(
             self.claim.run.tenant_id,
             record.key,
-            expected_status=record.status,
-            status=status,
-            fence=self.claim.run.fence,
-            now=self.clock.now(),
-            attempts_delta=attempts_delta,
-            result=result,
-            receipt=receipt,
-            error=error,
-            deadline=deadline,
+            record.status,
+            status,
+            self.claim.run.fence,
+            attempts_delta,
+            result,
+            receipt,
+            error,
+            deadline,
         )
+        return self.moves.submit(move, self.clock.now())  # maybe with other runs' moves
 
     def _in_flight(self, record: EffectRecord) -> datetime | None:
         """The deadline of an earlier execution's attempt that has not passed yet (an

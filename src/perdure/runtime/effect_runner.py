@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from perdure.core.clock import Clock
 from perdure.core.effects import (
     EffectConflictError,
+    EffectPlan,
     EffectRecord,
     EffectResult,
     NewEffect,
@@ -41,8 +42,10 @@ from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 
 if TYPE_CHECKING:
+    from perdure.core.effects import EffectMove
     from perdure.core.retry import RetryPolicy
     from perdure.core.workflow import Workflow
+    from perdure.runtime.group_commit import Group
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +67,15 @@ class EffectRunner(EffectOutcomes):
         workflow: Workflow[Any],
         committer: Committer,
         loop: EventLoop,
+        plans: Group[EffectPlan, EffectRecord],
+        moves: Group[EffectMove, EffectRecord],
         telemetry: Telemetry | None = None,
     ) -> None:
         self.telemetry = telemetry or Telemetry()
         self.store = store
+        self.plans = plans
+        """Where intents are recorded, with other executions' when they coincide."""
+        self.moves = moves
         self.clock = clock
         self.loop = loop
         self.claim = claim
@@ -200,13 +208,9 @@ class EffectRunner(EffectOutcomes):
     ) -> Generator[Any, None, JSON]:
         crashpoint("before_intent", new.name)
         if record is None:
-            record = self.store.plan_effect(
-                self.claim.run.tenant_id,
-                self.claim.run.run_id,
-                self.claim.run.fence,
-                new,
-                self.clock.now(),
-            )
+            run = self.claim.run
+            plan = EffectPlan(run.tenant_id, run.run_id, run.fence, new)
+            record = self.plans.submit(plan, self.clock.now())  # maybe with other runs' intents
         crashpoint("after_intent", new.name)
         until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
         record = self.move(record, S.EXECUTING, attempts_delta=1, deadline=until)

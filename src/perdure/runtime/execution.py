@@ -71,7 +71,15 @@ class Execution(Stopping):
         )
         self.bridge = services.loop.bridge()
         self.effects = EffectRunner(
-            store, clock, self.claim, workflow, self.committer, services.loop, telemetry
+            store,
+            clock,
+            self.claim,
+            workflow,
+            self.committer,
+            services.loop,
+            services.effect_plans,
+            services.effect_moves,
+            telemetry,
         )
         self.compensation = Compensation(self.effects)
         self.artifacts = services.artifacts

@@ -31,7 +31,7 @@ from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claim
 from perdure.runtime.effects import EffectAdmin
 from perdure.runtime.execution import Execution
 from perdure.runtime.fleet import Fleet
-from perdure.runtime.group_commit import GroupCommit, grouper
+from perdure.runtime.group_commit import GroupCommit, effect_group, grouper
 from perdure.runtime.history import History
 from perdure.runtime.inspecting import InspectVerbs
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
@@ -116,6 +116,8 @@ class Runtime(PartVerbs, InspectVerbs):
             parts.limits,
             self.loop,
             self.artifacts,
+            effect_group(group_commit, store.plan_effects),
+            effect_group(group_commit, store.move_effects),
             group=grouper(store, group_commit),
             append_from=int(setting("append_from", append_from, 2, 2**40, "bytes")),
         )

@@ -7,14 +7,14 @@ import threading
 from dataclasses import dataclass, field
 
 from perdure.core.clock import Clock
-from perdure.core.effects import EffectRecord
+from perdure.core.effects import EffectMove, EffectPlan, EffectRecord
 from perdure.core.model import Event, Message, Run, StepRecord
 from perdure.core.records import StopReason
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.artifacts import Artifacts
-from perdure.runtime.group_commit import GroupCommitter
+from perdure.runtime.group_commit import Group, GroupCommitter
 from perdure.runtime.leases import Heartbeat
 from perdure.runtime.state_writes import APPEND_FROM
 from perdure.runtime.telemetry import Telemetry
@@ -72,6 +72,10 @@ class Services:
     limits: Limits
     loop: EventLoop
     artifacts: Artifacts
+    effect_plans: Group[EffectPlan, EffectRecord]
+    """Where executions record their effects' intents, grouped when they coincide."""
+    effect_moves: Group[EffectMove, EffectRecord]
+    """Where executions move their effects' records, grouped when they coincide."""
     telemetry: Telemetry = field(default_factory=Telemetry)
     group: GroupCommitter | None = None
     """Where executions' commits are grouped (None: each commits alone)."""

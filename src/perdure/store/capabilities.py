@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from perdure.core.budget import BudgetState
 from perdure.core.children import ChildRecord
-from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
+from perdure.core.effects import EffectMove, EffectPlan, EffectRecord, EffectStatus, NewEffect
+from perdure.core.errors import PerdureError
 from perdure.core.model import (
     JSON,
     Approval,
@@ -42,6 +43,19 @@ class EffectLedger(Protocol):
         record is returned (the caller compares request hashes). Guarded by ``fence`` and a
         non-terminal run: raises :class:`~perdure.core.errors.LeaseLostError` or
         :class:`~perdure.core.errors.RunClosedError` otherwise. Appends an ``effect`` event.
+        """
+        ...
+
+    def plan_effects(
+        self, plans: Sequence[EffectPlan], now: datetime
+    ) -> list[EffectRecord | PerdureError]:
+        """Several intents, each under its own run's fence, in one transaction (a group): one
+        durable write for all of them. Each is recorded and answered in the order given
+        exactly as :meth:`plan_effect` would: the record (the existing one if the key was
+        recorded already), or the error it would have raised. A refused intent writes nothing
+        and does not hold back the others. Raises
+        :class:`~perdure.core.errors.StoreUnavailableError` when the database could not be
+        reached and the outcome of the whole group is unknown; nothing else escapes.
         """
         ...
 
@@ -76,6 +90,19 @@ class EffectLedger(Protocol):
         :class:`~perdure.core.errors.EffectStateError` (status moved on),
         ``LeaseLostError`` or ``RunClosedError``.
         Appends an ``effect`` event to the run.
+        """
+        ...
+
+    def move_effects(
+        self, moves: Sequence[EffectMove], now: datetime
+    ) -> list[EffectRecord | PerdureError]:
+        """Several effects' status changes, each under its own run's fence, in one transaction
+        (a group): one durable write for all of them. Each move is guarded and answered in the
+        order given exactly as :meth:`update_effect` with its fence would: the updated record,
+        or the error it would have raised. A refused move writes nothing and does not hold
+        back the others. Appends an ``effect`` event to each moved effect's run. Raises
+        :class:`~perdure.core.errors.StoreUnavailableError` when the database could not be
+        reached and the outcome of the whole group is unknown; nothing else escapes.
         """
         ...
 

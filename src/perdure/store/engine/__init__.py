@@ -88,8 +88,10 @@ class Engine:
 
     # -- effects ----------------------------------------------------------------------------------
     plan_effect = effects.plan_effect
+    plan_effects = effects.plan_effects
     get_effect = effects.get_effect
     update_effect = effects.update_effect
+    move_effects = effects.move_effects
     list_effects = effects.list_effects
 
     # -- waits, people and requests ---------------------------------------------------------------

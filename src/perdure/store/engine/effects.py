@@ -12,12 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from perdure.core.effects import EffectRecord, EffectStatus, NewEffect
+from perdure.core.effects import (
+    EffectMove,
+    EffectPlan,
+    EffectRecord,
+    EffectStatus,
+    NewEffect,
+)
+from perdure.core.errors import PerdureError, StoreUnavailableError
 from perdure.core.model import JSON
+from perdure.store.driver import Driver, Tx
 from perdure.store.engine.tx import effect_guard_failure, event, fetch, guard_failure
-from perdure.store.rows import effect_change, effect_from_row, to_json
+from perdure.store.rows import Row, effect_change, effect_from_row, to_json
 
 if TYPE_CHECKING:
     from perdure.store.engine import Engine
@@ -27,13 +35,53 @@ def plan_effect(
     self: Engine, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime
 ) -> EffectRecord:
     """See :meth:`Store.plan_effect`."""
+    (answer,) = plan_effects(self, [EffectPlan(tenant_id, run_id, fence, new)], now)
+    if isinstance(answer, PerdureError):
+        raise answer
+    return answer
+
+
+def plan_effects(
+    self: Engine, plans: Sequence[EffectPlan], now: datetime
+) -> list[EffectRecord | PerdureError]:
+    """See :meth:`Store.plan_effects`. One transaction of guarded inserts. Where the driver
+    can (PostgreSQL), each intent is one statement with its event (``plan_effect``), all of
+    them sent at once, and one that wrote nothing (recorded already, or refused) goes through
+    the transaction path inside the same transaction; a lone intent is one round trip in
+    autocommit. A group whose write fails for another reason than an unreachable database has
+    each intent written alone, so that one fails by itself."""
     d = self.driver
     at = d.stamp(now)
-    ids = {"tenant_id": tenant_id, "run_id": run_id}
-    key = {"tenant_id": tenant_id, "key": new.key}
-    params = {
-        **ids,
-        **key,
+    params = [_plan_params(p, at) for p in plans]
+    try:
+        if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
+            with d.statement() as tx:
+                row = tx.one("plan_effect", params[0])
+            if row is not None:
+                return [effect_from_row(row, d.when)]
+        with d.write() as tx:
+            rows: list[Row | None] = [None] * len(plans)
+            if d.one_statement_writes and len(plans) > 1:
+                rows = tx.many([("plan_effect", p) for p in params])
+            return [
+                effect_from_row(row, d.when) if row is not None else _plan(tx, d, plan, p, at)
+                for plan, p, row in zip(plans, params, rows, strict=True)
+            ]
+    except StoreUnavailableError:
+        raise  # the outcome is unknown: each planner reads what landed
+    except PerdureError as exc:
+        if len(plans) == 1:
+            return [exc]
+        return [answer for plan in plans for answer in plan_effects(self, [plan], now)]
+
+
+def _plan_params(plan: EffectPlan, at: Any) -> dict[str, Any]:
+    """The parameters of ``insert_effect`` and ``plan_effect`` for one intent."""
+    new = plan.effect
+    return {
+        "tenant_id": plan.tenant_id,
+        "run_id": plan.run_id,
+        "key": new.key,
         "step": new.step,
         "step_seq": new.step_seq,
         "name": new.name,
@@ -42,23 +90,30 @@ def plan_effect(
         "request_hash": new.request_hash,
         "request": to_json(new.request) or "null",
         "compensator": new.compensator,
-        "fence": fence,
+        "fence": plan.fence,
         "now": at,
+        "planned": to_json(_planned(new)),
     }
-    planned = {"key": new.key, "to": "planned"}
-    if d.one_statement_writes:
-        with d.statement() as tx:
-            row = tx.one("plan_effect", {**params, "planned": to_json(planned)})
-        if row is not None:
-            return effect_from_row(row, d.when)
-        # nothing written: recorded already, or refused; the transaction below says which
-    with d.write() as tx:
-        inserted = tx.run("insert_effect", params)
-        found = tx.one("get_effect", key)
-        if found is None:
-            raise guard_failure(tx, ids, fence, -1)
-        if inserted:
-            event(tx, ids, "effect", new.step, fence, planned, at)
+
+
+def _planned(new: NewEffect) -> dict[str, JSON]:
+    """The data of the ``effect`` event of a new intent."""
+    return {"key": new.key, "to": "planned"}
+
+
+def _plan(
+    tx: Tx, d: Driver, plan: EffectPlan, params: dict[str, Any], at: Any
+) -> EffectRecord | PerdureError:
+    """One intent inside the transaction ``tx``: recorded (with its event) unless its key is
+    already; the record, or why the guard refused it."""
+    ids = {"tenant_id": plan.tenant_id, "run_id": plan.run_id}
+    inserted = tx.run("insert_effect", params)
+    found = tx.one("get_effect", {"tenant_id": plan.tenant_id, "key": plan.effect.key})
+    if found is None:
+        exc = guard_failure(tx, ids, plan.fence, -1)
+        return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
+    if inserted:
+        event(tx, ids, "effect", plan.effect.step, plan.fence, _planned(plan.effect), at)
     return effect_from_row(found, d.when)
 
 
@@ -103,14 +158,24 @@ def update_effect(
         "fence": fence,
         "now": at,
     }
+    if fence is not None and resolution is None:  # the worker's own move
+        move = EffectMove(
+            tenant_id,
+            key,
+            expected_status,
+            status,
+            fence,
+            attempts_delta,
+            result,
+            receipt,
+            error,
+            deadline,
+        )
+        (answer,) = move_effects(self, [move], now)
+        if isinstance(answer, PerdureError):
+            raise answer
+        return answer
     info = effect_change(expected_status, status, key, resolution)
-    if d.one_statement_writes and fence is not None:
-        with d.statement() as tx:
-            moved = tx.one("move_effect", {**params, "change": to_json(info)})
-        if moved is not None:
-            return effect_from_row(moved, d.when)
-        with d.read() as tx:  # nothing was written: say why
-            raise effect_guard_failure(tx, tenant_id, key, fence, expected_status)
     with d.write() as tx:
         if fence is None:  # a person's decision: lock the run as its other writers do
             current = tx.one("get_effect", {"tenant_id": tenant_id, "key": key})
@@ -122,6 +187,80 @@ def update_effect(
         ids = {"tenant_id": tenant_id, "run_id": row["run_id"]}
         event(tx, ids, "effect", row["step"], fence, info, at)
     return effect_from_row(row, d.when)
+
+
+def move_effects(
+    self: Engine, moves: Sequence[EffectMove], now: datetime
+) -> list[EffectRecord | PerdureError]:
+    """See :meth:`Store.move_effects`. One transaction of guarded moves, a refused one
+    explained inside it. Where the driver can (PostgreSQL), each move is one statement with
+    its event (``move_effect``), all of them sent at once: a group costs two round trips (with
+    its ``COMMIT``) whatever its size, a lone move one (in autocommit). A group whose write
+    fails for another reason than an unreachable database has each move written alone, so
+    that one fails by itself."""
+    d = self.driver
+    at = d.stamp(now)
+    params = [_params(d, m, at) for m in moves]
+    try:
+        if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit
+            with d.statement() as tx:
+                row = tx.one("move_effect", params[0])
+            if row is not None:
+                return [effect_from_row(row, d.when)]
+            with d.read() as tx:  # nothing was written: say why
+                return [_refusal(tx, moves[0])]
+        with d.write() as tx:
+            if d.one_statement_writes:
+                rows = tx.many([("move_effect", p) for p in params])
+                return [
+                    _refusal(tx, m) if row is None else effect_from_row(row, d.when)
+                    for m, row in zip(moves, rows, strict=True)
+                ]
+            return [_move(tx, d, m, p, at) for m, p in zip(moves, params, strict=True)]
+    except StoreUnavailableError:
+        raise  # the outcome is unknown: each mover checks what landed
+    except PerdureError as exc:
+        if len(moves) == 1:
+            return [exc]
+        return [answer for m in moves for answer in move_effects(self, [m], now)]
+
+
+def _params(d: Driver, m: EffectMove, at: Any) -> dict[str, Any]:
+    """The parameters of ``update_effect`` and ``move_effect`` for one move."""
+    return {
+        "tenant_id": m.tenant_id,
+        "key": m.key,
+        "status": str(m.status),
+        "expected_status": str(m.expected_status),
+        "attempts_delta": m.attempts_delta,
+        "result": to_json(m.result),
+        "receipt": m.receipt,
+        "error": to_json(m.error),
+        "resolution": None,
+        "deadline": d.stamp(m.deadline),
+        "fence": m.fence,
+        "now": at,
+        "change": to_json(effect_change(m.expected_status, m.status, m.key, None)),
+    }
+
+
+def _move(
+    tx: Tx, d: Driver, m: EffectMove, params: dict[str, Any], at: Any
+) -> EffectRecord | PerdureError:
+    """One guarded move and its event inside the transaction ``tx``."""
+    row = tx.one("update_effect", params)
+    if row is None:
+        return _refusal(tx, m)
+    info = effect_change(m.expected_status, m.status, m.key, None)
+    ids = {"tenant_id": m.tenant_id, "run_id": row["run_id"]}
+    event(tx, ids, "effect", row["step"], m.fence, info, at)
+    return effect_from_row(row, d.when)
+
+
+def _refusal(tx: Tx, m: EffectMove) -> PerdureError:
+    """Why a move's guard matched nothing (read in ``tx``)."""
+    exc = effect_guard_failure(tx, m.tenant_id, m.key, m.fence, m.expected_status)
+    return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
 
 
 def list_effects(

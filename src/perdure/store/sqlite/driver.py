@@ -102,7 +102,11 @@ class SqliteDriver:
         self._local = threading.local()
         self._all: list[tuple[weakref.ref[threading.Thread], sqlite3.Connection]] = []
         self._lock = threading.Lock()
-        self._writing = threading.Lock()
+        self._writing = threading.RLock()
+        """Held by a thread from ``BEGIN IMMEDIATE`` to its end: the threads of one process
+        queue here for the write lock, woken in turn, instead of sleeping and retrying in
+        SQLite's busy handler (other processes still meet at SQLite's lock). Reentrant, so a
+        nested write fails as SQLite says, never hangs."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -125,7 +129,8 @@ class SqliteDriver:
 
     @contextmanager
     def write(self) -> Iterator[SqliteTx]:
-        """See :meth:`Driver.write`: ``BEGIN IMMEDIATE`` ... ``COMMIT``."""
+        """See :meth:`Driver.write`: ``BEGIN IMMEDIATE`` ... ``COMMIT``, one thread of the
+        process at a time."""
         with self._writing, self._translated():
             conn = self._conn()
             conn.execute(Q["begin_write"])
