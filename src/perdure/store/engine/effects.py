@@ -68,7 +68,7 @@ def plan_effects(
                 for plan, p, row in zip(plans, params, rows, strict=True)
             ]
     except StoreUnavailableError:
-        raise  # the outcome is unknown: each planner reads what landed
+        raise  # the outcome is unknown: the run's next execution reads what landed
     except PerdureError as exc:
         if len(plans) == 1:
             return [exc]
@@ -142,22 +142,6 @@ def update_effect(
     """See :meth:`Store.update_effect`. Every writer of a run's events holds the run's row
     first (with ``fence`` the query share-locks it), so a run's events commit in number
     order."""
-    d = self.driver
-    at = d.stamp(now)
-    params = {
-        "tenant_id": tenant_id,
-        "key": key,
-        "status": str(status),
-        "expected_status": str(expected_status),
-        "attempts_delta": attempts_delta,
-        "result": to_json(result),
-        "receipt": receipt,
-        "error": to_json(error),
-        "resolution": to_json(resolution),
-        "deadline": d.stamp(deadline),
-        "fence": fence,
-        "now": at,
-    }
     if fence is not None and resolution is None:  # the worker's own move
         move = EffectMove(
             tenant_id,
@@ -175,6 +159,22 @@ def update_effect(
         if isinstance(answer, PerdureError):
             raise answer
         return answer
+    d = self.driver
+    at = d.stamp(now)
+    params = {
+        "tenant_id": tenant_id,
+        "key": key,
+        "status": str(status),
+        "expected_status": str(expected_status),
+        "attempts_delta": attempts_delta,
+        "result": to_json(result),
+        "receipt": receipt,
+        "error": to_json(error),
+        "resolution": to_json(resolution),
+        "deadline": d.stamp(deadline),
+        "fence": fence,
+        "now": at,
+    }
     info = effect_change(expected_status, status, key, resolution)
     with d.write() as tx:
         if fence is None:  # a person's decision: lock the run as its other writers do
@@ -218,7 +218,7 @@ def move_effects(
                 ]
             return [_move(tx, d, m, p, at) for m, p in zip(moves, params, strict=True)]
     except StoreUnavailableError:
-        raise  # the outcome is unknown: each mover checks what landed
+        raise  # the outcome is unknown: the run's next execution reads what landed
     except PerdureError as exc:
         if len(moves) == 1:
             return [exc]
