@@ -280,13 +280,20 @@ def run_intent(run_id: str, name: str = "charge") -> NewEffect:
     )
 
 
-def test_a_group_of_moves_refuses_only_the_stale_one(store: Store, clock: FakeClock) -> None:
+def three_running(store: Store, clock: FakeClock) -> dict[str, Run]:
+    """Runs r1, r2 and r3 of tenant t1, claimed, each on a thread of its own (so all three run
+    at once)."""
     runs: dict[str, Run] = {}
-    for run_id in ("r1", "r2", "r3"):  # each on a thread of its own, so all three run at once
+    for run_id in ("r1", "r2", "r3"):
         store.create_run(new_run(run_id, thread=run_id), clock.now())
         run = claim(store, clock, tenant_id="t1", run_id=run_id)
         assert run is not None
         runs[run_id] = run
+    return runs
+
+
+def test_a_group_of_moves_refuses_only_the_stale_one(store: Store, clock: FakeClock) -> None:
+    runs = three_running(store, clock)
     planned = {
         run_id: store.plan_effect("t1", run_id, run.fence, run_intent(run_id), clock.now())
         for run_id, run in runs.items()
@@ -332,12 +339,7 @@ def test_a_group_of_moves_refuses_only_the_stale_one(store: Store, clock: FakeCl
 
 
 def test_a_group_of_intents_refuses_only_the_stale_one(store: Store, clock: FakeClock) -> None:
-    runs: dict[str, Run] = {}
-    for run_id in ("r1", "r2", "r3"):  # each on a thread of its own, so all three run at once
-        store.create_run(new_run(run_id, thread=run_id), clock.now())
-        run = claim(store, clock, tenant_id="t1", run_id=run_id)
-        assert run is not None
-        runs[run_id] = run
+    runs = three_running(store, clock)
     known = store.plan_effect("t1", "r1", runs["r1"].fence, run_intent("r1", "old"), clock.now())
     plans = [
         EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1")),

@@ -10,9 +10,9 @@ explained by the transaction path."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from perdure.core.effects import (
     EffectMove,
@@ -29,6 +29,8 @@ from perdure.store.rows import Row, effect_change, effect_from_row, to_json
 
 if TYPE_CHECKING:
     from perdure.store.engine import Engine
+
+T = TypeVar("T")
 
 
 def plan_effect(
@@ -50,29 +52,29 @@ def plan_effects(
     the transaction path inside the same transaction; a lone intent is one round trip in
     autocommit. A group whose write fails for another reason than an unreachable database has
     each intent written alone, so that one fails by itself."""
+    return _each_alone_on_failure(lambda group: _planned_group(self, group, now), plans)
+
+
+def _planned_group(
+    self: Engine, plans: Sequence[EffectPlan], now: datetime
+) -> list[EffectRecord | PerdureError]:
+    """The intents in one transaction (a lone one in autocommit, where the driver can)."""
     d = self.driver
     at = d.stamp(now)
     params = [_plan_params(p, at) for p in plans]
-    try:
-        if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
-            with d.statement() as tx:
-                row = tx.one("plan_effect", params[0])
-            if row is not None:
-                return [effect_from_row(row, d.when)]
-        with d.write() as tx:
-            rows: list[Row | None] = [None] * len(plans)
-            if d.one_statement_writes and len(plans) > 1:
-                rows = tx.many([("plan_effect", p) for p in params])
-            return [
-                effect_from_row(row, d.when) if row is not None else _plan(tx, d, plan, p, at)
-                for plan, p, row in zip(plans, params, rows, strict=True)
-            ]
-    except StoreUnavailableError:
-        raise  # the outcome is unknown: the run's next execution reads what landed
-    except PerdureError as exc:
-        if len(plans) == 1:
-            return [exc]
-        return [answer for plan in plans for answer in plan_effects(self, [plan], now)]
+    if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
+        with d.statement() as tx:
+            row = tx.one("plan_effect", params[0])
+        if row is not None:
+            return [effect_from_row(row, d.when)]
+    with d.write() as tx:
+        rows: list[Row | None] = [None] * len(plans)
+        if d.one_statement_writes and len(plans) > 1:
+            rows = tx.many([("plan_effect", p) for p in params])
+        return [
+            effect_from_row(row, d.when) if row is not None else _plan(tx, d, plan, p, at)
+            for plan, p, row in zip(plans, params, rows, strict=True)
+        ]
 
 
 def _plan_params(plan: EffectPlan, at: Any) -> dict[str, Any]:
@@ -198,31 +200,46 @@ def move_effects(
     its ``COMMIT``) whatever its size, a lone move one (in autocommit). A group whose write
     fails for another reason than an unreachable database has each move written alone, so
     that one fails by itself."""
+    return _each_alone_on_failure(lambda group: _moved_group(self, group, now), moves)
+
+
+def _moved_group(
+    self: Engine, moves: Sequence[EffectMove], now: datetime
+) -> list[EffectRecord | PerdureError]:
+    """The moves in one transaction (a lone one in autocommit, where the driver can)."""
     d = self.driver
     at = d.stamp(now)
     params = [_params(d, m, at) for m in moves]
+    if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit
+        with d.statement() as tx:
+            row = tx.one("move_effect", params[0])
+        if row is not None:
+            return [effect_from_row(row, d.when)]
+        with d.read() as tx:  # nothing was written: say why
+            return [_refusal(tx, moves[0])]
+    with d.write() as tx:
+        if d.one_statement_writes:
+            rows = tx.many([("move_effect", p) for p in params])
+            return [
+                _refusal(tx, m) if row is None else effect_from_row(row, d.when)
+                for m, row in zip(moves, rows, strict=True)
+            ]
+        return [_move(tx, d, m, p, at) for m, p in zip(moves, params, strict=True)]
+
+
+def _each_alone_on_failure(
+    write: Callable[[Sequence[T]], list[EffectRecord | PerdureError]], items: Sequence[T]
+) -> list[EffectRecord | PerdureError]:
+    """``write(items)`` in one transaction; when it fails for another reason than an
+    unreachable database, each item is written alone, so that one fails by itself."""
     try:
-        if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit
-            with d.statement() as tx:
-                row = tx.one("move_effect", params[0])
-            if row is not None:
-                return [effect_from_row(row, d.when)]
-            with d.read() as tx:  # nothing was written: say why
-                return [_refusal(tx, moves[0])]
-        with d.write() as tx:
-            if d.one_statement_writes:
-                rows = tx.many([("move_effect", p) for p in params])
-                return [
-                    _refusal(tx, m) if row is None else effect_from_row(row, d.when)
-                    for m, row in zip(moves, rows, strict=True)
-                ]
-            return [_move(tx, d, m, p, at) for m, p in zip(moves, params, strict=True)]
+        return write(items)
     except StoreUnavailableError:
         raise  # the outcome is unknown: the run's next execution reads what landed
     except PerdureError as exc:
-        if len(moves) == 1:
+        if len(items) == 1:
             return [exc]
-        return [answer for m in moves for answer in move_effects(self, [m], now)]
+        return [answer for item in items for answer in _each_alone_on_failure(write, [item])]
 
 
 def _params(d: Driver, m: EffectMove, at: Any) -> dict[str, Any]:
