@@ -307,24 +307,25 @@ def test_a_group_of_moves_refuses_only_the_stale_one(store: Store, clock: FakeCl
         fence=None,
         now=clock.now(),
     )
-    moves = [
-        EffectMove("t1", planned["r1"].key, E.PLANNED, E.EXECUTING, runs["r1"].fence, 1),
-        EffectMove("t1", planned["r2"].key, E.PLANNED, E.EXECUTING, runs["r2"].fence, 1),
-        EffectMove("t1", planned["r3"].key, E.PLANNED, E.EXECUTING, runs["r3"].fence + 1, 1),
-        EffectMove("t1", "t1/wf/r1/1.first/nothing", E.PLANNED, E.EXECUTING, 1),
+    fence = {run_id: run.fence for run_id, run in runs.items()}
+    moves = [  # answered in this order, written in (tenant, run) order
+        EffectMove("t1", "r3", planned["r3"].key, E.PLANNED, E.EXECUTING, fence["r3"] + 1, 1),
+        EffectMove("t1", "r1", planned["r1"].key, E.PLANNED, E.EXECUTING, fence["r1"], 1),
+        EffectMove("t1", "r2", planned["r2"].key, E.PLANNED, E.EXECUTING, fence["r2"], 1),
+        EffectMove("t1", "r0", "t1/wf/r0/1.first/nothing", E.PLANNED, E.EXECUTING, 1),
     ]
     answers = store.move_effects(moves, clock.now())
-    assert isinstance(answers[0], EffectRecord)
-    assert (answers[0].status, answers[0].attempts) == (E.EXECUTING, 1)
-    assert isinstance(answers[1], RunClosedError)
-    assert isinstance(answers[2], LeaseLostError)
+    assert isinstance(answers[0], LeaseLostError)
+    assert isinstance(answers[1], EffectRecord) and answers[1].run_id == "r1"
+    assert (answers[1].status, answers[1].attempts) == (E.EXECUTING, 1)
+    assert isinstance(answers[2], RunClosedError)
     assert isinstance(answers[3], EffectNotFoundError)
     assert store.get_effect("t1", planned["r2"].key) == planned["r2"]
     assert store.get_effect("t1", planned["r3"].key) == planned["r3"]
     done = store.move_effects(
         [
             EffectMove(
-                "t1", planned["r1"].key, E.EXECUTING, E.CONFIRMED, runs["r1"].fence, 0, {"id": 7}
+                "t1", "r1", planned["r1"].key, E.EXECUTING, E.CONFIRMED, fence["r1"], 0, {"id": 7}
             )
         ],
         clock.now(),
@@ -341,17 +342,17 @@ def test_a_group_of_moves_refuses_only_the_stale_one(store: Store, clock: FakeCl
 def test_a_group_of_intents_refuses_only_the_stale_one(store: Store, clock: FakeClock) -> None:
     runs = three_running(store, clock)
     known = store.plan_effect("t1", "r1", runs["r1"].fence, run_intent("r1", "old"), clock.now())
-    plans = [
-        EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1")),
-        EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1", "old")),
-        EffectPlan("t1", "r2", runs["r2"].fence + 1, run_intent("r2")),
+    plans = [  # answered in this order, written in (tenant, run) order
         EffectPlan("t1", "r3", runs["r3"].fence, run_intent("r3")),
+        EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1")),
+        EffectPlan("t1", "r2", runs["r2"].fence + 1, run_intent("r2")),
+        EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1", "old")),
     ]
     answers = store.plan_effects(plans, clock.now())
-    assert isinstance(answers[0], EffectRecord) and answers[0].status is E.PLANNED
-    assert answers[1] == known, "a key recorded already: its record, nothing written"
+    assert isinstance(answers[0], EffectRecord) and answers[0].run_id == "r3"
+    assert isinstance(answers[1], EffectRecord) and answers[1].status is E.PLANNED
     assert isinstance(answers[2], LeaseLostError)
-    assert isinstance(answers[3], EffectRecord) and answers[3].run_id == "r3"
+    assert answers[3] == known, "a key recorded already: its record, nothing written"
     assert store.get_effect("t1", run_intent("r2").key) is None
     planned = [e.data["key"] for e in store.events("t1", "r1") if e.type == "effect"]
     assert planned == [run_intent("r1", "old").key, run_intent("r1").key]

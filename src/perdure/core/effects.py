@@ -268,9 +268,11 @@ class EffectMove:
     The effect moves from ``expected_status`` to ``status`` (the caller checked
     :data:`EFFECT_ALLOWED`), adding ``attempts_delta`` to its attempts and keeping the given
     result, receipt and last error (None keeps the old value); a move to ``executing`` records
-    ``deadline``, the attempt's own."""
+    ``deadline``, the attempt's own. ``run_id`` is the run the effect belongs to: a group takes
+    its runs' locks in (tenant, run) order, as every writer of several runs does."""
 
     tenant_id: str
+    run_id: str
     key: str
     expected_status: EffectStatus
     status: EffectStatus

@@ -202,7 +202,8 @@ class EffectOutcomes:
         if status not in EFFECT_ALLOWED[record.status]:
             raise PerdureError(f"effect {record.key}: {record.status} -> {status} is not allowed")
         move = EffectMove(
-            self.claim.run.tenant_id,
+            record.tenant_id,
+            record.run_id,
             record.key,
             record.status,
             status,

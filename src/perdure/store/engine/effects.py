@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from perdure.core.effects import (
     EffectMove,
@@ -30,7 +30,17 @@ from perdure.store.rows import Row, effect_change, effect_from_row, to_json
 if TYPE_CHECKING:
     from perdure.store.engine import Engine
 
-T = TypeVar("T")
+
+class _OfRun(Protocol):
+    @property
+    def tenant_id(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+
+G = TypeVar("G", bound=_OfRun)
+"""An item of a group of effect writes: it names its run."""
 
 
 def plan_effect(
@@ -141,26 +151,9 @@ def update_effect(
     resolution: JSON = None,
     deadline: datetime | None = None,
 ) -> EffectRecord:
-    """See :meth:`Store.update_effect`. Every writer of a run's events holds the run's row
-    first (with ``fence`` the query share-locks it), so a run's events commit in number
-    order."""
-    if fence is not None and resolution is None:  # the worker's own move
-        move = EffectMove(
-            tenant_id,
-            key,
-            expected_status,
-            status,
-            fence,
-            attempts_delta,
-            result,
-            receipt,
-            error,
-            deadline,
-        )
-        (answer,) = move_effects(self, [move], now)
-        if isinstance(answer, PerdureError):
-            raise answer
-        return answer
+    """See :meth:`Store.update_effect`: one transaction. Every writer of a run's events holds
+    the run's row first (with ``fence`` the query share-locks it), so a run's events commit in
+    number order. (A runtime moves its effects with :func:`move_effects`.)"""
     d = self.driver
     at = d.stamp(now)
     params = {
@@ -228,18 +221,26 @@ def _moved_group(
 
 
 def _each_alone_on_failure(
-    write: Callable[[Sequence[T]], list[EffectRecord | PerdureError]], items: Sequence[T]
+    write: Callable[[Sequence[G]], list[EffectRecord | PerdureError]], items: Sequence[G]
 ) -> list[EffectRecord | PerdureError]:
-    """``write(items)`` in one transaction; when it fails for another reason than an
-    unreachable database, each item is written alone, so that one fails by itself."""
+    """``write(items)`` in one transaction, the items taken in (tenant, run) order so that
+    their runs' rows are locked in the order every writer of several runs takes them (no
+    deadlock with a group of boundaries or the heartbeat), the answers given in the order of
+    ``items``; when the write fails for another reason than an unreachable database, each
+    item is written alone, so that one fails by itself."""
+    order = sorted(range(len(items)), key=lambda i: (items[i].tenant_id, items[i].run_id))
     try:
-        return write(items)
+        answers = write([items[i] for i in order])
     except StoreUnavailableError:
         raise  # the outcome is unknown: the run's next execution reads what landed
     except PerdureError as exc:
         if len(items) == 1:
             return [exc]
         return [answer for item in items for answer in _each_alone_on_failure(write, [item])]
+    found: list[EffectRecord | PerdureError | None] = [None] * len(items)
+    for i, answer in zip(order, answers, strict=True):
+        found[i] = answer
+    return [answer for answer in found if answer is not None]
 
 
 def _params(d: Driver, m: EffectMove, at: Any) -> dict[str, Any]:

@@ -252,7 +252,7 @@ def renew_leases(
         return lost
     until = self.driver.stamp(lease_until)
     with self.driver.write() as tx:
-        for tenant_id, run_id, fence in leases:
+        for tenant_id, run_id, fence in sorted(leases):  # the order every writer locks runs in
             params = {
                 "tenant_id": tenant_id,
                 "run_id": run_id,
