@@ -103,6 +103,7 @@ DRIVER_QUERIES = {
         "configure_connection",
         "advance_plain",  # a plain boundary's run update (not Driver.one_statement_writes)
         "pick_next",  # the worker's scan, before claim_run in the same transaction
+        "update_effect",  # an effect's move, its event after it (not one_statement_writes)
     },
     "postgres": {
         "configure_session",
@@ -115,7 +116,7 @@ DRIVER_QUERIES = {
         "commit_steps",
         "claim_next",  # the worker's scan and claim in one statement
         "plan_effect",  # an effect's intent and its event in one statement
-        "move_effect",  # an effect's status change and its event in one statement
+        "move_effect",  # an effect's status change and its event in one statement (every move)
         "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
     },
 }

@@ -115,7 +115,13 @@ class Group(Generic[R, A]):
 
     def submit(self, request: R, now: datetime) -> A:
         """Write ``request`` in whatever group is forming; returns its answer once the write
-        is durable, or raises its error."""
+        is durable, or raises its error. With ``max_batch`` 1 (grouping off) every request
+        goes alone at once, beside the others, never queued behind them."""
+        if self.options.max_batch == 1:
+            lone = self.alone(request, now)
+            if self.on_group is not None:
+                self.on_group(1)
+            return lone
         with self._lock:
             alone = not (self._leading or self._pending or self.options.max_wait)
             if alone:

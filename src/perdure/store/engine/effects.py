@@ -25,7 +25,7 @@ from perdure.core.errors import PerdureError, StoreUnavailableError
 from perdure.core.model import JSON
 from perdure.store.driver import Driver, Tx
 from perdure.store.engine.tx import effect_guard_failure, event, fetch, guard_failure
-from perdure.store.rows import Row, effect_change, effect_from_row, to_json
+from perdure.store.rows import Params, Row, effect_change, effect_from_row, to_json
 
 if TYPE_CHECKING:
     from perdure.store.engine import Engine
@@ -152,35 +152,34 @@ def update_effect(
     deadline: datetime | None = None,
 ) -> EffectRecord:
     """See :meth:`Store.update_effect`: one transaction. Every writer of a run's events holds
-    the run's row first (with ``fence`` the query share-locks it), so a run's events commit in
+    the run's row first (with ``fence`` the move share-locks it), so a run's events commit in
     number order. (A runtime moves its effects with :func:`move_effects`.)"""
     d = self.driver
     at = d.stamp(now)
-    params = {
-        "tenant_id": tenant_id,
-        "key": key,
-        "status": str(status),
-        "expected_status": str(expected_status),
-        "attempts_delta": attempts_delta,
-        "result": to_json(result),
-        "receipt": receipt,
-        "error": to_json(error),
-        "resolution": to_json(resolution),
-        "deadline": d.stamp(deadline),
-        "fence": fence,
-        "now": at,
-    }
-    info = effect_change(expected_status, status, key, resolution)
+    params = _params(
+        d,
+        at,
+        tenant_id,
+        key,
+        expected_status,
+        status,
+        fence,
+        attempts_delta=attempts_delta,
+        result=result,
+        receipt=receipt,
+        error=error,
+        resolution=resolution,
+        deadline=deadline,
+    )
+    change = effect_change(expected_status, status, key, resolution)
     with d.write() as tx:
         if fence is None:  # a person's decision: lock the run as its other writers do
             current = tx.one("get_effect", {"tenant_id": tenant_id, "key": key})
             if current is not None:
                 tx.one("lock_run", {"tenant_id": tenant_id, "run_id": current["run_id"]})
-        row = tx.one("update_effect", params)
+        row = _moved(tx, d, params, change)
         if row is None:
             raise effect_guard_failure(tx, tenant_id, key, fence, expected_status)
-        ids = {"tenant_id": tenant_id, "run_id": row["run_id"]}
-        event(tx, ids, "effect", row["step"], fence, info, at)
     return effect_from_row(row, d.when)
 
 
@@ -202,22 +201,23 @@ def _moved_group(
     """The moves in one transaction (a lone one in autocommit, where the driver can)."""
     d = self.driver
     at = d.stamp(now)
-    params = [_params(d, m, at) for m in moves]
+    work = [_move_work(d, at, m) for m in moves]
     if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit
         with d.statement() as tx:
-            row = tx.one("move_effect", params[0])
+            row = tx.one(*_move_statement(*work[0]))
         if row is not None:
             return [effect_from_row(row, d.when)]
         with d.read() as tx:  # nothing was written: say why
             return [_refusal(tx, moves[0])]
     with d.write() as tx:
-        if d.one_statement_writes:
-            rows = tx.many([("move_effect", p) for p in params])
-            return [
-                _refusal(tx, m) if row is None else effect_from_row(row, d.when)
-                for m, row in zip(moves, rows, strict=True)
-            ]
-        return [_move(tx, d, m, p, at) for m, p in zip(moves, params, strict=True)]
+        if d.one_statement_writes:  # every statement sent at once
+            rows = tx.many([_move_statement(params, change) for params, change in work])
+        else:
+            rows = [_moved(tx, d, params, change) for params, change in work]
+        return [
+            _refusal(tx, m) if row is None else effect_from_row(row, d.when)
+            for m, row in zip(moves, rows, strict=True)
+        ]
 
 
 def _each_alone_on_failure(
@@ -230,49 +230,85 @@ def _each_alone_on_failure(
     item is written alone, so that one fails by itself."""
     order = sorted(range(len(items)), key=lambda i: (items[i].tenant_id, items[i].run_id))
     try:
-        answers = write([items[i] for i in order])
+        answers = dict(zip(order, write([items[i] for i in order]), strict=True))
     except StoreUnavailableError:
         raise  # the outcome is unknown: the run's next execution reads what landed
     except PerdureError as exc:
         if len(items) == 1:
             return [exc]
         return [answer for item in items for answer in _each_alone_on_failure(write, [item])]
-    found: list[EffectRecord | PerdureError | None] = [None] * len(items)
-    for i, answer in zip(order, answers, strict=True):
-        found[i] = answer
-    return [answer for answer in found if answer is not None]
+    return [answers[i] for i in range(len(items))]
 
 
-def _params(d: Driver, m: EffectMove, at: Any) -> dict[str, Any]:
+def _params(
+    d: Driver,
+    at: Any,
+    tenant_id: str,
+    key: str,
+    expected_status: EffectStatus,
+    status: EffectStatus,
+    fence: int | None,
+    *,
+    attempts_delta: int,
+    result: JSON,
+    receipt: str | None,
+    error: JSON,
+    resolution: JSON = None,
+    deadline: datetime | None,
+) -> dict[str, Any]:
     """The parameters of ``update_effect`` and ``move_effect`` for one move."""
     return {
-        "tenant_id": m.tenant_id,
-        "key": m.key,
-        "status": str(m.status),
-        "expected_status": str(m.expected_status),
-        "attempts_delta": m.attempts_delta,
-        "result": to_json(m.result),
-        "receipt": m.receipt,
-        "error": to_json(m.error),
-        "resolution": None,
-        "deadline": d.stamp(m.deadline),
-        "fence": m.fence,
+        "tenant_id": tenant_id,
+        "key": key,
+        "status": str(status),
+        "expected_status": str(expected_status),
+        "attempts_delta": attempts_delta,
+        "result": to_json(result),
+        "receipt": receipt,
+        "error": to_json(error),
+        "resolution": to_json(resolution),
+        "deadline": d.stamp(deadline),
+        "fence": fence,
         "now": at,
-        "change": to_json(effect_change(m.expected_status, m.status, m.key, None)),
     }
 
 
-def _move(
-    tx: Tx, d: Driver, m: EffectMove, params: dict[str, Any], at: Any
-) -> EffectRecord | PerdureError:
-    """One guarded move and its event inside the transaction ``tx``."""
+def _move_work(d: Driver, at: Any, m: EffectMove) -> tuple[dict[str, Any], dict[str, JSON]]:
+    """A worker's move: its parameters and its event's data."""
+    params = _params(
+        d,
+        at,
+        m.tenant_id,
+        m.key,
+        m.expected_status,
+        m.status,
+        m.fence,
+        attempts_delta=m.attempts_delta,
+        result=m.result,
+        receipt=m.receipt,
+        error=m.error,
+        deadline=m.deadline,
+    )
+    return params, effect_change(m.expected_status, m.status, m.key, None)
+
+
+def _move_statement(params: dict[str, Any], change: dict[str, JSON]) -> tuple[str, Params]:
+    """``move_effect`` with its parameters: the move and its event (``change``: its data)."""
+    return "move_effect", {**params, "change": to_json(change)}
+
+
+def _moved(tx: Tx, d: Driver, params: dict[str, Any], change: dict[str, JSON]) -> Row | None:
+    """One guarded move and its ``effect`` event inside the transaction ``tx``: the effect's
+    row after it, or None when the guard matched nothing (nothing was written). One statement
+    where the driver can (PostgreSQL); on SQLite, which writes one table per statement, the
+    update and then the event."""
+    if d.one_statement_writes:
+        return tx.one(*_move_statement(params, change))
     row = tx.one("update_effect", params)
-    if row is None:
-        return _refusal(tx, m)
-    info = effect_change(m.expected_status, m.status, m.key, None)
-    ids = {"tenant_id": m.tenant_id, "run_id": row["run_id"]}
-    event(tx, ids, "effect", row["step"], m.fence, info, at)
-    return effect_from_row(row, d.when)
+    if row is not None:
+        ids = {"tenant_id": params["tenant_id"], "run_id": row["run_id"]}
+        event(tx, ids, "effect", row["step"], params["fence"], change, params["now"])
+    return row
 
 
 def _refusal(tx: Tx, m: EffectMove) -> PerdureError:

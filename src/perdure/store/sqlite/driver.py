@@ -2,7 +2,8 @@
 
 Each thread gets its own connection (autocommit mode, so every transaction is explicit). The
 pragmas: ``journal_mode=WAL`` (readers never block the writer), ``synchronous=FULL`` (a commit is
-on disk when it returns), ``busy_timeout`` (writers queue instead of failing), ``foreign_keys``.
+on disk when it returns), ``busy_timeout`` (writers of other processes queue instead of failing;
+a process's own threads queue on a lock of its own first), ``foreign_keys``.
 A write transaction starts with ``BEGIN IMMEDIATE``, so two writers serialise on the write lock
 instead of deadlocking on a read-to-write upgrade; holding that lock is also what makes the
 numbering of a thread's messages and the migrations safe, so neither takes a lock of its own.

@@ -532,28 +532,6 @@ SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, r
 FROM perdure.effects
 WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s;
 
--- name: update_effect
-UPDATE perdure.effects
-SET status = %(status)s,
-    attempts = attempts + %(attempts_delta)s,
-    result = COALESCE(%(result)s::json, result),
-    receipt = COALESCE(%(receipt)s::text, receipt),
-    last_error = COALESCE(%(error)s::json, last_error),
-    resolution = COALESCE(%(resolution)s::json, resolution),
-    deadline = CASE WHEN %(status)s = 'executing' THEN %(deadline)s::timestamptz
-                    ELSE deadline END,
-    updated_at = %(now)s
-WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s AND status = %(expected_status)s
-  AND (%(fence)s::bigint IS NULL OR EXISTS (
-        SELECT 1 FROM perdure.runs
-        WHERE runs.tenant_id = %(tenant_id)s AND runs.run_id = effects.run_id
-          AND runs.fence = %(fence)s
-          AND runs.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-        FOR SHARE))
-RETURNING effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
-          request, status, attempts, result, receipt, last_error, compensator, resolution,
-          created_at, updated_at, deadline;
-
 -- name: plan_effect
 -- insert_effect and its 'effect' event (%(planned)s: its data) as one statement, one round trip
 -- in autocommit: the intent is recorded, the run's row share-locked first as insert_effect
@@ -586,10 +564,13 @@ SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, r
 FROM planned;
 
 -- name: move_effect
--- update_effect with a fence and its 'effect' event (%(change)s: its data) as one statement,
--- one round trip in autocommit: the run's row is share-locked first, as update_effect does, so
--- the run's events still commit in number order. No row: the guard matched nothing and nothing
--- was written.
+-- An effect's status change and its 'effect' event (%(change)s: its data) as one statement:
+-- guarded by the status the caller saw and, with a fence (the worker's move), by the run's
+-- fence and an unfinished run, whose row it share-locks first, so a run's events commit in
+-- number order and a claim that would raise the fence waits for it. A person's decision
+-- passes no fence and locks the run before, in the same transaction. No row: the guard
+-- matched nothing and nothing was written. (SQLite, whose statements write one table each:
+-- update_effect, then insert_event.)
 WITH moved AS (
     UPDATE perdure.effects
     SET status = %(status)s,
@@ -602,12 +583,12 @@ WITH moved AS (
                         ELSE deadline END,
         updated_at = %(now)s
     WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s AND status = %(expected_status)s
-      AND EXISTS (
+      AND (%(fence)s::bigint IS NULL OR EXISTS (
             SELECT 1 FROM perdure.runs
             WHERE runs.tenant_id = %(tenant_id)s AND runs.run_id = effects.run_id
               AND runs.fence = %(fence)s
               AND runs.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-            FOR SHARE)
+            FOR SHARE))
     RETURNING effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
           request, status, attempts, result, receipt, last_error, compensator, resolution,
           created_at, updated_at, deadline
