@@ -167,13 +167,13 @@ if TYPE_CHECKING:
         wait_for_children,
         wait_for_signal,
     )
+    from perdure.runtime.admin.inspector import RunView
     from perdure.runtime.asyncrt import AsyncRuntime
-    from perdure.runtime.context import Context, tool_call
-    from perdure.runtime.model_calls import ModelReply
-    from perdure.runtime.parallel import EffectCall, ModelCall
     from perdure.runtime.runtime import Runtime
-    from perdure.runtime.services import RunView
-    from perdure.runtime.tools import arun_tools, run_tools
+    from perdure.runtime.step.context import Context, tool_call
+    from perdure.runtime.step.model_calls import ModelReply
+    from perdure.runtime.step.parallel import EffectCall, ModelCall
+    from perdure.runtime.step.tools import arun_tools, run_tools
     from perdure.runtime.worker import Worker
 
 # Where each public name lives. A name is imported on first use (PEP 562), so `import perdure`
@@ -211,12 +211,12 @@ _WHERE: dict[str, str] = {
         "goto sleep sleep_until step wait_for_approval wait_for_children wait_for_signal"
     ),
     "perdure.runtime.asyncrt": "AsyncRuntime",
-    "perdure.runtime.context": "Context tool_call",
-    "perdure.runtime.model_calls": "ModelReply",
-    "perdure.runtime.parallel": "EffectCall ModelCall",
+    "perdure.runtime.step.context": "Context tool_call",
+    "perdure.runtime.step.model_calls": "ModelReply",
+    "perdure.runtime.step.parallel": "EffectCall ModelCall",
     "perdure.runtime.runtime": "Runtime",
-    "perdure.runtime.services": "RunView",
-    "perdure.runtime.tools": "arun_tools run_tools",
+    "perdure.runtime.admin.inspector": "RunView",
+    "perdure.runtime.step.tools": "arun_tools run_tools",
     "perdure.runtime.worker": "Worker",
 }
 __all__ = [

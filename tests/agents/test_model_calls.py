@@ -25,7 +25,7 @@ from perdure.core.chat import Delta, ModelRequest, ModelResponse, Pricing
 from perdure.core.effects import EffectStatus
 from perdure.core.model import Message
 from perdure.providers.scripted import Scripted, ScriptedModel
-from perdure.runtime.model_calls import reply_message_id
+from perdure.runtime.step.model_calls import reply_message_id
 
 PRICE = Pricing(input_per_million=1_000_000, output_per_million=2_000_000)  # 1 and 2 per token
 

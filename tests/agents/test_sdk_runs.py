@@ -23,7 +23,7 @@ from perdure.providers.stub import (
     openai_reply,
     openai_stream,
 )
-from perdure.runtime.tools import run_tools
+from perdure.runtime.step.tools import run_tools
 
 
 @dataclass

@@ -22,7 +22,7 @@ from perdure import (
 from perdure.core.effects import EffectStatus
 from perdure.core.model import Message, ToolCall
 from perdure.core.tools import ToolRegistry
-from perdure.runtime.tools import arun_tools, run_tools
+from perdure.runtime.step.tools import arun_tools, run_tools
 
 CALLS = (
     ToolCall("c1", "search", '{"query": "perdure"}'),

@@ -17,7 +17,7 @@ from perdure import Context, Workflow, done, step
 from perdure.core.effects import Reconciled
 from perdure.core.reducers import append
 from perdure.core.workflow import wait_for_children
-from perdure.runtime.parallel import EffectCall
+from perdure.runtime.step.parallel import EffectCall
 
 
 def _dir() -> Path:

@@ -20,7 +20,7 @@ from perdure.providers.stub import (
     anthropic_reply,
     anthropic_stream,
 )
-from perdure.runtime.model_calls import classified
+from perdure.runtime.step.model_calls import classified
 
 TOOL = ToolSpec("search", "Search", {"type": "object", "properties": {"q": {"type": "string"}}})
 THREAD = (

@@ -15,7 +15,7 @@ from perdure.core.effects import ErrorClass, TransientError
 from perdure.core.model import Message, ToolCall
 from perdure.providers.openai import OpenAIModel
 from perdure.providers.stub import StubServer, openai_error, openai_reply, openai_stream
-from perdure.runtime.model_calls import classified
+from perdure.runtime.step.model_calls import classified
 
 TOOL = ToolSpec(
     "search", "Search the web", {"type": "object", "properties": {"q": {"type": "string"}}}

@@ -329,7 +329,7 @@ def test_the_parents_history_names_each_child_once_and_the_wake(
 def test_a_repeated_cancel_of_a_cancelled_parent_cancels_the_children_it_left(
     db_url: str, clock: FakeClock
 ) -> None:
-    from perdure.runtime.control import cancel_run
+    from perdure.runtime.admin.control import cancel_run
 
     COMPENSATED.clear()
     with fresh(db_url, clock) as rt:
@@ -370,7 +370,7 @@ booking = Workflow(
 def test_a_worker_that_finishes_a_parents_cancel_cancels_its_children_first(
     db_url: str, clock: FakeClock
 ) -> None:
-    from perdure.runtime.control import cancel_run
+    from perdure.runtime.admin.control import cancel_run
 
     COMPENSATED.clear()
     with Runtime(db_url, clock=clock, owner="w", workflows=[booking, researcher]) as rt:

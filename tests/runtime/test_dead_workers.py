@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
 from perdure.core.model import WorkerState
-from perdure.runtime.services import StopReason
+from perdure.runtime.execution.services import StopReason
 
 OTHER = "another-host:4242"
 

@@ -95,7 +95,7 @@ def test_a_commit_blocked_by_a_lock_is_retried_and_lands_once(tmp_path: Path) ->
 
         claimed = rt.store.claim("w", rt.clock.now().replace(year=2100), rt.clock.now(), ["jobs"])
         assert claimed is not None
-        from perdure.runtime.execution import Execution
+        from perdure.runtime.execution.execution import Execution
 
         holder = threading.Thread(target=hold_the_lock)
         holder.start()

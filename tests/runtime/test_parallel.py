@@ -14,7 +14,7 @@ import pytest
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
 from perdure.core.effects import EffectStatus
 from perdure.core.retry import RetryPolicy
-from perdure.runtime.parallel import EffectCall
+from perdure.runtime.step.parallel import EffectCall
 
 CALLS: list[str] = []
 BARRIER = threading.Barrier(2, timeout=30)
@@ -146,7 +146,7 @@ def test_a_failing_branch_lets_the_others_record_their_outcome_then_fails_the_st
 def test_model_call_branches_overlap_and_replay_by_branch_id(db_url: str, clock: FakeClock) -> None:
     from perdure import Message
     from perdure.providers.scripted import Scripted, ScriptedModel
-    from perdure.runtime.parallel import ModelCall
+    from perdure.runtime.step.parallel import ModelCall
 
     meeting = threading.Barrier(2, timeout=30)
 

@@ -25,7 +25,7 @@ from perdure.cli.support import (
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import Durability, RunStatus
-from perdure.runtime.base import DEFAULT_TENANT
+from perdure.runtime.admin.parts import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
 from perdure.runtime.runtime import Runtime
 from perdure.store.url import default_url, open_store, safe_url

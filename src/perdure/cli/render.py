@@ -11,9 +11,9 @@ from perdure.core.model import JSON, Approval, Message, Run, RunStatus, WorkerIn
 from perdure.core.shapes import approval_json, effect_json, event_json, iso, run_json
 
 __all__ = ["approval_json", "effect_json", "event_json", "run_json"]  # used by other commands
+from perdure.runtime.admin.inspector import RunView
+from perdure.runtime.admin.versions import CheckRow
 from perdure.runtime.runtime import Runtime
-from perdure.runtime.services import RunView
-from perdure.runtime.versions import CheckRow
 
 
 def approval_line(a: Approval) -> str:

@@ -14,11 +14,17 @@ reserved; the runtime swaps pointers back for the bytes on read, so steps never 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
+from typing import IO
 
 from perdure.core.errors import InvalidInputError, PerdureError
 from perdure.core.values import JSON
+
+Data = bytes | bytearray | memoryview | os.PathLike[str] | IO[bytes]
+"""What ``ctx.put_artifact`` takes: bytes, a path to a file (``pathlib.Path``), or a binary
+file object. Text is refused: encode it, so its bytes are what you mean."""
 
 POINTER_KEY = "__perdure_artifact__"
 _POINTER_PREFIX = b'{"' + POINTER_KEY.encode() + b'":'

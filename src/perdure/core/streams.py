@@ -12,6 +12,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+DEFAULT_BATCH = 32
+"""Deltas per write when the step does not choose (see ``benchmarks/streams.py``)."""
+
+DEFAULT_MAX_DELAY = 0.25
+"""Seconds a delta may wait in the buffer before a later write flushes it (a slow model's
+reader is not left a whole batch behind)."""
+
 
 class StreamEventKind(StrEnum):
     """What one entry of a message's stream says."""

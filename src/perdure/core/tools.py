@@ -3,7 +3,7 @@
 A tool's schema comes from its type hints (``str``, ``int``, ``float``, ``bool``, ``list[...]``,
 ``dict``, ``Literal[...]``, ``X | None``, defaults make a parameter optional) or, when its one
 parameter is a pydantic model, from that model. ``side_effect=True`` marks a tool that changes
-the world: the round runner (:mod:`perdure.runtime.tools`) makes it an effect, so a re-executed
+the world: the round runner (:mod:`perdure.runtime.step.tools`) makes it an effect, so a re-executed
 step never repeats it; ``reconcile=`` may say what happened after a crash during the call.
 Read-only tools run directly, or once per distinct arguments with ``cache=True``.
 

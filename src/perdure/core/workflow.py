@@ -59,7 +59,7 @@ S = TypeVar("S")
 
 StepFn = Callable[[Any, Any], "Outcome | Coroutine[Any, Any, Outcome]"]
 """A step function: ``(ctx, state) -> outcome``, plain or ``async def``, where ``ctx`` is the
-runtime's :class:`~perdure.runtime.context.Context` (the core does not import the runtime)."""
+runtime's :class:`~perdure.runtime.step.context.Context` (the core does not import the runtime)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,10 @@ from perdure.core.model import ToolCall
 from perdure.core.tools import ToolRegistry
 from perdure.core.workflow import Done, Next, Workflow, done, goto, step
 from perdure.providers.scripted import Scripted, ScriptedModel
-from perdure.runtime.context import Context
 from perdure.runtime.crashpoints import EXIT_CODE
-from perdure.runtime.model_calls import MODEL_TARGET, ModelReply
-from perdure.runtime.tools import run_tools
+from perdure.runtime.step.context import Context
+from perdure.runtime.step.model_calls import MODEL_TARGET, ModelReply
+from perdure.runtime.step.tools import run_tools
 
 QUESTION = "What is durable execution? Email a short summary to ana@example.com."
 MODEL = "scripted-research-1"

@@ -15,7 +15,7 @@ from perdure.core.effects import EffectResult, Reconciled
 from perdure.core.model import ToolCall
 from perdure.core.workflow import Done, Next, Workflow, done, goto, step
 from perdure.demos.light import SmartLight
-from perdure.runtime.context import Context
+from perdure.runtime.step.context import Context
 
 QUESTION = "Lower the living-room brightness by another 10%."
 CALL_ID = "call-brightness-1"

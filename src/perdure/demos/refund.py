@@ -25,7 +25,7 @@ from perdure.core.workflow import (
     wait_for_approval,
 )
 from perdure.demos.ledger import Ledger
-from perdure.runtime.context import Context
+from perdure.runtime.step.context import Context
 
 CASES: dict[int, dict[str, Any]] = {
     8472: {

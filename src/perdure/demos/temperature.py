@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from perdure.core.model import Message, ToolCall
 from perdure.core.workflow import Done, Next, Workflow, done, goto, step
-from perdure.runtime.context import Context
 from perdure.runtime.crashpoints import EXIT_CODE
+from perdure.runtime.step.context import Context
 
 QUESTION = "What is the temperature in the living room?"
 CALL_ID = "call-7"

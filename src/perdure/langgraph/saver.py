@@ -41,7 +41,7 @@ from perdure.core.ids import checked_id
 from perdure.langgraph.aio import ThreadedAsync
 from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, json_object, preview
 from perdure.langgraph.hold import Holds, held_by, where
-from perdure.runtime.base import DEFAULT_TENANT, Tenant, tenant_of
+from perdure.runtime.admin.parts import DEFAULT_TENANT, Tenant, tenant_of
 from perdure.runtime.runtime import Runtime
 from perdure.store.base import Store
 

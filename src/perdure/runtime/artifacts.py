@@ -18,12 +18,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
 from urllib.parse import quote, unquote
 
 from perdure.core.artifacts import (
     ArtifactMissingError,
     ArtifactRef,
+    Data,
     check_media_type,
     digest_of,
     pointed,
@@ -39,10 +39,6 @@ from perdure.store.objects import ObjectStore, open_objects
 
 DEFAULT_OFFLOAD_BYTES = 256 * 1024
 """State fields and message contents larger than this go to the artifact store."""
-
-Data = bytes | bytearray | memoryview | os.PathLike[str] | IO[bytes]
-"""What ``ctx.put_artifact`` takes: bytes, a path to a file (``pathlib.Path``), or a binary
-file object. Text is refused: encode it, so its bytes are what you mean."""
 
 
 def offload_bytes_from_env(value: int | None) -> int:

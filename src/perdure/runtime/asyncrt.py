@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from perdure.core.streams import StreamEntry
+from perdure.runtime.admin.stream_reader import StreamReader
 from perdure.runtime.runtime import Runtime
-from perdure.runtime.stream_reader import StreamReader
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -3,54 +3,69 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock
 from perdure.core.errors import (
     InvalidInputError,
 )
-from perdure.core.model import (
-    Durability,
-    Message,
-    Run,
-    RunStatus,
-)
+from perdure.core.model import Durability, Message, Run, RunStatus, WorkerInfo
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
+from perdure.runtime.admin.archive import Archive
+from perdure.runtime.admin.control import StartOptions, cancel_run, new_run, not_claimable
+from perdure.runtime.admin.history import History
+from perdure.runtime.admin.inspector import Inspector
+from perdure.runtime.admin.operator import Operator
+from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.resolution import EffectAdmin
+from perdure.runtime.admin.retention import Retainer
+from perdure.runtime.admin.stream_reader import Streams
+from perdure.runtime.admin.threads import Threads
+from perdure.runtime.admin.versions import Versions
+from perdure.runtime.admin.waits import Waits
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.artifacts import Artifacts
-from perdure.runtime.base import DEFAULT_TENANT, RuntimeParts, Tenant, setting, tenant_of
 from perdure.runtime.clock import default_clock
-from perdure.runtime.control import StartOptions, cancel_run, new_run, not_claimable
-from perdure.runtime.effects import EffectAdmin
-from perdure.runtime.execution import Execution
+from perdure.runtime.execution.execution import Execution
+from perdure.runtime.execution.group_commit import GroupCommit, effect_group, grouper
+from perdure.runtime.execution.leases import Heartbeat, is_dead_local_owner, process_owner
+from perdure.runtime.execution.services import Services, Stopped
+from perdure.runtime.execution.state_writes import APPEND_FROM
 from perdure.runtime.fleet import Fleet
-from perdure.runtime.group_commit import GroupCommit, effect_group, grouper
-from perdure.runtime.history import History
-from perdure.runtime.inspecting import InspectVerbs
-from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
-from perdure.runtime.operator import Operator
-from perdure.runtime.retention import Retainer
-from perdure.runtime.services import Services, Stopped
-from perdure.runtime.state_writes import APPEND_FROM
-from perdure.runtime.stream_reader import Streams
+from perdure.runtime.settings import setting
 from perdure.runtime.telemetry import Telemetry, current_trace
-from perdure.runtime.threads import Threads
-from perdure.runtime.verbs import PartVerbs
-from perdure.runtime.versions import Versions
-from perdure.runtime.waits import Waits
 from perdure.store.base import Store
 from perdure.store.objects import ObjectStore
 from perdure.store.url import open_store
 
+Part = TypeVar("Part")
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class Runtime(PartVerbs, InspectVerbs):
+
+def _verb(
+    method: Callable[Concatenate[Part, P], R], attribute: str
+) -> Callable[Concatenate[Runtime, P], R]:
+    """A method that calls ``method`` on the part held in ``attribute`` (same
+    arguments, same result, same docstring): one definition of each verb."""
+
+    def call(self: Runtime, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(getattr(self, attribute), *args, **kwargs)
+
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+class Runtime:
     """Starts and advances runs of registered workflows against one store.
 
     ``db`` is a database URL (default: ``PERDURE_DB`` or ``sqlite:///.perdure/perdure.db``) or
@@ -63,7 +78,7 @@ class Runtime(PartVerbs, InspectVerbs):
     directory ``artifacts`` beside the SQLite file); state fields and message contents larger
     than ``offload_bytes`` (default ``PERDURE_OFFLOAD_BYTES``, else 256 KiB) are kept there.
     ``group_commit`` says how the commits of runs executing at once share transactions
-    (:class:`~perdure.runtime.group_commit.GroupCommit`; ``False``: every commit alone).
+    (:class:`~perdure.runtime.execution.group_commit.GroupCommit`; ``False``: every commit alone).
     A state field of ``append_from`` bytes or more that a step only appends to is kept as a log
     from then on: each boundary stores the items appended, not the whole list
     (:mod:`perdure.core.logs`).
@@ -124,7 +139,8 @@ class Runtime(PartVerbs, InspectVerbs):
         self.telemetry: Telemetry = self.services.telemetry
         if self.services.group is not None:
             self.services.group.on_group = self.telemetry.grouped
-        self.history_part = History(parts, self.artifacts)
+        self.timeline = History(parts, self.artifacts)
+        self.inspector = Inspector(parts, self.artifacts)
         self.retainer = Retainer(parts, self.artifacts)
         self.archive = self.retainer.cold
         self.waits = Waits(parts)
@@ -136,6 +152,53 @@ class Runtime(PartVerbs, InspectVerbs):
         self.operator = Operator(parts)
         if migrate:
             store.migrate(parts.clock.now())
+
+    # -- verbs of the parts (waits, effects, versions, threads, streams, keys and counts,
+    # -- history, retention, the archive, reads): each bound once, with its own docstring -----
+    get = _verb(Inspector.get, "inspector")
+    status = _verb(Inspector.status, "inspector")
+    runs = _verb(Inspector.runs, "inspector")
+    children = _verb(Inspector.children, "inspector")
+    stuck = _verb(Inspector.stuck, "inspector")
+    approvals = _verb(Waits.approvals, "waits")
+    approve = _verb(Waits.approve, "waits")
+    reject = _verb(Waits.reject, "waits")
+    signal = _verb(Waits.signal, "waits")
+    effects = _verb(EffectAdmin.effects, "effect_admin")
+    resolve_effect = _verb(EffectAdmin.resolve_effect, "effect_admin")
+    check = _verb(Versions.check, "versions")
+    recover_readable = _verb(Versions.recover_readable, "versions")
+    fail = _verb(Versions.fail, "versions")
+    repair = _verb(Versions.repair, "versions")
+    thread = _verb(Threads.thread, "threads")
+    set_thread_policy = _verb(Threads.set_thread_policy, "threads")
+    add_message = _verb(Threads.post, "threads")
+    stream = _verb(Streams.stream, "streams")
+    create_key = _verb(Operator.create_key, "operator")
+    keys = _verb(Operator.keys, "operator")
+    revoke_key = _verb(Operator.revoke_key, "operator")
+    authenticate = _verb(Operator.authenticate, "operator")
+    state = _verb(Operator.state, "operator")
+    events = _verb(Operator.events, "operator")
+    feed = _verb(Operator.feed, "operator")
+    run_counts = _verb(Operator.run_counts, "operator")
+    effect_counts = _verb(Operator.effect_counts, "operator")
+    spend_counts = _verb(Operator.spend_counts, "operator")
+    queue = _verb(Operator.queue, "operator")
+    moved_since = _verb(Operator.moved_since, "operator")
+    last_event_seq = _verb(Operator.last_event_seq, "operator")
+    wait_for_events = _verb(Operator.wait_for_events, "operator")
+    history = _verb(History.history, "timeline")
+    state_at = _verb(History.state_at, "timeline")
+    savepoint = _verb(History.savepoint, "timeline")
+    savepoints = _verb(History.savepoints, "timeline")
+    lineage = _verb(History.lineage, "timeline")
+    fork = _verb(History.fork, "timeline")
+    gc = _verb(Retainer.gc, "retainer")
+    delete_thread = _verb(Retainer.delete_thread, "retainer")
+    delete_run = _verb(Retainer.delete_run, "retainer")
+    restore = _verb(Archive.restore, "archive")
+    archived = _verb(Archive.archived, "archive")
 
     def register(self, *workflows: Workflow[Any]) -> None:
         """Make workflows runnable by this runtime (by name)."""
@@ -241,7 +304,7 @@ class Runtime(PartVerbs, InspectVerbs):
 
     def advance_claimed(self, run: Run) -> Stopped:
         """Advance a run this runtime claimed until it stops; never raises for a run-level
-        problem (see :class:`~perdure.runtime.services.Stopped`)."""
+        problem (see :class:`~perdure.runtime.execution.services.Stopped`)."""
         return self._execute(run)
 
     def resume(
@@ -337,6 +400,17 @@ class Runtime(PartVerbs, InspectVerbs):
             if not child.settled:
                 self.cancel(child.run_id, tenant=tenant, reason=reason or "parent cancelled")
         return run
+
+    def get_artifact(self, ref: ArtifactRef, *, tenant: Tenant = DEFAULT_TENANT) -> bytes:
+        """The bytes of an artifact of ``tenant``, checked against the reference (raises
+        :class:`~perdure.core.artifacts.ArtifactMissingError` or
+        :class:`~perdure.core.artifacts.ArtifactCorruptError`)."""
+        return self.artifacts.get(tenant_of(tenant), ArtifactRef.from_json(ref), "get_artifact")
+
+    def workers(self) -> list[WorkerInfo]:
+        """Workers of this database (``live`` or ``dead``), and those that left in the last
+        hour (``stopped``); see :class:`~perdure.runtime.fleet.Fleet`."""
+        return self.fleet.workers()
 
     def close(self) -> None:
         """Stop the heartbeat thread and the event loop, and close the store."""

@@ -6,7 +6,7 @@ that once: it imports everything, then forks the worker. When the worker process
 by SIGKILL or the kernel's OOM killer, a crash in native code, ``os._exit``) the supervisor
 forks another at once; the new process finds the dead one's leases held by a process of this
 host that no longer exists and takes its runs over without waiting for the leases to run out
-(:func:`perdure.runtime.leases.is_dead_local_owner`). Each resumes from its last committed
+(:func:`perdure.runtime.execution.leases.is_dead_local_owner`). Each resumes from its last committed
 step, as after any crash.
 
 The supervisor holds no connection and starts no thread, so forking it is safe. SIGTERM and

@@ -13,8 +13,8 @@ from types import FrameType
 from perdure.core.errors import ConfigError, PerdureError, StoreError
 from perdure.core.history import Retention
 from perdure.core.model import Run
-from perdure.runtime.base import setting
 from perdure.runtime.runtime import Runtime
+from perdure.runtime.settings import setting
 
 MAX_CONCURRENCY = 10_000
 """The most runs one worker process holds at once."""

@@ -1,0 +1,96 @@
+"""Reading stored runs: one run, its view (:class:`RunView`), lists of runs, its children,
+the stuck runs. A part of :class:`~perdure.runtime.runtime.Runtime`, which binds its verbs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from perdure.core.children import ChildRecord
+from perdure.core.effects import EffectRecord
+from perdure.core.model import Event, Message, Run, RunStatus, StepRecord
+from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, statuses_of, tenant_of
+from perdure.runtime.artifacts import Artifacts
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """What ``status`` tells about a run: the run, its committed steps, its latest events, its
+    thread's messages and its effects."""
+
+    run: Run
+    steps: list[StepRecord]
+    events: list[Event]
+    messages: list[Message]
+    effects: list[EffectRecord]
+
+    @property
+    def completed_steps(self) -> list[str]:
+        """Names of the committed steps, in order."""
+        return [s.name for s in self.steps]
+
+
+class Inspector:
+    """Reads of a runtime's store, scoped to a tenant."""
+
+    def __init__(self, parts: RuntimeParts, artifacts: Artifacts) -> None:
+        self.store = parts.store
+        self.clock = parts.clock
+        self.artifacts = artifacts
+
+    def get(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Run:
+        """The run, or :class:`~perdure.core.errors.RunNotFoundError`."""
+        tenant = tenant_of(tenant)
+        return self.store.get_run(tenant, run_id)
+
+    def status(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, events: int = 20) -> RunView:
+        """The run with its committed steps, last ``events`` events, thread messages and
+        effects."""
+        tenant = tenant_of(tenant)
+        run = self.store.get_run(tenant, run_id)
+        messages = self.store.messages(tenant, run.thread_id)
+        recent = self.store.events(tenant, run_id, limit=events, latest=True) if events else []
+        return RunView(
+            run=run,
+            steps=self.store.steps(tenant, run_id),
+            events=recent,
+            messages=[self.artifacts.readable(tenant, m) for m in messages],
+            effects=self.store.list_effects(tenant, run_id=run_id),
+        )
+
+    def runs(
+        self,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        status: Sequence[RunStatus | str] = (),
+        workflow: str | None = None,
+        thread: str | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        """Runs of a tenant, newest first, filtered by status, workflow and thread."""
+        tenant = tenant_of(tenant)
+        statuses = statuses_of(RunStatus, status, upper=True)
+        return self.store.list_runs(
+            tenant, statuses=statuses, workflow=workflow, thread_id=thread, limit=limit
+        )
+
+    def children(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[ChildRecord]:
+        """The child runs a run started (``ctx.spawn``), by key, with status and outcome."""
+        tenant = tenant_of(tenant)
+        self.store.get_run(tenant, run_id)  # RunNotFoundError for an unknown run
+        return self.store.child_runs(tenant, run_id)
+
+    def stuck(
+        self,
+        *,
+        threshold_seconds: float = 300.0,
+        limit: int = 100,
+        tenant: Tenant | None = None,
+    ) -> list[Run]:
+        """The watchdog's view: RUNNING runs of every tenant (or of ``tenant``) with no
+        progress (no commit, no claim) for ``threshold_seconds``. Once their lease expires any
+        worker reclaims them."""
+        before = self.clock.now() - timedelta(seconds=threshold_seconds)
+        tenant_id = None if tenant is None else tenant_of(tenant)
+        return self.store.stuck_runs(before, limit=limit, tenant_id=tenant_id)

@@ -1,0 +1,127 @@
+"""The Runtime's part for what is done from outside the workers: API keys and who a key
+speaks for, the event feeds that live views follow, the counts operators watch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perdure.core.errors import NotAuthenticatedError
+from perdure.core.ids import checked_id
+from perdure.core.keys import ApiKey, NewKey, checked_roles, matches, new_key, parse_token
+from perdure.core.model import JSON, Event, Principal
+from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
+from perdure.core.seal import open_state
+from perdure.core.serde import loads
+from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+
+
+class Operator:
+    """Keys, feeds and counts; the
+    :class:`~perdure.runtime.runtime.Runtime` exposes its methods."""
+
+    def __init__(self, parts: RuntimeParts) -> None:
+        self.parts = parts
+
+    # -- keys -----------------------------------------------------------------------------------
+
+    def create_key(
+        self, name: str, *, tenant: Tenant = DEFAULT_TENANT, roles: Sequence[str] = ()
+    ) -> NewKey:
+        """Make an API key for ``tenant`` named ``name`` (a person or a service) holding
+        ``roles``. The returned ``token`` is the only time the secret is seen: only its hash is
+        stored. A second live key of the same name in the tenant is refused."""
+        checked_id(name, "key name")
+        made = new_key(tenant_of(tenant), name, checked_roles(tuple(roles)), self.parts.clock.now())
+        self.parts.store.create_key(made.key, made.secret_hash, self.parts.clock.now())
+        return made
+
+    def keys(self, *, tenant: Tenant = DEFAULT_TENANT, revoked: bool = False) -> list[ApiKey]:
+        """The tenant's live keys (and revoked ones with ``revoked``), oldest first."""
+        return self.parts.store.list_keys(tenant_of(tenant), revoked=revoked)
+
+    def revoke_key(self, key_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> ApiKey:
+        """Revoke a key at once (idempotent); :class:`KeyNotFoundError` for another
+        tenant's key."""
+        return self.parts.store.revoke_key(tenant_of(tenant), key_id, self.parts.clock.now())
+
+    def authenticate(self, token: str) -> Principal:
+        """The principal a presented key speaks for (its tenant, name and roles), or
+        :class:`NotAuthenticatedError` for a malformed, unknown or revoked key."""
+        key_id, secret = parse_token(token)
+        found = self.parts.store.find_key(key_id)
+        if found is None or not matches(secret, found[1]):
+            raise NotAuthenticatedError("the API key is unknown")
+        key = found[0]
+        if key.revoked_at is not None:
+            raise NotAuthenticatedError(f"the API key {key_id} was revoked")
+        return key.principal
+
+    def state(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> dict[str, JSON]:
+        """The run's current state fields as JSON (opened with the keyring when state is
+        sealed; :class:`IntegrityError` when a field was tampered with). Read-only; needs no
+        workflow loaded."""
+        tenant_id = tenant_of(tenant)
+        run = self.parts.store.get_run(tenant_id, run_id)  # another tenant's run: not found
+        stored = self.parts.store.load_state(tenant_id, run_id)
+        fields, _ = open_state(
+            self.parts.keyring, tenant_id, run_id, stored, seal=run.state_seal, steps=run.steps_done
+        )
+        return {name: loads(value) for name, value in sorted(fields.items())}
+
+    # -- feeds ----------------------------------------------------------------------------------
+
+    def events(
+        self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, after: int = 0, limit: int = 1000
+    ) -> list[Event]:
+        """The run's events with ``seq > after``, oldest first (what a live view resumes from:
+        ``seq`` is the stream position)."""
+        return self.parts.store.events(tenant_of(tenant), run_id, after=after, limit=limit)
+
+    def feed(
+        self,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        after: int = 0,
+        types: Sequence[str] = (),
+        workflow: str | None = None,
+        limit: int = 1000,
+    ) -> list[Event]:
+        """Events of every run of a tenant with ``seq > after``, oldest first, filtered by
+        event type (any of) and workflow."""
+        return self.parts.store.tenant_events(
+            tenant_of(tenant), after=after, types=types, workflow=workflow, limit=limit
+        )
+
+    # -- counts ---------------------------------------------------------------------------------
+
+    def run_counts(self, *, tenant: Tenant | None = None) -> list[RunCount]:
+        """Runs by tenant, workflow and status (one tenant, or every tenant with None)."""
+        return self.parts.store.run_counts(None if tenant is None else tenant_of(tenant))
+
+    def effect_counts(self, *, tenant: Tenant | None = None) -> list[EffectCount]:
+        """Effects by tenant and status (one tenant, or every tenant with None)."""
+        return self.parts.store.effect_counts(None if tenant is None else tenant_of(tenant))
+
+    def moved_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """``(seq, tenant_id, run_id)`` of every event after ``after`` across tenants: how a
+        stream hub learns which runs moved when the store cannot notify. Never show it to a
+        caller: it is not scoped by tenant."""
+        return self.parts.store.events_since(after, limit=limit)
+
+    def last_event_seq(self) -> int:
+        """The highest event sequence number of the store (0 when there are none)."""
+        return self.parts.store.last_event_seq()
+
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """Block up to ``timeout`` seconds for committed events and return the
+        ``(tenant_id, run_id)`` pairs that moved; None at once when the store cannot notify
+        (SQLite: poll :meth:`moved_since` instead)."""
+        return self.parts.store.wait_for_events(timeout)
+
+    def spend_counts(self, *, tenant: Tenant | None = None) -> list[SpendCount]:
+        """Model tokens and cost recorded in the runs' budgets, by tenant and workflow."""
+        return self.parts.store.spend_counts(None if tenant is None else tenant_of(tenant))
+
+    def queue(self) -> Queue:
+        """Runs of every tenant claimable now, and since when the oldest has been."""
+        return self.parts.store.queue(self.parts.clock.now())

@@ -1,0 +1,161 @@
+"""Step-boundary commits under the three durability modes (see :class:`Durability`).
+
+A :class:`Committer` belongs to one execution of one run under one fence. It is the only writer of
+that run's progress while the execution lasts; the expected ``state_version`` lives in the
+execution's :class:`~perdure.runtime.execution.claim.Claim`. Its commits join the runtime's
+:class:`~perdure.runtime.execution.group_commit.GroupCommitter`, which may write them in one
+transaction with other runs' commits.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import cast
+
+from perdure.core.errors import PerdureError, StoreUnavailableError
+from perdure.core.model import Durability
+from perdure.runtime.execution.claim import Claim
+from perdure.runtime.execution.group_commit import GroupCommitter
+from perdure.store.base import Boundary, Store
+
+_STOP = object()
+
+
+class Committer:
+    """Commits boundaries now (``sync``), in a background writer (``async``) or at the end
+    of the segment (``exit``). :meth:`flush` makes everything submitted durable, or raises the
+    first commit error (for example :class:`~perdure.core.errors.LeaseLostError`)."""
+
+    def __init__(
+        self,
+        store: Store,
+        claim: Claim,
+        now: Callable[[], datetime],
+        retry_for: float = 60.0,
+        on_commit: Callable[[int, float], None] | None = None,
+        group: GroupCommitter | None = None,
+    ) -> None:
+        self.on_commit = on_commit
+        self._write = group.commit if group is not None else store.commit
+        """Where boundaries go: the runtime's group of commits, or straight to the store."""
+        """Told how many boundaries each commit carried and how long it took."""
+        self.store = store
+        self.claim = claim
+        self.mode = claim.run.durability
+        self.retry_for = retry_for
+        self._now = now
+        self._buffer: list[Boundary] = []
+        self._queue: queue.Queue[object] | None = None
+        self._writer: threading.Thread | None = None
+        self._error: PerdureError | None = None
+
+    def submit(self, boundary: Boundary) -> None:
+        """Hand one boundary over. In ``sync`` mode it is durable when this returns."""
+        self._raise_pending()
+        if self.mode is Durability.SYNC:
+            self._commit([boundary])
+        elif self.mode is Durability.EXIT:
+            self._buffer.append(boundary)
+        else:
+            self._async_queue().put(boundary)
+
+    def flush(self) -> None:
+        """Make every submitted boundary durable before returning (waits, ends, shutdown)."""
+        if self._queue is not None and self._writer is not None:
+            self._queue.put(_STOP)
+            self._writer.join()
+            self._queue = None
+            self._writer = None
+        self._raise_pending()
+        if self._buffer:
+            batch, self._buffer = self._buffer, []
+            self._commit(batch)
+
+    def discard(self) -> None:
+        """Drop what is not yet durable (the run was lost or closed under us)."""
+        self._buffer.clear()
+        if self._queue is not None and self._writer is not None:
+            self._queue.put(_STOP)
+            self._writer.join()
+            self._queue = None
+            self._writer = None
+        self._error = None
+
+    def _commit(self, batch: list[Boundary]) -> None:
+        """Commit, riding out a database outage: retry the same commit (same fence, same
+        expected version) with backoff for up to ``retry_for`` seconds. A retry first checks
+        whether the lost attempt landed, so a boundary is never committed twice."""
+        deadline = time.monotonic() + self.retry_for
+        delay = 0.05
+        while True:
+            try:
+                c = self.claim
+                started = time.perf_counter()
+                version = self._write(c.tenant_id, c.run_id, c.fence, c.version, batch, self._now())
+                c.committed(version, len(batch))
+                if self.on_commit is not None:
+                    self.on_commit(len(batch), time.perf_counter() - started)
+                return
+            except StoreUnavailableError:
+                if time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+            try:
+                if self._landed(len(batch)):
+                    return
+            except StoreUnavailableError:
+                continue
+
+    def _landed(self, steps: int) -> bool:
+        """True when a commit whose answer was lost did land (our fence, one version more,
+        our steps counted)."""
+        c = self.claim
+        run = self.store.get_run(c.tenant_id, c.run_id)
+        landed = (
+            run.fence == c.fence
+            and run.state_version == c.version + 1
+            and run.steps_done == c.steps_done + steps
+        )
+        if landed:
+            c.committed(run.state_version, steps)
+        return landed
+
+    def _raise_pending(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _async_queue(self) -> queue.Queue[object]:
+        if self._queue is None:
+            self._queue = queue.Queue()
+            self._writer = threading.Thread(
+                target=self._write_loop, args=(self._queue,), name="perdure-writer", daemon=True
+            )
+            self._writer.start()
+        return self._queue
+
+    def _write_loop(self, q: queue.Queue[object]) -> None:
+        """Coalesce whatever is queued into one transaction, until told to stop."""
+        stopping = False
+        while not stopping:
+            batch: list[Boundary] = []
+            item = q.get()
+            while True:
+                if item is _STOP:
+                    stopping = True
+                    break
+                batch.append(cast(Boundary, item))
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+            if batch and self._error is None:
+                try:
+                    self._commit(batch)
+                except PerdureError as exc:
+                    self._error = exc

@@ -1,0 +1,280 @@
+"""Running one effect inside a step: intent before the call, outcome after, and the gate on
+every re-execution. What a failed or unknown outcome leads to (reconcile, retries, a person)
+is the runner's :class:`~perdure.runtime.execution.effect_outcomes.EffectOutcomes`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any, cast
+
+from perdure.core.clock import Clock
+from perdure.core.effect_calls import Compensate, Execute, Offloaded, Reconcile
+from perdure.core.effects import (
+    EffectConflictError,
+    EffectMove,
+    EffectPlan,
+    EffectRecord,
+    EffectResult,
+    NewEffect,
+    UnknownOutcomeError,
+    effect_key,
+    request_hash,
+    storable,
+)
+from perdure.core.errors import DefinitionError, InvalidInputError
+from perdure.core.model import JSON
+from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
+from perdure.core.retry import RetryPolicy
+from perdure.core.workflow import Workflow
+from perdure.runtime.aio import EventLoop
+from perdure.runtime.crashpoints import crashpoint, fault
+from perdure.runtime.execution.claim import Claim
+from perdure.runtime.execution.committer import Committer
+from perdure.runtime.execution.effect_outcomes import EffectOutcomes, S
+from perdure.runtime.execution.group_commit import Group
+from perdure.runtime.telemetry import Telemetry
+from perdure.store.base import Store
+
+
+class EffectRunner:
+    """Drives the effects of one execution of one run (one fence)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        claim: Claim,
+        workflow: Workflow[Any],
+        committer: Committer,
+        loop: EventLoop,
+        plans: Group[EffectPlan, EffectRecord],
+        moves: Group[EffectMove, EffectRecord],
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.telemetry = telemetry or Telemetry()
+        self.store = store
+        self.plans = plans
+        """Where intents are recorded, with other executions' when they coincide."""
+        self.outcomes = EffectOutcomes(clock, claim, loop, moves)
+        """What each call's outcome does to its record."""
+        self.clock = clock
+        self.loop = loop
+        self.claim = claim
+        self.workflow = workflow
+        self.committer = committer
+        self.step = ""
+        self.step_seq = 0
+        self._names: set[str] = set()
+        self.offload: Callable[[Execute, Callable[[], Any]], Future[Any]] | None = None
+        """Set while a step's parallel branches run (see :meth:`offloading`)."""
+
+    def begin_step(self, step: str, seq: int) -> None:
+        """Effects from now on belong to occurrence ``seq`` of ``step``."""
+        self.step, self.step_seq, self._names = step, seq, set()
+
+    def new_effect(
+        self, name: str, target: str, operation: str, request: JSON, compensator: str | None
+    ) -> NewEffect:
+        """The intent of effect ``name`` of the running step occurrence (its key is stable
+        across re-executions); a name used twice in one occurrence is refused."""
+        if name in self._names:
+            raise DefinitionError(f"effect {name!r} is used twice in one step occurrence")
+        self._names.add(name)
+        run = self.claim.run
+        return NewEffect(
+            key=effect_key(run.tenant_id, run.workflow, run.run_id, self.step_seq, self.step, name),
+            step=self.step,
+            step_seq=self.step_seq,
+            name=name,
+            target=target,
+            operation=operation,
+            request_hash=request_hash(request),
+            request=request,
+            compensator=compensator,
+        )
+
+    def drive(
+        self,
+        new: NewEffect,
+        execute: Execute,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+        before_call: Callable[[], None] | None = None,
+        deadline: float | None = None,
+    ) -> JSON:
+        """Take an effect from whatever its record says to a recorded outcome."""
+        steps = self.drive_steps(new, execute, reconcile, retry, before_call, deadline)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as end:
+                return cast(JSON, end.value)
+
+    def drive_steps(
+        self,
+        new: NewEffect,
+        execute: Execute,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+        before_call: Callable[[], None] | None = None,
+        deadline: float | None = None,
+    ) -> Generator[Any, None, JSON]:
+        """:meth:`drive` as a generator: when ``execute`` returns a generator (a streamed model
+        call), its items are passed on to the caller as they come, and its return value is the
+        effect's outcome. ``before_call`` runs just before a call is made (not on a replay): it
+        may raise a signal (an exhausted budget) that leaves the record as it was."""
+        self.committer.flush()  # every earlier boundary is durable before any call
+        record = self.store.get_effect(self.claim.run.tenant_id, new.key)
+        if record is not None and record.request_hash != new.request_hash:
+            raise EffectConflictError(
+                f"effect {new.key} was recorded with a different request "
+                f"({record.request_hash[:12]} != {new.request_hash[:12]})"
+            )
+        max_attempts = retry.max_attempts if retry is not None else 1
+        reconciled = False
+        while True:
+            evidence = EffectEvidence(
+                new.key,
+                None if record is None else str(record.status),
+                0 if record is None else record.attempts,
+                max_attempts,
+                reconcile is not None and not reconciled,
+            )
+            action = decide(self._checkpoint(), evidence)
+            if action is Action.ADVANCE and record is not None:
+                return self.outcomes.replay(record)
+            if action is Action.RECONCILE and record is not None and reconcile is not None:
+                until = self.outcomes.in_flight(record)
+                record = self.outcomes.reconcile(
+                    record, reconcile, recovering=True, in_flight_until=until
+                )
+                reconciled = True
+                continue
+            if action is Action.EXECUTE:
+                if before_call is not None:
+                    before_call()
+                return (yield from self._execute(new, record, execute, reconcile, retry, deadline))
+            raise self.outcomes.stopped(new.key, record, retry)
+
+    # -- steps of the protocol -----------------------------------------------------------------
+
+    def _execute(
+        self,
+        new: NewEffect,
+        record: EffectRecord | None,
+        execute: Execute,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+        deadline: float | None,
+    ) -> Generator[Any, None, JSON]:
+        crashpoint("before_intent", new.name)
+        if record is None:
+            run = self.claim.run
+            plan = EffectPlan(run.tenant_id, run.run_id, run.fence, new)
+            record = self.plans.submit(plan, self.clock.now())  # maybe with other runs' intents
+        crashpoint("after_intent", new.name)
+        until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
+        record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
+        try:
+            with self.telemetry.effect(self.claim.run, new.step, new.key, new.name):
+                out = yield from self._call(execute, new, deadline)
+                out = (yield from out) if isinstance(out, Generator) else self.outcomes.awaited(out)
+                if fault("unknown", new.name):
+                    raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
+        except Exception as exc:
+            crashpoint("after_call", new.name)
+            return self.outcomes.failed(record, exc, reconcile, retry)
+        crashpoint("after_call", new.name)
+        result, receipt = (
+            (out.result, out.receipt) if isinstance(out, EffectResult) else (out, None)
+        )
+        kept = storable(result)
+        self.outcomes.move(record, S.CONFIRMED, result=kept, receipt=receipt)
+        crashpoint("after_outcome", new.name)
+        if kept is not result:
+            raise InvalidInputError(
+                f"effect {new.key} returned a value that is not JSON; it was recorded as text",
+                fix="return JSON-compatible data (or EffectResult) from execute",
+            )
+        return result
+
+    def _call(
+        self, execute: Execute, new: NewEffect, deadline: float | None
+    ) -> Generator[Any, None, Any]:
+        """Call ``execute``; while :meth:`offloading` the call is handed to :attr:`offload` (a
+        thread, or a task on the loop) and an :class:`Offloaded` is yielded until it is done,
+        so the store work of every branch stays in this thread while the calls overlap."""
+
+        def call() -> Any:
+            if deadline is None:
+                return execute(new.request, new.key)
+            return execute(new.request, new.key, timeout=deadline)
+
+        if self.offload is None:
+            return call()
+        future = self.offload(execute, call)
+        yield Offloaded(new.key, future)
+        return future.result()
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _checkpoint(self) -> Checkpoint:
+        run = self.claim.run
+        return Checkpoint(
+            run.run_id,
+            run.tenant_id,
+            run.workflow,
+            run.release.workflow_version,
+            run.release.state_schema,
+            str(run.status),
+            str(run.durability),
+        )
+
+    @contextmanager
+    def offloading(self, threads: int) -> Iterator[None]:
+        """While open, calls run elsewhere: an ``async def`` ``execute`` as a task on the
+        event loop, a plain one in a pool of ``threads`` (an awaitable it returns is awaited on
+        the loop from there); :meth:`drive_steps` yields an :class:`Offloaded` while each runs."""
+        pool = ThreadPoolExecutor(threads, "perdure-branch")
+        loop = self.loop
+
+        def offload(execute: Execute, call: Callable[[], Any]) -> Future[Any]:
+            if inspect.iscoroutinefunction(execute):
+                import asyncio  # only a process with async branches loads it
+
+                return asyncio.run_coroutine_threadsafe(_awaited(call()), loop.loop)
+
+            def in_thread() -> Any:
+                out = call()
+                return loop.run(out) if isinstance(out, Awaitable) else out
+
+            return pool.submit(in_thread)
+
+        self.offload = offload
+        try:
+            yield
+        finally:
+            self.offload = None
+            pool.shutdown(wait=True)
+
+    def compensator(self, compensate: Compensate | None) -> str | None:
+        """The name a compensator is recorded under: it must be declared by the workflow, so
+        it can run after a restart."""
+        if compensate is None:
+            return None
+        name = getattr(compensate, "__name__", "")
+        if self.workflow.compensators.get(name) is not compensate:
+            raise DefinitionError(
+                f"compensator {name or compensate!r} is not declared by workflow "
+                f"{self.workflow.name}",
+                fix="list it in Workflow(..., compensators=[...]) so it can run after a restart",
+            )
+        return name
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value

@@ -1,0 +1,266 @@
+"""Group commit: the writes of different runs, committed by one transaction.
+
+Every run executes in a thread of its own, and a ``sync`` step returns only once its boundary
+is durable; a recorded call (an effect) returns only once its intent, and later its outcome,
+are. Written one by one, a process's runs queue for the database: SQLite serialises every
+fsync, PostgreSQL spends a transaction of client work per write. A :class:`Group` lets those
+writes share a transaction; a runtime has three, for the boundaries
+(:class:`GroupCommitter`) and for the effects' intents and status moves (:func:`effect_group`):
+
+* the first execution to write becomes the *leader*: it takes every request pending at that
+  moment (up to ``max_batch``), writes them in one transaction (for boundaries,
+  :meth:`~perdure.store.base.Store.commit_many`), hands each execution its own answer and
+  steps down;
+* executions that arrive while a leader writes wait for it; the next leader takes all of them.
+
+So a lone write adds no wait at all (it leads at once and goes alone, for a boundary through
+:meth:`~perdure.store.base.Store.commit`), and under load the number of transactions falls
+to one per group. ``max_wait`` (default 0) lets a leader wait that many seconds for company
+before it writes, trading latency for bigger groups.
+
+Nothing is acknowledged before the group's transaction is durable, so ``sync`` keeps a recovery
+point of zero and an effect's intent is on disk before its call; each run keeps its own guard,
+so one run's refused write (a stale fence, a cancelled run) fails only that run. When the
+database cannot be reached, every member gets :class:`~perdure.core.errors.StoreUnavailableError`,
+as it would writing alone: a boundary's committer rides out the outage (checking first
+whether the group landed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from perdure.core.errors import ConfigError, PerdureError
+from perdure.runtime.crashpoints import crashpoint
+from perdure.runtime.settings import setting
+from perdure.store.base import Boundary, CommitRequest, Store
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCommit:
+    """How a runtime groups its runs' commits (``Runtime(group_commit=...)``).
+
+    ``max_batch``: the most runs one transaction carries (1 turns grouping off).
+    ``max_wait``: seconds a leader waits for more commits before it writes (0: never waits;
+    a commit that finds nobody else pending goes at once).
+    """
+
+    max_batch: int = 64
+    max_wait: float = 0.0
+
+    def __post_init__(self) -> None:
+        setting("group_commit max_batch", self.max_batch, 1, 10_000, unit="runs")
+        setting("group_commit max_wait", self.max_wait, 0, 1)
+        if not isinstance(self.max_batch, int):
+            raise ConfigError(
+                f"group_commit max_batch {self.max_batch!r} is not a whole number of runs",
+                fix="give max_batch a whole number from 1 to 10000",
+            )
+
+
+R = TypeVar("R")
+A = TypeVar("A")
+
+
+class _Pending(Generic[R, A]):
+    """One thread's request, waiting in the group. ``wake`` is set once it has its answer
+    (``done``), or once it is made the next leader: each waiter is woken on its own, never all
+    of them at once (a process may hold a thousand runs)."""
+
+    __slots__ = ("answer", "done", "request", "wake")
+
+    def __init__(self, request: R) -> None:
+        self.request = request
+        self.answer: A | PerdureError | None = None
+        self.done = False
+        self.wake = threading.Event()
+
+
+class Group(Generic[R, A]):
+    """Writes the requests of many threads together: the first to arrive leads, taking every
+    request pending at that moment (up to ``max_batch``) into one write, ``together``; a
+    request that finds nobody else goes at once, ``alone``, with no added wait. Each request
+    gets its own answer (``together`` answers a refused one with its error, which is raised
+    to its thread). See the module docstring.
+
+    ``crash_name``: the group's crash points are named ``<crash_name>_begin:N`` and
+    ``<crash_name>_durable:N`` (None: it has none). ``on_group``: told how many requests each
+    write carried."""
+
+    def __init__(
+        self,
+        options: GroupCommit,
+        alone: Callable[[R, datetime], A],
+        together: Callable[[list[R], datetime], Sequence[A | PerdureError]],
+        *,
+        crash_name: str | None = None,
+        on_group: Callable[[int], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.alone = alone
+        self.together = together
+        self.crash_name = crash_name
+        self.on_group = on_group
+        self._lock = threading.Lock()
+        self._pending: list[_Pending[R, A]] = []
+        self._leading = False
+        self._enough = threading.Event()
+        """Set when ``max_batch`` requests are pending (a leader waiting for company stops)."""
+        self._groups = 0
+        """How many groups of two or more requests were written (names the crash points)."""
+
+    def submit(self, request: R, now: datetime) -> A:
+        """Write ``request`` in whatever group is forming; returns its answer once the write
+        is durable, or raises its error. With ``max_batch`` 1 (grouping off) every request
+        goes alone at once, beside the others, never queued behind them."""
+        if self.options.max_batch == 1:
+            lone = self.alone(request, now)
+            if self.on_group is not None:
+                self.on_group(1)
+            return lone
+        with self._lock:
+            alone = not (self._leading or self._pending or self.options.max_wait)
+            if alone:
+                self._leading = True
+            else:
+                mine: _Pending[R, A] = _Pending(request)
+                self._pending.append(mine)
+                if len(self._pending) >= self.options.max_batch:
+                    self._enough.set()
+                if not self._leading:  # nobody leads: this one does, at once
+                    self._leading = True
+                    mine.wake.set()
+        if alone:  # nobody to wait for: lead a group of one, straight to the store
+            try:
+                alone_answer = self.alone(request, now)
+                if self.on_group is not None:
+                    self.on_group(1)
+                return alone_answer
+            finally:
+                self._step_down()
+        mine.wake.wait()
+        if not mine.done:  # made the leader: write what is pending (this request first)
+            try:
+                if self.options.max_wait and not self._enough.is_set():
+                    self._enough.wait(self.options.max_wait)
+                with self._lock:
+                    group = self._pending[: self.options.max_batch]
+                    del self._pending[: len(group)]
+                    self._enough.clear()
+                self._write(group, now)
+            finally:
+                self._step_down()
+        answer = mine.answer
+        if isinstance(answer, PerdureError):
+            raise answer
+        assert answer is not None
+        return answer
+
+    def _step_down(self) -> None:
+        """The leader is done: the oldest pending request, if any, leads next (woken alone)."""
+        with self._lock:
+            self._leading = bool(self._pending)
+            if self._pending:
+                self._pending[0].wake.set()
+
+    def _write(self, group: list[_Pending[R, A]], now: datetime) -> None:
+        """Write one group and give every member its answer (never raises a PerdureError)."""
+        answers: Sequence[A | PerdureError]
+        try:
+            if len(group) == 1:
+                answers = [self.alone(group[0].request, now)]
+            else:
+                self._groups += 1
+                self._crashpoint("begin")
+                answers = self.together([p.request for p in group], now)
+                self._crashpoint("durable")
+        except PerdureError as exc:
+            answers = [exc] * len(group)
+        except BaseException as exc:  # not the store's: every member must still be answered
+            answers = [PerdureError(f"the group write failed: {exc!r}")] * len(group)
+            raise
+        finally:
+            for member, answer in zip(group, answers, strict=True):
+                member.answer = answer
+                member.done = True
+                member.wake.set()
+        if self.on_group is not None:
+            self.on_group(len(group))
+
+    def _crashpoint(self, when: str) -> None:
+        if self.crash_name is not None:
+            crashpoint(f"{self.crash_name}_{when}", str(self._groups))
+
+
+class GroupCommitter(Group[CommitRequest, int]):
+    """Commits boundaries of many runs of one process together (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        options: GroupCommit,
+        on_group: Callable[[int], None] | None = None,
+    ) -> None:
+        super().__init__(
+            options,
+            lambda r, now: store.commit(
+                r.tenant_id, r.run_id, r.fence, r.expected_version, r.boundaries, now
+            ),
+            store.commit_many,
+            crash_name="group",
+            on_group=on_group,
+        )
+        self.store = store
+
+    def commit(
+        self,
+        tenant_id: str,
+        run_id: str,
+        fence: int,
+        expected_version: int,
+        boundaries: Sequence[Boundary],
+        now: datetime,
+    ) -> int:
+        """:meth:`Store.commit <perdure.store.base.Store.commit>` for one run, in whatever
+        group is forming: same arguments, same answer, same errors; returns once the
+        boundaries are durable."""
+        request = CommitRequest(tenant_id, run_id, fence, expected_version, boundaries)
+        return self.submit(request, now)
+
+
+def effect_group(
+    option: GroupCommit | bool,
+    write: Callable[[list[R], datetime], Sequence[A | PerdureError]],
+) -> Group[R, A]:
+    """Where a runtime's executions write one kind of effect record (intents with
+    :meth:`Store.plan_effects <perdure.store.base.Store.plan_effects>`, status moves with
+    :meth:`Store.move_effects <perdure.store.base.Store.move_effects>`), under the same
+    ``group_commit`` option as their boundaries: the writes of many runs in one transaction
+    (with grouping off, each alone)."""
+
+    def alone(request: R, now: datetime) -> A:
+        (answer,) = write([request], now)
+        if isinstance(answer, PerdureError):
+            raise answer
+        return answer
+
+    return Group(_options(option) or GroupCommit(max_batch=1), alone, write)
+
+
+def grouper(store: Store, option: GroupCommit | bool) -> GroupCommitter | None:
+    """The group committer a runtime with this ``group_commit`` option uses (None: every
+    commit alone)."""
+    options = _options(option)
+    return None if options is None else GroupCommitter(store, options)
+
+
+def _options(option: GroupCommit | bool) -> GroupCommit | None:
+    """The grouping a ``group_commit`` option asks for (None: none)."""
+    if option is False:
+        return None
+    options = GroupCommit() if option is True else option
+    return options if options.max_batch > 1 else None

@@ -1,0 +1,326 @@
+"""The execution's side of the step seam (:class:`~perdure.runtime.step.host.StepHost`): what
+a step's context reads from the execution that runs it: the clock, the thread, the
+run's approvals and signals, its budget (with what the running step charged), its release and
+whether a cancel arrived. One :class:`ExecutionHost` serves every step of one execution.
+
+The approvals and signals are read once per execution, when a step first asks; the thread
+too, and again after each durable (``sync``) boundary, which may have let in messages that
+waited in the thread's inbox. In an
+``async def`` step that first read (and ``cancel_requested``, read each time) runs on the event
+loop: one short indexed query, taken only by the steps that ask."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+from perdure.core.artifacts import ArtifactError, ArtifactRef, Data
+from perdure.core.budget import Budget, BudgetState
+from perdure.core.children import ChildRecord
+from perdure.core.clock import Clock
+from perdure.core.effect_calls import Compensate, Execute, Reconcile
+from perdure.core.effects import EffectRecord, NewEffect
+from perdure.core.errors import StreamClosedError
+from perdure.core.history import SavepointMark
+from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
+from perdure.core.reducers import Reducer
+from perdure.core.retry import RetryPolicy
+from perdure.core.signals import Escalate
+from perdure.core.streams import DEFAULT_MAX_DELAY
+from perdure.core.workflow import Workflow
+from perdure.runtime.aio import Bridge
+from perdure.runtime.artifacts import Artifacts, Writer
+from perdure.runtime.execution.claim import Claim
+from perdure.runtime.execution.effect_runner import EffectRunner
+from perdure.runtime.execution.spawner import Spawner
+from perdure.runtime.execution.stream_sink import DurableStream
+from perdure.store.base import Store
+
+T = TypeVar("T")
+
+
+class ExecutionHost:
+    """The :class:`~perdure.runtime.step.host.StepHost` of one execution (see the module
+    docstring). ``replacements`` maps ``model``/``tools`` to what a retired release id was
+    replaced with; ``budget`` is the run's budget after the last boundary."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        claim: Claim,
+        effects: EffectRunner,
+        bridge: Bridge,
+        artifacts: Artifacts,
+        spawner: Spawner,
+    ) -> None:
+        self.store = store
+        self.spawner = spawner
+        self.artifacts = artifacts
+        self.step = ""
+        self.step_seq = 0
+        self.uploads: list[int] = []
+        """Ids of the references the running step uploaded (committed with its boundary)."""
+        self.savepoints: list[SavepointMark] = []
+        self.bridge = bridge
+        self.clock = clock
+        self.claim = claim
+        self.effects = effects
+        self.replacements: dict[str, str] = {}
+        self.budget: BudgetState | None = claim.run.budget
+        self._charge = (0.0, 0)
+        self._thread_messages: list[Message] | None = None
+        self._unnumbered = 0
+        """How many of the last thread messages are the steps' own, not yet read back."""
+        self._stale = False
+        """A boundary committed since the thread was read: read what joined it since."""
+        self._approvals: list[Approval] | None = None
+        self._signals: list[Signal] | None = None
+        self.streams: list[DurableStream] = []
+
+    # -- read by the context ----------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def thread_messages(self) -> list[Message]:
+        run = self.claim.run
+        if self._thread_messages is None:
+            found = self.store.messages(run.tenant_id, run.thread_id)
+            self._thread_messages = [self._resolved(m) for m in found]
+            self._unnumbered = 0
+        elif self._stale:
+            # only what joined since: the steps' own messages (now numbered) and the waiting
+            # input delivered at their boundaries, never the whole thread again
+            known = self._thread_messages
+            if self._unnumbered:
+                del known[-self._unnumbered :]
+            last = next((m.seq for m in reversed(known) if m.seq is not None), 0)
+            found = self.store.messages(run.tenant_id, run.thread_id, after=last)
+            known.extend(self._resolved(m) for m in found)
+            self._unnumbered = 0
+        self._stale = False
+        return self._thread_messages
+
+    def _resolved(self, m: Message) -> Message:
+        try:
+            return self.artifacts.resolve_message(self.claim.tenant_id, m)
+        except ArtifactError as exc:
+            raise Escalate("needs_attention", exc.code, exc.evidence, exc.message) from exc
+
+    def writer(self) -> Writer:
+        """Who writes artifacts now: this run, the running step, this fence."""
+        run = self.claim.run
+        return Writer(run.tenant_id, run.run_id, self.step or None, self.step_seq, run.fence)
+
+    def put_artifact(
+        self, data: Data, media_type: str, parents: tuple[ArtifactRef, ...]
+    ) -> ArtifactRef:
+        ref, ref_id = self.artifacts.put(self.writer(), data, media_type, parents)
+        self.uploads.append(ref_id)
+        return ref
+
+    def get_artifact(self, ref: ArtifactRef) -> bytes:
+        try:
+            return self.artifacts.get(self.claim.tenant_id, ref, f"step {self.step}")
+        except ArtifactError as exc:
+            raise Escalate("needs_attention", exc.code, exc.evidence, exc.message) from exc
+
+    def mark_savepoint(self, mark: SavepointMark) -> None:
+        self.savepoints = [s for s in self.savepoints if s.label != mark.label]
+        self.savepoints.append(mark)
+
+    def approvals(self) -> list[Approval]:
+        if self._approvals is None:
+            run = self.claim.run
+            self._approvals = self.store.approvals(run.tenant_id, run_id=run.run_id)
+        return self._approvals
+
+    def signals(self) -> list[Signal]:
+        if self._signals is None:
+            self._signals = self.store.signals(self.claim.tenant_id, self.claim.run_id)
+        return self._signals
+
+    def charge(self, cost: float, tokens: int) -> None:
+        spent_cost, spent_tokens = self._charge
+        self._charge = (spent_cost + cost, spent_tokens + tokens)
+
+    def budget_left(self) -> dict[str, float | int | None] | None:
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        return self.budget.charged(cost=cost, tokens=tokens).remaining()
+
+    def release(self) -> Release:
+        run = self.claim.run
+        model = self.replacements.get("model", run.release.model)
+        tools = self.replacements.get("tools", run.release.tools)
+        return replace(run.release, model=model, tools=tools)
+
+    def model_id(self, name: str) -> str:
+        """The model id to call for a client called ``name``: its replacement when the run's
+        release manifest names it and the workflow retired it."""
+        if self.claim.run.release.model == name:
+            return self.replacements.get("model", name)
+        return name
+
+    def check_spend(self) -> None:
+        """Before a model call: raise :class:`Escalate` when a limit is reached, counting what
+        the running step charged so far."""
+        if self.budget is None:
+            return
+        cost, tokens = self._charge
+        spent = self.budget.charged(cost=cost, tokens=tokens)
+        limit = spent.exhausted()
+        if limit is not None:
+            found: dict[str, JSON] = {
+                "limit": limit,
+                "limits": spent.limits.to_json(),
+                "used": spent.used.to_json(),
+                "before": "model call",
+            }
+            raise Escalate(spent.on_exhausted, "budget_exhausted", found)
+
+    def reducers(self) -> Mapping[str, Reducer]:
+        return self.effects.workflow.reducers
+
+    # -- effects, children and the event loop, for the step -------------------------------------
+
+    def new_effect(
+        self,
+        name: str,
+        target: str,
+        operation: str,
+        request: JSON,
+        compensate: Compensate | None,
+    ) -> NewEffect:
+        runner = self.effects
+        return runner.new_effect(name, target, operation, request, runner.compensator(compensate))
+
+    def drive_effect(
+        self,
+        new: NewEffect,
+        execute: Execute,
+        reconcile: Reconcile | None,
+        retry: RetryPolicy | None,
+        before_call: Callable[[], None] | None = None,
+        deadline: float | None = None,
+    ) -> Generator[Any, None, JSON]:
+        return self.effects.drive_steps(new, execute, reconcile, retry, before_call, deadline)
+
+    def recorded_effect(self, key: str) -> EffectRecord | None:
+        return self.store.get_effect(self.claim.tenant_id, key)
+
+    @contextmanager
+    def branch_calls(self, threads: int) -> Iterator[None]:
+        with self.effects.offloading(threads):
+            yield
+
+    def on_loop(self) -> bool:
+        return self.bridge.on_loop()
+
+    def in_async_step(self) -> bool:
+        return self.bridge.active
+
+    def off_loop(self, fn: Callable[[], T]) -> Coroutine[Any, Any, T]:
+        return self.bridge.call(fn)
+
+    def awaited(self, value: T | Awaitable[T]) -> T:
+        return self.effects.outcomes.awaited(value)
+
+    def spawn(
+        self,
+        workflow: Workflow[Any],
+        input: Any,
+        key: str,
+        budget: Budget | None,
+        share: float | None,
+    ) -> ChildRecord:
+        return self.spawner.spawn(self.claim.run, self.budget, workflow, input, key, budget, share)
+
+    def children(self) -> list[ChildRecord]:
+        return self.store.child_runs(self.claim.tenant_id, self.claim.run_id)
+
+    def cancel_requested(self) -> bool:
+        run = self.store.get_run(self.claim.tenant_id, self.claim.run_id)
+        return run.status is RunStatus.CANCEL_REQUESTED
+
+    def open_stream(
+        self,
+        message_id: str,
+        batch: int,
+        reopen: bool = False,
+        max_delay: float | None = DEFAULT_MAX_DELAY,
+    ) -> DurableStream:
+        claim, bridge = self.claim, self.bridge
+        sink = DurableStream(
+            self.store, self.clock, claim, bridge, message_id, batch, reopen, max_delay
+        )
+        self.streams.append(sink)
+        return sink
+
+    def flush_streams(self) -> None:
+        """Write every open stream's buffer (before an effect, at the boundary); raise the
+        first failed write: a lost lease stops the execution, a write the stream refuses
+        (``StreamClosedError``, a superseded or finished sink) hands the run to a person."""
+        try:
+            for sink in self.streams:
+                sink.flush()
+                sink.raise_failure()
+        except StreamClosedError as exc:
+            evidence: dict[str, JSON] = {"message_id": sink.message_id, "error": exc.message}
+            raise Escalate("needs_attention", exc.code, evidence, exc.message) from exc
+
+    # -- kept by the execution --------------------------------------------------------------------
+
+    def begin_step(self, step: str = "", step_seq: int = 0) -> None:
+        """A step starts: nothing charged, uploaded, marked or streamed yet."""
+        self._charge = (0.0, 0)
+        self.step, self.step_seq = step, step_seq
+        self.uploads = []
+        self.savepoints = []
+        self.streams = []
+
+    def step_done(self, messages: list[Message]) -> None:
+        """A step ended: the thread as this execution sees it gains the step's messages."""
+        if self._thread_messages is not None:
+            self._thread_messages.extend(messages)
+            self._unnumbered += len(messages)
+
+    def reread_thread(self) -> None:
+        """A boundary is durable: the next step that asks reads the thread again (messages
+        from outside the run may have joined it at that boundary): those after the last it
+        has, not the whole thread."""
+        self._stale = True
+
+    def check_budget(self) -> None:
+        """Before a step: raise :class:`Escalate` when a limit was reached or the run makes no
+        progress."""
+        budget = self.budget
+        if budget is None:
+            return
+        limit = budget.exhausted()
+        if limit is not None:
+            found: dict[str, JSON] = {
+                "limit": limit,
+                "limits": budget.limits.to_json(),
+                "used": budget.used.to_json(),
+            }
+            raise Escalate(budget.on_exhausted, "budget_exhausted", found)
+        if budget.repeating() and budget.guard is not None:
+            repeats: dict[str, JSON] = {"repeats": budget.guard.count, "key": budget.guard.key}
+            raise Escalate(budget.on_exhausted, "no_progress", repeats)
+
+    def spend(self, step: str, encoded: dict[str, bytes]) -> BudgetState | None:
+        """Charge the step to the budget and update the no-progress guard."""
+        if self.budget is None:
+            return None
+        cost, tokens = self._charge
+        spent = self.budget.charged(steps=1, cost=cost, tokens=tokens)
+        digest = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(encoded.items())))
+        self.budget = spent.guarded(f"{step}:{digest.hexdigest()[:16]}")
+        return self.budget

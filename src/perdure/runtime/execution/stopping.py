@@ -1,0 +1,164 @@
+"""How an execution stops: giving the lease up on shutdown, sleeping until a retry, handing
+the run to a person, failing it, finishing a cancel, quarantining it. Held by an
+:class:`~perdure.runtime.execution.execution.Execution`; every stop moves the run under the
+execution's fence, or lets go when the run is no longer its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perdure.core import transitions
+from perdure.core.clock import Clock
+from perdure.core.errors import LeaseLostError, RunClosedError, StaleStateError
+from perdure.core.model import JSON, Run, RunStatus
+from perdure.core.records import RunError, StopReason
+from perdure.core.signals import Escalate, RetryLater
+from perdure.core.workflow import Workflow
+from perdure.runtime.execution.claim import Claim
+from perdure.runtime.execution.committer import Committer
+from perdure.runtime.execution.compensation import Compensation
+from perdure.runtime.execution.leases import Heartbeat
+from perdure.runtime.execution.services import SUGGESTIONS, Stopped
+from perdure.runtime.execution.spawner import request_cancel_children
+from perdure.store.base import Store
+
+
+class Stops:
+    """The stops of one execution (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        heartbeat: Heartbeat,
+        claim: Claim,
+        committer: Committer,
+        compensation: Compensation,
+        workflow: Workflow[Any],
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.heartbeat = heartbeat
+        self.claim = claim
+        self.committer = committer
+        self.compensation = compensation
+        self.workflow = workflow
+
+    @property
+    def run(self) -> Run:
+        """The claimed run as this execution last knows it."""
+        return self.claim.run
+
+    def current(self) -> Run:
+        return self.store.get_run(self.run.tenant_id, self.run.run_id)
+
+    def release(self) -> Stopped:
+        run = self.run
+        now = self.clock.now()
+        self.store.release(run.tenant_id, run.run_id, self.heartbeat.owner, run.fence, now)
+        return Stopped(StopReason.RELEASED, run.run_id)
+
+    def defer(self, wait: RetryLater, step_attempts: int) -> Stopped:
+        """Sleep durably until the retry is due (``step_attempts`` made of the step so far,
+        unless the wait says); the lease is released meanwhile."""
+        self.committer.flush()
+        attempts = step_attempts if wait.step_attempts is None else wait.step_attempts
+        self.store.defer(
+            self.run.tenant_id,
+            self.run.run_id,
+            fence=self.run.fence,
+            expected_version=self.claim.version,
+            wake_at=wait.at,
+            step_attempts=attempts,
+            now=self.clock.now(),
+            data=wait.error,
+        )
+        return Stopped(StopReason.RETRY_SCHEDULED, self.run.run_id)
+
+    def escalate(self, esc: Escalate, step: str, completed: int) -> Stopped:
+        """Stop before (or instead of) a step, after ``completed`` steps: hand the run to a
+        person, or fail it."""
+        if esc.action == "needs_attention":
+            return self.needs_attention(esc, step, completed)
+        self.committer.flush()
+        unresolved = self.compensation.all()
+        error = RunError(
+            esc.reason,
+            f"{esc.reason} in step {step!r}",
+            step,
+            dict(esc.evidence),
+            unresolved_compensations=tuple(unresolved),
+        )
+        return self._close(self.current(), RunStatus.FAILED, error, StopReason.ENDED)
+
+    def needs_attention(self, esc: Escalate, step: str, completed: int) -> Stopped:
+        """Hand the run to a person with why, where, what to do, and the evidence (``completed``
+        steps were committed)."""
+        self.committer.flush()
+        error = RunError(
+            esc.reason,
+            esc.message or f"{esc.reason} in step {step!r}",
+            step,
+            dict(esc.evidence),
+            suggested_action=SUGGESTIONS.get(esc.reason, "inspect the evidence, then resume"),
+            resume_at=step,
+            completed_steps=completed,
+        )
+        return self._close(
+            self.current(), RunStatus.NEEDS_ATTENTION, error, StopReason.NEEDS_ATTENTION
+        )
+
+    def after_stale(self) -> Stopped:
+        """The run moved on under us: finish a cancel if it is ours to finish, else let go."""
+        current = self.current()
+        if current.status is RunStatus.CANCEL_REQUESTED and current.fence == self.run.fence:
+            self.claim.adopt(current)
+            return self.finish_cancel()
+        return Stopped(StopReason.LOST, current.run_id)
+
+    def finish_cancel(self) -> Stopped:
+        """Pass the cancel on to the children, compensate confirmed effects (newest first),
+        then end the run CANCELLED."""
+        request_cancel_children(self.store, self.clock, self.run, "parent cancelled")
+        unresolved = self.compensation.all()
+        run = self.current()
+        deleted = None
+        if self.workflow.delete_messages_on_cancel:
+            deleted = self.store.delete_run_messages(run.tenant_id, run.run_id)
+        error = RunError(
+            "cancelled",
+            "the run was cancelled",
+            run.next_step,
+            unresolved_compensations=tuple(unresolved),
+            deleted_messages=deleted,
+        )
+        return self._close(run, RunStatus.CANCELLED, error, StopReason.CANCELLED)
+
+    def quarantine(
+        self, reason: str, message: str, evidence: dict[str, JSON] | None = None
+    ) -> Stopped:
+        """Park the run as QUARANTINED with the evidence; the worker goes on with others."""
+        run = self.current()
+        error = RunError(reason, message, run.next_step, dict(evidence or {}))
+        return self._close(run, RunStatus.QUARANTINED, error, StopReason.QUARANTINED)
+
+    def _close(self, run: Run, status: RunStatus, error: RunError, why: StopReason) -> Stopped:
+        """Move ``run`` (as last read) to ``status`` under our fence and give the lease up.
+        When the run is no longer ours (another fence, or it moved on), let go instead."""
+        if run.fence != self.run.fence or not transitions.allowed(run.status, status):
+            return Stopped(StopReason.LOST, run.run_id)
+        try:
+            self.store.set_status(
+                run.tenant_id,
+                run.run_id,
+                expected_status=run.status,
+                expected_version=run.state_version,
+                status=status,
+                fence=self.run.fence,
+                now=self.clock.now(),
+                data=error.to_json(),
+                release_lease=True,
+            )
+        except (LeaseLostError, RunClosedError, StaleStateError):
+            return Stopped(StopReason.LOST, run.run_id)
+        return Stopped(why, run.run_id)
