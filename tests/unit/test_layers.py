@@ -1,4 +1,5 @@
-"""Dependencies point inward: core <- store <- runtime <- cli, server, demos.
+"""Dependencies point inward: core <- store <- runtime <- cli, server, demos; inside the
+runtime, its face -> admin, execution -> step.
 
 Every module is checked by the package it lives in, so a new module cannot slip past: the test
 fails for a top-level module it does not know, and for any import that points outward.
@@ -74,6 +75,80 @@ def test_every_module_imports_only_inner_layers(path: Path) -> None:
         if name.startswith("perdure.") and name[len("perdure.") :] not in ALLOWED[layer] | {layer}
     }
     assert not outward, f"{path.relative_to(SRC)} imports {sorted(outward)} from an outer layer"
+
+
+# The runtime's rooms: the face (what a user holds: Runtime, AsyncRuntime, the worker, its
+# supervisor, the fleet) and the plumbing every room shares (event loop thread, clock,
+# telemetry, logs, crash points, the artifact service, settings) are modules of runtime/ itself;
+# step/, execution/ and admin/ are packages. What each room may import of the runtime:
+RUNTIME_FACE = {"__init__", "runtime", "asyncrt", "worker", "supervisor", "fleet"}
+RUNTIME_PLUMBING = {"aio", "clock", "telemetry", "logs", "crashpoints", "artifacts", "settings"}
+ROOMS: dict[str, set[str]] = {
+    "face": {"face", "plumbing", "admin", "execution", "step"},
+    "plumbing": {"plumbing"},
+    "admin": {"admin", "plumbing"},
+    "execution": {"execution", "step", "plumbing"},
+    "step": {"step"},
+}
+RUNTIME = SRC / "runtime"
+
+
+def room_of(module: str) -> str:
+    """The room of ``perdure.runtime.<module>...`` (its first part after ``runtime``)."""
+    first = module.split(".", maxsplit=1)[0]
+    if first in {"step", "execution", "admin"}:
+        return first
+    if first in RUNTIME_FACE:
+        return "face"
+    if first in RUNTIME_PLUMBING:
+        return "plumbing"
+    raise AssertionError(f"runtime/{first} is in no room: add it to RUNTIME_FACE or PLUMBING")
+
+
+def runtime_imports_of(path: Path) -> set[str]:
+    """Modules of the runtime a file imports, as dotted names below ``perdure.runtime``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found |= {n[len("perdure.runtime.") :] for n in names if n.startswith("perdure.runtime.")}
+    return found
+
+
+RUNTIME_MODULES = sorted(RUNTIME.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", RUNTIME_MODULES, ids=lambda p: str(p.relative_to(RUNTIME)))
+def test_every_runtime_module_imports_only_the_rooms_it_may(path: Path) -> None:
+    room = room_of(".".join(path.relative_to(RUNTIME).with_suffix("").parts))
+    outward = {m for m in runtime_imports_of(path) if room_of(m) not in ROOMS[room]}
+    assert not outward, f"runtime/{path.relative_to(RUNTIME)} ({room}) imports {sorted(outward)}"
+
+
+@pytest.mark.parametrize("path", sorted((RUNTIME / "step").rglob("*.py")), ids=lambda p: p.name)
+def test_step_code_sees_only_the_core(path: Path) -> None:
+    outward = {n for n in imports_of(path) if n.startswith("perdure.")} - {
+        "perdure.core",
+        "perdure.runtime",
+    }
+    assert not outward, f"runtime/step/{path.name} imports {sorted(outward)}"
+
+
+def test_only_step_code_reads_a_contexts_host() -> None:
+    # everything outside runtime/step/ meets a step through the Context's public face
+    step = RUNTIME / "step"
+    readers = [
+        f"{path.relative_to(SRC)}:{node.lineno}"
+        for path in MODULES
+        if step not in path.parents
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "_host"
+    ]
+    assert not readers, f"these read ._host outside runtime/step/: {readers}"
 
 
 @pytest.mark.parametrize(
