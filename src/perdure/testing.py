@@ -330,8 +330,8 @@ def migrate_fixture(workflow: Any, data: dict[str, Any], from_schema: int) -> An
         state = migrate_fixture(refund_review, json.load(open("fixtures/v1.json")), 1)
         assert state.currency == "EUR"
     """
-    from perdure.core.checkpoints import inspect
     from perdure.core.model import Release, Run, RunStatus
+    from perdure.core.reading import inspect
     from perdure.core.serde import Limits, dumps
     from perdure.core.versions import Quarantine
 

@@ -11,7 +11,7 @@ import orjson
 
 from perdure.cli.support import Settings, app_option, parse_json, pass_settings, run_command
 from perdure.core.errors import InvalidInputError
-from perdure.runtime.admin.history import HistoryEntry
+from perdure.runtime.admin.timeline import HistoryEntry
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}

@@ -21,7 +21,6 @@ from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
 from perdure.runtime.admin.archive import Archive
 from perdure.runtime.admin.control import StartOptions, cancel_run, new_run, not_claimable
-from perdure.runtime.admin.history import History
 from perdure.runtime.admin.inspector import Inspector
 from perdure.runtime.admin.operator import Operator
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
@@ -29,6 +28,7 @@ from perdure.runtime.admin.resolution import EffectAdmin
 from perdure.runtime.admin.retention import Retainer
 from perdure.runtime.admin.stream_reader import Streams
 from perdure.runtime.admin.threads import Threads
+from perdure.runtime.admin.timeline import Timeline
 from perdure.runtime.admin.versions import Versions
 from perdure.runtime.admin.waits import Waits
 from perdure.runtime.aio import EventLoop
@@ -139,7 +139,7 @@ class Runtime:
         self.telemetry: Telemetry = self.services.telemetry
         if self.services.group is not None:
             self.services.group.on_group = self.telemetry.grouped
-        self.timeline = History(parts, self.artifacts)
+        self.timeline = Timeline(parts, self.artifacts)
         self.inspector = Inspector(parts, self.artifacts)
         self.retainer = Retainer(parts, self.artifacts)
         self.archive = self.retainer.cold
@@ -188,12 +188,12 @@ class Runtime:
     moved_since = _verb(Operator.moved_since, "operator")
     last_event_seq = _verb(Operator.last_event_seq, "operator")
     wait_for_events = _verb(Operator.wait_for_events, "operator")
-    history = _verb(History.history, "timeline")
-    state_at = _verb(History.state_at, "timeline")
-    savepoint = _verb(History.savepoint, "timeline")
-    savepoints = _verb(History.savepoints, "timeline")
-    lineage = _verb(History.lineage, "timeline")
-    fork = _verb(History.fork, "timeline")
+    history = _verb(Timeline.history, "timeline")
+    state_at = _verb(Timeline.state_at, "timeline")
+    savepoint = _verb(Timeline.savepoint, "timeline")
+    savepoints = _verb(Timeline.savepoints, "timeline")
+    lineage = _verb(Timeline.lineage, "timeline")
+    fork = _verb(Timeline.fork, "timeline")
     gc = _verb(Retainer.gc, "retainer")
     delete_thread = _verb(Retainer.delete_thread, "retainer")
     delete_run = _verb(Retainer.delete_run, "retainer")

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from perdure.core import transitions
-from perdure.core.checkpoints import Attention, Readable, inspect
 from perdure.core.errors import InvalidInputError
 from perdure.core.graph import GRAPH_WORKFLOW
 from perdure.core.model import TERMINAL, Run, RunStatus
+from perdure.core.reading import Attention, Readable, inspect
 from perdure.core.records import RunError
 from perdure.core.versions import Quarantine
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of

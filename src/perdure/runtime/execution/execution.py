@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from perdure.core.checkpoints import Attention, Readable, inspect
 from perdure.core.errors import (
     LeaseLostError,
     PerdureError,
@@ -24,6 +23,7 @@ from perdure.core.errors import (
 )
 from perdure.core.fields import bind_lazy
 from perdure.core.model import Durability, Run, RunStatus
+from perdure.core.reading import Attention, Readable, inspect
 from perdure.core.records import SignalWait, StopReason
 from perdure.core.seal import StateSeal, seal_state
 from perdure.core.serde import OversizeError, loads

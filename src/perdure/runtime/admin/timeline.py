@@ -58,7 +58,7 @@ class HistoryEntry:
         }
 
 
-class History:
+class Timeline:
     """See the module docstring; the :class:`~perdure.runtime.runtime.Runtime` exposes its
     methods."""
 
