@@ -23,7 +23,8 @@ def test_terminal_states_allow_nothing() -> None:
 def test_every_non_terminal_state_can_be_cancelled() -> None:
     for status in set(RunStatus) - TERMINAL - {S.CANCEL_REQUESTED}:
         assert transitions.allowed(status, S.CANCEL_REQUESTED)
-    assert transitions.ALLOWED[S.CANCEL_REQUESTED] == {S.CANCELLED}
+    # a cancel ends CANCELLED, or with a person when an effect's outcome is unknown
+    assert transitions.ALLOWED[S.CANCEL_REQUESTED] == {S.CANCELLED, S.NEEDS_ATTENTION}
 
 
 def test_a_finished_run_raises_run_closed() -> None:

@@ -33,7 +33,8 @@ class EffectStatus(StrEnum):
 E = EffectStatus
 
 EFFECT_ALLOWED: dict[EffectStatus, frozenset[EffectStatus]] = {
-    E.PLANNED: frozenset({E.EXECUTING}),
+    # the call, or never: the run ended (cancelled) before the call was made
+    E.PLANNED: frozenset({E.EXECUTING, E.REJECTED}),
     # after a call: the outcome, a retryable failure back to planned, or unknown
     E.EXECUTING: frozenset({E.CONFIRMED, E.REJECTED, E.PLANNED, E.AMBIGUOUS}),
     # a reconcile or a person decides what happened

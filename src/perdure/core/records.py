@@ -109,8 +109,9 @@ class RunError:
     (the error that was raised, the limits reached, what was found in the database).
     For NEEDS_ATTENTION, ``suggested_action`` says what a person should do, ``resume_at`` where
     the run continues and ``completed_steps`` how far it got. ``unresolved_compensations``
-    lists effects that could not be undone; ``by`` is who failed the run by hand, with the
-    run's ``previous`` error.
+    lists effects that could not be undone and ``kept_effects`` the confirmed effects a cancel
+    or failure left in place because they declare no compensator; ``by`` is who failed the
+    run by hand, with the run's ``previous`` error.
     """
 
     reason: str
@@ -121,6 +122,7 @@ class RunError:
     resume_at: str | None = None
     completed_steps: int | None = None
     unresolved_compensations: tuple[dict[str, JSON], ...] = ()
+    kept_effects: tuple[dict[str, JSON], ...] = ()
     deleted_messages: int | None = None
     by: str | None = None
     previous: RunError | None = None
@@ -142,6 +144,8 @@ class RunError:
         out.update({k: v for k, v in optional.items() if v is not None})
         if self.unresolved_compensations:
             out["unresolved_compensations"] = list(self.unresolved_compensations)
+        if self.kept_effects:
+            out["kept_effects"] = list(self.kept_effects)
         return out
 
     @classmethod
@@ -162,6 +166,7 @@ class RunError:
             resume_at=data.get("resume_at"),
             completed_steps=data.get("completed_steps"),
             unresolved_compensations=tuple(data.get("unresolved_compensations") or ()),
+            kept_effects=tuple(data.get("kept_effects") or ()),
             deleted_messages=data.get("deleted_messages"),
             by=data.get("by"),
             previous=cls.from_json(previous) if isinstance(previous, dict) else None,

@@ -30,7 +30,8 @@ ALLOWED: dict[RunStatus, frozenset[RunStatus]] = {
     S.WAITING_EXTERNAL: frozenset({S.RUNNING, S.CANCEL_REQUESTED}),
     S.NEEDS_ATTENTION: frozenset({S.RUNNING, S.FAILED, S.CANCELLED, S.CANCEL_REQUESTED}),
     S.QUARANTINED: frozenset({S.RUNNING, S.FAILED, S.CANCEL_REQUESTED}),
-    S.CANCEL_REQUESTED: frozenset({S.CANCELLED}),
+    # a cancel that meets an effect whose outcome nobody can tell goes to a person
+    S.CANCEL_REQUESTED: frozenset({S.CANCELLED, S.NEEDS_ATTENTION}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
     S.CANCELLED: frozenset(),

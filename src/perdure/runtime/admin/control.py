@@ -14,6 +14,7 @@ from perdure.core.ids import checked_id, new_id
 from perdure.core.model import Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.seal import seal_state
+from perdure.core.settling import kept, needs_a_worker
 from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
 from perdure.runtime.admin.parts import RuntimeParts
@@ -139,8 +140,9 @@ def cancel_run(
                     data={"reason": reason or "cancel requested", "request_id": request_id},
                 )
             leased = run.lease_until is not None and run.lease_until > parts.clock.now()
-            if leased or parts.has_compensations(run):
-                return run
+            effects = parts.effects(run)
+            if leased or needs_a_worker(effects):
+                return run  # a worker settles its effects (see perdure.core.settling)
             return parts.store.set_status(
                 tenant,
                 run_id,
@@ -149,7 +151,9 @@ def cancel_run(
                 status=RunStatus.CANCELLED,
                 fence=None,
                 now=parts.clock.now(),
-                data=RunError("cancelled", reason, run.next_step).to_json(),
+                data=RunError(
+                    "cancelled", reason, run.next_step, kept_effects=tuple(kept(effects))
+                ).to_json(),
                 release_lease=True,
             )
         except (StaleStateError, RunClosedError):

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from perdure.core import transitions
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock
-from perdure.core.effects import EffectStatus
+from perdure.core.effects import EffectRecord
 from perdure.core.errors import InvalidInputError, PerdureError, WorkflowNotFoundError
 from perdure.core.ids import checked_id
 from perdure.core.model import Principal, Run, RunStatus
@@ -66,13 +66,9 @@ class RuntimeParts:
             raise InvalidInputError(exc.message, fix=exc.fix) from exc
         return fields
 
-    def has_compensations(self, run: Run) -> bool:
-        """True when the run has confirmed effects to compensate (a worker must finish the
-        cancel, with the workflow's compensators loaded)."""
-        confirmed = self.store.list_effects(
-            run.tenant_id, run_id=run.run_id, statuses=[EffectStatus.CONFIRMED]
-        )
-        return any(e.compensator for e in confirmed)
+    def effects(self, run: Run) -> list[EffectRecord]:
+        """The run's effects, oldest first."""
+        return self.store.list_effects(run.tenant_id, run_id=run.run_id)
 
     def reopen(
         self,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from perdure.core import transitions
+from perdure.core.effects import EffectStatus
 from perdure.core.errors import InvalidInputError
 from perdure.core.graph import GRAPH_WORKFLOW
 from perdure.core.model import TERMINAL, Run, RunStatus
@@ -148,7 +149,8 @@ class Versions:
                 f"run {run_id} is {run.status}; only runs that need a person can be failed by hand",
                 fix="cancel it instead (`perdure cancel RUN`)",
             )
-        if self.parts.has_compensations(run):
+        effects = self.parts.effects(run)
+        if any(e.status is EffectStatus.CONFIRMED and e.compensator for e in effects):
             raise InvalidInputError(
                 f"run {run_id} has confirmed effects with compensators",
                 fix="cancel it (`perdure cancel RUN`) so they are compensated",

@@ -29,6 +29,7 @@ from perdure.core.errors import DefinitionError, InvalidInputError
 from perdure.core.model import JSON
 from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
 from perdure.core.retry import RetryPolicy
+from perdure.core.signals import Cancelled
 from perdure.core.workflow import Workflow
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.crashpoints import crashpoint, fault
@@ -69,6 +70,9 @@ class EffectRunner:
         self.step = ""
         self.step_seq = 0
         self._names: set[str] = set()
+        self.settling = False
+        """True while a cancelled run's step runs once more only to settle its effects: a
+        recorded outcome is replayed, an effect in doubt reconciled, and no call is made."""
         self.offload: Callable[[Execute, Callable[[], Any]], Future[Any]] | None = None
         """Set while a step's parallel branches run (see :meth:`offloading`)."""
 
@@ -155,6 +159,8 @@ class EffectRunner:
                 reconciled = True
                 continue
             if action is Action.EXECUTE:
+                if self.settling:
+                    raise Cancelled(f"effect {new.key} is not sent: its run is being cancelled")
                 if before_call is not None:
                     before_call()
                 return (yield from self._execute(new, record, execute, reconcile, retry, deadline))

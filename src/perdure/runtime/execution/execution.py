@@ -11,6 +11,7 @@ its :class:`~perdure.runtime.execution.stopping.Stops`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import Any
 
@@ -137,7 +138,9 @@ class Execution:
         lease = self.heartbeat.hold(run.tenant_id, run.run_id, run.fence)
         try:
             if run.status is RunStatus.CANCEL_REQUESTED:
-                return self.stops.finish_cancel()
+                if not self.stops.in_doubt():
+                    return self.stops.finish_cancel(self.seq)
+                self.effects.settling = True  # its step runs once more, to reconcile them
             return self._loop(lease)
         except (LeaseLostError, RunClosedError):
             self.committer.discard()
@@ -153,7 +156,9 @@ class Execution:
         finally:
             self.heartbeat.drop(lease)
 
-    def _loop(self, lease: Lease) -> Stopped:
+    def _open(self) -> tuple[Any, dict[str, bytes]] | Stopped:
+        """Read the claimed run's checkpoint (and rewrite it for this code when it was written
+        by an older one): its state and fields, or how the execution stops when it cannot."""
         wf = self.workflow
         tenant = self.run.tenant_id
         stored = self.store.load_state(tenant, self.run.run_id)
@@ -165,6 +170,12 @@ class Execution:
             limits=self.limits,
             resolve=lambda f: self.artifacts.resolve_fields(tenant, f, wf.codec.lazy),
         )
+        if self.effects.settling and (
+            not isinstance(found, Readable)
+            or found.upgrade.changes
+            or wf.steps.get(self.run.next_step or "") is None
+        ):
+            return self.stops.finish_cancel(self.seq)  # no step to settle with: a person looks
         if isinstance(found, Attention):
             esc = Escalate("needs_attention", found.reason, found.evidence, found.message)
             return self.stops.needs_attention(esc, self.run.next_step or "", self.seq)
@@ -175,7 +186,16 @@ class Execution:
         if found.upgrade.changes:
             self._upgrade(found)
         self.host.replacements = found.upgrade.replacements
-        run, state, fields = self.run, found.state, dict(found.fields)
+        return found.state, dict(found.fields)
+
+    def _loop(self, lease: Lease) -> Stopped:
+        opened = self._open()
+        if isinstance(opened, Stopped):
+            return opened
+        state, fields = opened
+        run, wf = self.run, self.workflow
+        if self.effects.settling:
+            return self._settle(str(run.next_step), state)
         step_name = run.next_step
         waiting = run.waiting
         if isinstance(waiting, SignalWait):
@@ -223,6 +243,25 @@ class Execution:
             if boundary.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
                 return Stopped(StopReason.WAITING, run.run_id)
         return Stopped(StopReason.ENDED, run.run_id)
+
+    def _settle(self, name: str, state: Any) -> Stopped:
+        """A cancel found effects in doubt (a call cut by a crash): run the step they belong to
+        once more, so its own code reconciles them (``reconcile=``), then finish the cancel.
+        Recorded outcomes are replayed; no call is made (the first effect without an outcome
+        ends the pass); nothing of the step is committed. What is still in doubt afterwards
+        goes to a person (see :meth:`Stops.finish_cancel`)."""
+        wf = self.workflow
+        self.effects.begin_step(name, self.seq + 1)
+        self.host.begin_step(name, self.seq + 1)
+        ctx = Context(self.run, name, self.host)
+        if wf.codec.lazy:
+            bind_lazy(state, wf.codec.lazy, lambda ref: loads(self.host.get_artifact(ref)))
+        try:
+            with contextlib.suppress(Cancelled, Escalate, RetryLater):
+                self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
+        finally:
+            self.effects.settling = False  # the compensations that follow make their calls
+        return self.stops.finish_cancel(self.seq)
 
     def _upgrade(self, found: Readable) -> None:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""

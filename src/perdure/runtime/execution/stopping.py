@@ -12,6 +12,7 @@ from perdure.core.clock import Clock
 from perdure.core.errors import LeaseLostError, RunClosedError, StaleStateError
 from perdure.core.model import JSON, Run, RunStatus
 from perdure.core.records import RunError, StopReason
+from perdure.core.settling import doubt_evidence, in_doubt
 from perdure.core.signals import Escalate, RetryLater
 from perdure.core.workflow import Workflow
 from perdure.runtime.execution.claim import Claim
@@ -116,11 +117,26 @@ class Stops:
             return self.finish_cancel()
         return Stopped(StopReason.LOST, current.run_id)
 
-    def finish_cancel(self) -> Stopped:
-        """Pass the cancel on to the children, compensate confirmed effects (newest first),
-        then end the run CANCELLED."""
+    def in_doubt(self) -> bool:
+        """True when the run has effects whose call may have happened with no recorded
+        outcome (a cancel must settle them first)."""
+        return bool(in_doubt(self.compensation.effects()))
+
+    def finish_cancel(self, completed: int = 0) -> Stopped:
+        """Pass the cancel on to the children and settle every effect (not sent: rejected;
+        confirmed: compensated newest first, or kept when it has no compensator), then end the
+        run CANCELLED. An effect nobody can tell about sends the run to a person instead
+        (NEEDS_ATTENTION, ``ambiguous_effect``): the run never ends pretending it knows."""
         request_cancel_children(self.store, self.clock, self.run, "parent cancelled")
-        unresolved = self.compensation.all()
+        settled = self.compensation.settle()
+        if settled.doubt:
+            evidence = doubt_evidence(settled.doubt)
+            message = (
+                "the run was cancelled while an effect's outcome is unknown; it ends once "
+                "a person resolves the effect"
+            )
+            esc = Escalate("needs_attention", "ambiguous_effect", evidence, message)
+            return self.needs_attention(esc, self.run.next_step or "", completed)
         run = self.current()
         deleted = None
         if self.workflow.delete_messages_on_cancel:
@@ -129,7 +145,8 @@ class Stops:
             "cancelled",
             "the run was cancelled",
             run.next_step,
-            unresolved_compensations=tuple(unresolved),
+            unresolved_compensations=settled.unresolved,
+            kept_effects=settled.kept,
             deleted_messages=deleted,
         )
         return self._close(run, RunStatus.CANCELLED, error, StopReason.CANCELLED)
