@@ -8,6 +8,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from perdure import (
     Context,
     FakeClock,
@@ -20,6 +22,7 @@ from perdure import (
     step,
 )
 from perdure.core.effects import EffectStatus
+from perdure.core.errors import DefinitionError
 from perdure.core.model import Message, ToolCall
 from perdure.core.tools import ToolRegistry
 from perdure.runtime.step.tools import arun_tools, run_tools
@@ -139,3 +142,23 @@ def test_async_tools_run_concurrently_and_answer_in_order(runtime: Runtime) -> N
     run = runtime.start(Workflow("act", state=S, steps=[act]))
     runtime.run_until_idle()
     assert runtime.get(run.run_id).result == ["2", "20"]
+
+
+def test_the_model_never_sees_or_sets_the_key() -> None:
+    tools = ToolRegistry()
+
+    @tools.tool(side_effect=True)
+    def refund(order: str, idempotency_key: str) -> str:
+        return f"{order}:{idempotency_key}"
+
+    made = tools.get("refund")
+    assert made is not None
+    assert made.parameters["properties"] == {"order": {"type": "string"}}
+    assert made.invoke(made.bind({"order": "o1"}), "k1") == "o1:k1"
+    with pytest.raises(Exception, match="no parameters"):
+        made.bind({"order": "o1", "idempotency_key": "forged"})
+    with pytest.raises(DefinitionError, match="only a tool run as an effect"):
+
+        @tools.tool
+        def lookup(order: str, idempotency_key: str) -> str:
+            return order

@@ -7,6 +7,12 @@ the world: the round runner (:mod:`perdure.runtime.step.tools`) makes it an effe
 step never repeats it; ``reconcile=`` may say what happened after a crash during the call.
 Read-only tools run directly, or once per distinct arguments with ``cache=True``.
 
+A tool run as an effect (``side_effect=True`` or ``cache=True``) may declare a parameter named
+``idempotency_key`` (:data:`KEY_PARAMETER`): it receives the effect's key, stable across
+crashes and re-executions of the step and distinct for every call, to pass to the provider as
+its idempotency key (and to find the call again in ``reconcile(request, key)``). The model
+never sees that parameter and cannot set it.
+
 Arguments arrive as the model wrote them: a JSON object, or (OpenAI) the raw text of one, which
 may be malformed. :func:`lenient_json` reads what can be read (code fences, trailing commas,
 a missing closing brace); what cannot becomes a :class:`ToolArgumentError` whose message goes
@@ -31,6 +37,9 @@ from perdure.core.values import JSON
 F = TypeVar("F", bound=Callable[..., Any])
 _TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+KEY_PARAMETER = "idempotency_key"
+"""The parameter by which a tool run as an effect receives its effect's key."""
 
 
 class ToolArgumentError(PerdureError):
@@ -95,6 +104,8 @@ class Tool:
     cache: bool = False
     reconcile: Callable[..., Any] | None = None
     model: Any = None
+    takes_key: bool = False
+    """The function declares :data:`KEY_PARAMETER` and is given its effect's key."""
 
     @property
     def spec(self) -> ToolSpec:
@@ -129,11 +140,13 @@ class Tool:
                 raise ToolArgumentError(f"tool {self.name}: {key} must be a {expected}")
         return found
 
-    def invoke(self, arguments: dict[str, JSON]) -> Any:
-        """Call the function with arguments from :meth:`bind` (the result may be awaitable)."""
+    def invoke(self, arguments: dict[str, JSON], key: str | None = None) -> Any:
+        """Call the function with arguments from :meth:`bind` (the result may be awaitable),
+        and its effect's ``key`` when it declares :data:`KEY_PARAMETER`."""
+        given: dict[str, Any] = {KEY_PARAMETER: key} if self.takes_key else {}
         if self.model is not None:
-            return self.fn(self.model.model_validate(arguments))
-        return self.fn(**arguments)
+            return self.fn(self.model.model_validate(arguments), **given)
+        return self.fn(**arguments, **given)
 
 
 def _fits(value: JSON, expected: str) -> bool:
@@ -170,12 +183,19 @@ def make_tool(
         raise DefinitionError(f"tool {tool_name}: a side-effecting tool cannot be cached")
     hints = typing.get_type_hints(fn)
     params = [p for p in inspect.signature(fn).parameters.values() if p.name != "return"]
+    takes_key = any(p.name == KEY_PARAMETER for p in params)
+    if takes_key and not (side_effect or cache):
+        raise DefinitionError(
+            f"tool {tool_name}: only a tool run as an effect has a key ({KEY_PARAMETER})",
+            fix="mark it side_effect=True (or cache=True), or drop the parameter",
+        )
+    params = [p for p in params if p.name != KEY_PARAMETER]
     doc = inspect.getdoc(fn) or ""
     text = description if description is not None else doc.split("\n\n")[0].strip()
     if len(params) == 1 and hasattr(hints.get(params[0].name), "model_json_schema"):
         model = hints[params[0].name]
         found = typing.cast(dict[str, JSON], model.model_json_schema())
-        return Tool(tool_name, text, found, fn, side_effect, cache, reconcile, model)
+        return Tool(tool_name, text, found, fn, side_effect, cache, reconcile, model, takes_key)
     props: dict[str, JSON] = {}
     required: list[JSON] = []
     for p in params:
@@ -185,7 +205,7 @@ def make_tool(
         if p.default is inspect.Parameter.empty:
             required.append(p.name)
     schema: dict[str, JSON] = {"type": "object", "properties": props, "required": required}
-    return Tool(tool_name, text, schema, fn, side_effect, cache, reconcile)
+    return Tool(tool_name, text, schema, fn, side_effect, cache, reconcile, None, takes_key)
 
 
 class ToolRegistry:

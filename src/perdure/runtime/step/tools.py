@@ -161,13 +161,14 @@ def _settled(ctx: Context, value: Any) -> Any:
     return value
 
 
-def _execute(tool: Tool, arguments: dict[str, JSON], _request: object, _key: str) -> Any:
-    """Call a tool inside an effect: a side-effecting tool's exception is classified by the
-    effect protocol; a cached read-only tool's becomes its (recorded) error message."""
+def _execute(tool: Tool, arguments: dict[str, JSON], _request: object, key: str) -> Any:
+    """Call a tool inside an effect (with its effect's ``key`` when it asks for it): a
+    side-effecting tool's exception is classified by the effect protocol; a cached read-only
+    tool's becomes its (recorded) error message."""
     if tool.side_effect:
-        return tool.invoke(arguments)
+        return tool.invoke(arguments, key)
     try:
-        value = tool.invoke(arguments)
+        value = tool.invoke(arguments, key)
     except Exception as exc:
         return _failed(exc)
     if inspect.isawaitable(value):
