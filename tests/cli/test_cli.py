@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from perdure.store import migrate
 from tests.conftest import run_cli
@@ -119,3 +122,30 @@ def test_workers_lists_a_live_worker_and_its_drain(db_url: str) -> None:
     ]
     assert gone["stopped_at"] is not None
     assert "stopped" in run_cli(db_url, "workers").stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs"],
+        ["show", "r1"],
+        ["effects"],
+        ["history", "r1"],
+        ["thread", "show", "t1"],
+        ["stream", "m1"],
+        ["watch", "r1"],
+        ["approvals"],
+        ["workers"],
+    ],
+)
+def test_a_read_on_a_mistyped_sqlite_path_says_so_and_creates_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    missing = tmp_path / "typo" / "x.db"
+    done = run_cli(f"sqlite:///{missing}", *command)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert (
+        line.startswith("error[store_unavailable]: no database at ") and "perdure migrate" in line
+    )
+    assert not missing.exists() and not missing.parent.exists()

@@ -28,7 +28,7 @@ def effects(
 
 @run_command
 def _list(settings: Settings, run_id: str | None, statuses: tuple[str, ...], as_json: bool) -> None:
-    with Runtime(settings.db) as rt:
+    with settings.reader() as rt:
         found = rt.effects(tenant=settings.tenant, run_id=run_id, status=statuses)
     if as_json:
         click.echo(orjson.dumps([render.effect_json(e) for e in found]).decode())

@@ -54,7 +54,7 @@ def _entry_line(e: HistoryEntry) -> str:
 def history(settings: Settings, run_id: str, as_json: bool) -> None:
     """List a run's steps (0 is its start) with the state fields each one changed and the
     savepoints that mark it. See a state with `perdure show RUN --at STEP`."""
-    with settings.runtime() as rt:
+    with settings.reader() as rt:
         entries = rt.history(run_id, tenant=settings.tenant)
         lineage = rt.lineage(run_id, tenant=settings.tenant)
     if as_json:
@@ -76,7 +76,7 @@ def history(settings: Settings, run_id: str, as_json: bool) -> None:
 
 def show_state_at(settings: Settings, run_id: str, step: int, as_json: bool) -> None:
     """What ``perdure show RUN --at STEP`` prints: the state at that step."""
-    with settings.runtime() as rt:
+    with settings.reader() as rt:
         state = rt.state_at(run_id, step, tenant=settings.tenant)
     if as_json:
         out = {"run_id": run_id, "step_seq": step, "state": state}

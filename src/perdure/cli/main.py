@@ -27,7 +27,6 @@ from perdure.core.errors import InvalidInputError
 from perdure.core.model import Durability, RunStatus
 from perdure.runtime.admin.parts import DEFAULT_TENANT
 from perdure.runtime.clock import default_clock
-from perdure.runtime.runtime import Runtime
 from perdure.store.url import default_url, open_store, safe_url
 
 # Subcommands defined in other modules, imported only when used (see perdure.cli.lazy).
@@ -203,7 +202,7 @@ def runs(
         watch_runs(settings, statuses, workflow, thread, limit)
         return
     if parent is not None:
-        with settings.runtime() as rt:
+        with settings.reader() as rt:
             kids = rt.children(parent, tenant=settings.tenant)[:limit]
             found = [rt.get(k.run_id, tenant=settings.tenant) for k in kids]
         if as_json:
@@ -215,7 +214,7 @@ def runs(
             click.echo(render.runs_table(found))
         return
     if stuck:
-        with settings.runtime() as rt:
+        with settings.reader() as rt:
             found = rt.stuck(threshold_seconds=threshold, limit=limit)
         click.echo(
             render.runs_table(found)
@@ -225,7 +224,7 @@ def runs(
         return
     if quarantined:
         statuses = (*statuses, "QUARANTINED")
-    with settings.runtime() as rt:
+    with settings.reader() as rt:
         found = rt.runs(
             tenant=settings.tenant, status=statuses, workflow=workflow, thread=thread, limit=limit
         )
@@ -250,7 +249,7 @@ def show(settings: Settings, run_id: str, as_json: bool, events: int, at_step: i
 
         show_state_at(settings, run_id, at_step, as_json)
         return
-    with settings.runtime() as rt:
+    with settings.reader() as rt:
         view = rt.status(run_id, tenant=settings.tenant, events=events)
         kids = rt.children(run_id, tenant=settings.tenant)
     if as_json:
@@ -353,7 +352,7 @@ def cancel(
 @run_command
 def workers(settings: Settings, as_json: bool) -> None:
     """List live workers (and those that left in the last hour)."""
-    with Runtime(settings.db) as rt:
+    with settings.reader() as rt:
         found = rt.workers()
         now = rt.clock.now()
     if as_json:

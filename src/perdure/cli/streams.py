@@ -43,7 +43,7 @@ def stream(settings: Settings, message_id: str, after: int, follow: bool, as_jso
     Reconnect with --after set to the last seq printed to see every later entry exactly once.
     A ``superseded`` entry says that a crash cut the attempts before it: drop their text.
     """
-    with settings.runtime() as rt:
+    with settings.reader() as rt:
         for entry in rt.stream(message_id, tenant=settings.tenant, after=after, follow=follow):
             click.echo(orjson.dumps(entry_json(entry)).decode() if as_json else entry_line(entry))
 
@@ -68,7 +68,7 @@ def thread() -> None:
 @run_command
 def thread_show(settings: Settings, thread_id: str, as_json: bool) -> None:
     """Show the thread's policy, the run that holds it and the runs queued behind it."""
-    with settings.runtime() as rt:
+    with settings.reader() as rt:
         info = rt.thread(thread_id, tenant=settings.tenant)
     click.echo(orjson.dumps(info.to_json()).decode() if as_json else thread_text(info))
 

@@ -15,6 +15,7 @@ from perdure.core.errors import ConfigError, InvalidInputError, PerdureError
 from perdure.core.model import Run, RunStatus
 from perdure.core.workflow import Workflow
 from perdure.runtime.runtime import Runtime
+from perdure.store.url import existing
 
 EXIT_ERROR = 1
 
@@ -30,6 +31,11 @@ class Settings:
         """Open the runtime on ``--db``, loading the workflows of ``app`` when given."""
         workflows = load_app(app) if (app or with_workflows) else []
         return Runtime(self.db, workflows=workflows)
+
+    def reader(self) -> Runtime:
+        """Open the runtime on ``--db`` for a command that only reads: a SQLite path with no
+        database is an error (``store_unavailable``), never a new empty database."""
+        return Runtime(existing(self.db))
 
 
 def load_app(app: str | None) -> list[Workflow[Any]]:

@@ -23,7 +23,7 @@ from perdure.runtime.runtime import Runtime
 @run_command
 def approvals(settings: Settings, show_all: bool, as_json: bool) -> None:
     """List approval requests waiting for a decision."""
-    with Runtime(settings.db) as rt:
+    with settings.reader() as rt:
         found = rt.approvals(tenant=settings.tenant, pending=not show_all)
     if as_json:
         click.echo(orjson.dumps([render.approval_json(a) for a in found]).decode())

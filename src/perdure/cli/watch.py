@@ -78,7 +78,7 @@ def watch(
         if final["status"] == "FAILED":
             sys.exit(1)
         return
-    with Runtime(settings.db) as rt:
+    with settings.reader() as rt:
         run = follow(rt, settings.tenant, run_id, after, poll)
     click.echo(f"run {run_id} ended {run.status}")
     exit_for(run)
@@ -122,7 +122,7 @@ def watch_runs(
 ) -> None:
     """``perdure runs --watch``: the runs table, redrawn when it changes, until Ctrl-C."""
     shown = ""
-    with Runtime(settings.db) as rt:
+    with settings.reader() as rt:
         try:
             while True:
                 found = rt.runs(

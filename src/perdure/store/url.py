@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from perdure.core.errors import ConfigError
+from perdure.core.errors import ConfigError, StoreUnavailableError
 from perdure.store.base import Store
 
 DEFAULT_DB = "sqlite:///.perdure/perdure.db"
@@ -59,6 +59,21 @@ def opener(url: str | None = None) -> Callable[[], Store]:
         f"database URL {url!r} has an unknown scheme",
         fix="use sqlite:///path/to/file.db or postgresql://user@host:5432/database",
     )
+
+
+def existing(url: str | None = None) -> str:
+    """The URL (default: ``PERDURE_DB``), when the database it names exists. A SQLite path with
+    no file raises :class:`~perdure.core.errors.StoreUnavailableError` and creates nothing: a
+    command that only reads must not make an empty database out of a mistyped path (a
+    PostgreSQL server refuses a database that does not exist on its own)."""
+    url = url or default_url()
+    path = url.removeprefix("sqlite://")[1:] if url.startswith("sqlite://") else url
+    if (url.startswith("sqlite://") or "://" not in url) and not Path(path).exists():
+        raise StoreUnavailableError(
+            f"no database at {path}",
+            fix="check --db or PERDURE_DB, or create it with `perdure migrate`",
+        )
+    return url
 
 
 def safe_url(url: str) -> str:
