@@ -253,3 +253,47 @@ def test_the_openapi_document_names_every_endpoint(served: Served) -> None:
         doc["paths"]
     )
     assert doc["paths"]["/v1/runs/{run_id}/resume"]["post"]["x-perdure-role"] == "admin"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("resume", {"add_budget": {"steps": "many"}}),
+        ("resume", {"add_budget": {"cost": float("nan")}}),
+        ("cancel", {"reason": "stop\u0000now"}),
+        ("signals", {"name": "paid\u0000", "signal_id": "s1"}),
+        ("signals", {"name": "paid", "signal_id": "\ud800"}),
+        ("approve", {"comment": "ok\u0000"}),
+        ("fail", {"reason": "x\u0000"}),
+    ],
+    ids=[
+        "budget-type",
+        "budget-nan",
+        "cancel-nul",
+        "signal-nul",
+        "signal-id-surrogate",
+        "comment-nul",
+        "fail-nul",
+    ],
+)
+def test_hostile_values_are_400_on_every_database_and_change_nothing(
+    served: Served, path: str, body: dict[str, object]
+) -> None:
+    run_id = waiting_job(served)
+    before = served.runtime.get(run_id, tenant="t1")
+    with served.client("admin") as c:
+        r = c.post(
+            f"/v1/runs/{run_id}/{path}",
+            content=_json(body),
+            headers={"content-type": "application/json"},
+        )
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "invalid_input"
+    after = served.runtime.get(run_id, tenant="t1")
+    assert (after.status, after.state_version) == (before.status, before.state_version)
+
+
+def _json(body: dict[str, object]) -> bytes:
+    import json
+
+    return json.dumps(body, allow_nan=True).encode("utf-8", "surrogatepass")

@@ -10,6 +10,7 @@ commits what it did, and no further step starts: the run goes to NEEDS_ATTENTION
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,8 +34,16 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("steps", "cost", "tokens"):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise DefinitionError(f"budget {name} must be >= 0, got {value}")
+            if value is None:
+                continue
+            kind = (int, float) if name == "cost" else (int,)
+            if isinstance(value, bool) or not isinstance(value, kind) or math.isnan(value):
+                raise DefinitionError(
+                    f"budget {name} must be a number, not {value!r}"[:200],
+                    fix=f"give {name} as a number >= 0",
+                )
+            if value < 0 or math.isinf(value):
+                raise DefinitionError(f"budget {name} must be a finite number >= 0, got {value}")
         if self.on_exhausted not in ESCALATE:
             raise DefinitionError(
                 f"budget on_exhausted={self.on_exhausted!r} is unknown",

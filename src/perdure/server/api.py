@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from perdure.core.budget import Budget
-from perdure.core.errors import InvalidInputError, PerdureError
+from perdure.core.errors import DefinitionError, InvalidInputError, PerdureError
 from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Principal
 from perdure.core.shapes import approval_json, effect_json, event_json, iso, run_json
@@ -213,7 +213,12 @@ async def resume_run(request: Request, who: Principal, rt: Runtime) -> Response:
     if more is not None:
         if not isinstance(more, dict) or set(more) - {"steps", "cost", "tokens"}:
             raise InvalidInputError("field 'add_budget' takes steps, cost and tokens")
-        budget = Budget(steps=more.get("steps"), cost=more.get("cost"), tokens=more.get("tokens"))
+        try:
+            budget = Budget(
+                steps=more.get("steps"), cost=more.get("cost"), tokens=more.get("tokens")
+            )
+        except DefinitionError as exc:
+            raise InvalidInputError(f"field 'add_budget': {exc.message}", fix=exc.fix) from None
     run = await call(
         rt.repair,
         run_id_of(request),

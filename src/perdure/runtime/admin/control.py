@@ -10,7 +10,7 @@ from perdure.core import transitions
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, RunBusyError, RunClosedError, StaleStateError
-from perdure.core.ids import checked_id, new_id
+from perdure.core.ids import checked_id, checked_text, new_id
 from perdure.core.model import Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.seal import seal_state
@@ -122,6 +122,9 @@ def cancel_run(
     parts: RuntimeParts, tenant: str, run_id: str, reason: str, request_id: str | None
 ) -> Run:
     """See :meth:`Runtime.cancel`."""
+    checked_text(reason, "cancel reason")
+    if request_id is not None:
+        checked_id(request_id, "request id")
     for _ in range(10):
         run = parts.store.get_run(tenant, run_id)
         if run.status.terminal:

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from perdure.core.children import ChildRecord
 from perdure.core.effects import EffectRecord
+from perdure.core.ids import checked_id
 from perdure.core.model import Event, Message, Run, RunStatus, StepRecord
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, statuses_of, tenant_of
 from perdure.runtime.artifacts import Artifacts
@@ -42,7 +43,7 @@ class Inspector:
     def get(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Run:
         """The run, or :class:`~perdure.core.errors.RunNotFoundError`."""
         tenant = tenant_of(tenant)
-        return self.store.get_run(tenant, run_id)
+        return self.store.get_run(tenant, checked_id(run_id, "run id"))
 
     def status(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, events: int = 20) -> RunView:
         """The run with its committed steps, last ``events`` events, thread messages and

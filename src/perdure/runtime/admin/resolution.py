@@ -8,6 +8,7 @@ from typing import Any
 from perdure.core import transitions
 from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import EffectNotFoundError, EffectStateError, InvalidInputError
+from perdure.core.ids import checked_text
 from perdure.core.model import RunStatus
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, statuses_of, tenant_of
 
@@ -54,6 +55,10 @@ class EffectAdmin:
         ``request_id`` returns the effect as the first decision left it.
         """
         tenant = tenant_of(tenant)
+        checked_text(by, "who decided")
+        checked_text(reason, "reason")
+        if receipt is not None:
+            checked_text(receipt, "receipt")
         if not by or not reason:
             raise InvalidInputError(
                 "a resolution needs who decided and why", fix="pass --as NAME and --reason TEXT"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from perdure.core.errors import InvalidInputError
-from perdure.core.ids import checked_id
+from perdure.core.ids import MAX_MESSAGE_LENGTH, checked_id, checked_text
 from perdure.core.model import Message, RunStatus, ToolCall
 from perdure.core.threads import Delivery, ThreadInfo, ThreadPolicy
 from perdure.runtime.admin.control import cancel_run
@@ -70,6 +70,7 @@ class Threads:
         if role not in ROLES:
             raise InvalidInputError(f"role {role!r} is unknown", fix=f"use {', '.join(ROLES)}")
         chosen = None if policy is None else ThreadPolicy.parse(policy)
+        checked_text(content, "message", max_length=MAX_MESSAGE_LENGTH)
         message = Message(role, content, tuple(tool_calls), tool_call_id)
         delivery = self.parts.store.post_message(
             tenant_id, thread, message, chosen, self.parts.clock.now()

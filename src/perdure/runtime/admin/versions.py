@@ -10,6 +10,7 @@ from perdure.core import transitions
 from perdure.core.effects import EffectStatus
 from perdure.core.errors import InvalidInputError
 from perdure.core.graph import GRAPH_WORKFLOW
+from perdure.core.ids import checked_text
 from perdure.core.model import TERMINAL, Run, RunStatus
 from perdure.core.reading import Attention, Readable, inspect
 from perdure.core.records import RunError
@@ -143,6 +144,9 @@ class Versions:
         A run with confirmed effects to compensate is refused: cancel it instead, so its
         compensations run."""
         tenant = tenant_of(tenant)
+        checked_text(reason, "reason")
+        if by is not None:
+            checked_text(by, "who failed it")
         run = self.parts.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
             raise InvalidInputError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from perdure.core.errors import ApprovalStateError, NotAuthorizedError, RunClosedError
+from perdure.core.ids import checked_id, checked_text
 from perdure.core.model import JSON, Approval, Principal, Signal
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
@@ -61,6 +62,10 @@ class Waits:
         request_id: str | None,
     ) -> Approval:
         tenant = principal.tenant_id
+        if comment is not None:
+            checked_text(comment, "comment")
+        if request_id is not None:
+            checked_id(request_id, "request id")
         run = self.parts.store.get_run(tenant, run_id)
         pending = self.parts.store.approvals(tenant, run_id=run_id, pending=True)
         if request_id is not None and not pending:
@@ -132,8 +137,10 @@ class Waits:
         return self.parts.store.deliver_signal(
             tenant,
             run_id,
-            signal_id=signal_id or str(uuid.uuid4()),
-            name=name,
+            signal_id=str(uuid.uuid4())
+            if signal_id is None
+            else checked_id(signal_id, "signal id"),
+            name=checked_id(name, "signal name"),
             payload=payload,
             now=self.parts.clock.now(),
         )
