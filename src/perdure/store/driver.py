@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from perdure.core.errors import InvalidInputError, StoreError
 from perdure.store.rows import Params, Row
+from perdure.store.watch import Watch
 
 NO_PARAMS: Params = {}
 """The parameters of a query that takes none."""
@@ -90,36 +91,6 @@ class Tx(Protocol):
     def script(self, sql: str) -> None:
         """Run a migration file: several statements, never split on a bare ``;``."""
         ...
-
-
-class Watch(Protocol):
-    """A wait for notifications on one channel (PostgreSQL LISTEN), for a reader that follows
-    something as it grows. It only wakes the reader, who always re-reads the store."""
-
-    notifies: bool
-    """False when :meth:`wait` never waits (SQLite): the caller sleeps between reads itself."""
-
-    def wait(self, timeout: float, payload: str | None = None) -> bool:
-        """Block up to ``timeout`` seconds for a notification (with ``payload``, when given);
-        True when one came. A lost connection is opened again on the next call."""
-        ...
-
-    def close(self) -> None:
-        """Stop listening and close the connection."""
-        ...
-
-
-class NoWatch:
-    """The :class:`Watch` of a database without notifications: :meth:`wait` returns at once."""
-
-    notifies = False
-
-    def wait(self, timeout: float, payload: str | None = None) -> bool:
-        """See :meth:`Watch.wait`: never waits."""
-        return False
-
-    def close(self) -> None:
-        """See :meth:`Watch.close`."""
 
 
 class Driver(Protocol):

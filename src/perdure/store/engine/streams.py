@@ -18,9 +18,10 @@ from perdure.core.errors import StreamClosedError
 from perdure.core.model import RunStatus
 from perdure.core.stream_state import StreamInfo, StreamOpened
 from perdure.core.streams import StreamEntry, StreamEventKind
-from perdure.store.driver import Tx, Watch
+from perdure.store.driver import Tx
 from perdure.store.engine.tx import fetch
 from perdure.store.rows import guard_failure
+from perdure.store.watch import Watch
 
 if TYPE_CHECKING:
     from perdure.store.engine import Engine
