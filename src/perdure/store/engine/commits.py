@@ -25,6 +25,7 @@ from perdure.store.engine.tx import (
     late,
     refused,
     wake,
+    write_event,
     write_fields,
     write_messages,
 )
@@ -61,7 +62,7 @@ def commit(
     at = d.stamp(now)
     if d.one_statement_writes and plain(request):
         try:
-            (answer,) = commit_plain(self, [request], at)
+            (answer,) = commit_plain(d, [request], at)
         except NumberingConflictError:
             pass  # it wrote nothing: the transaction below numbers under the thread's lock
         else:
@@ -78,7 +79,7 @@ def commit(
                 _leave_running(tx, request, at)
             return _settle(tx, request, row, at)
     except (RunClosedError, LeaseLostError) as exc:
-        self.record_event(tenant_id, run_id, "late_commit", late(request, exc), now)
+        write_event(d, _ids(request), "late_commit", late(request, exc), now)
         raise
 
 
@@ -106,7 +107,7 @@ def commit_many(
         if not part:
             continue
         try:
-            answers.update(zip(part, write(self, [requests[i] for i in part], at), strict=True))
+            answers.update(zip(part, write(d, [requests[i] for i in part], at), strict=True))
         except StoreUnavailableError:
             raise  # the outcome is unknown: each committer checks whether its run landed
         except PerdureError:
@@ -115,10 +116,9 @@ def commit_many(
 
 
 def _transaction_part(
-    self: Engine, requests: Sequence[CommitRequest], at: Any
+    d: Driver, requests: Sequence[CommitRequest], at: Any
 ) -> list[int | PerdureError]:
     """Requests in (tenant, run) order committed in one transaction, each under its guard."""
-    d = self.driver
     answers: list[int | PerdureError | None] = [None] * len(requests)
     with d.write() as tx:
         guards = _advance(tx, d, requests, at)
@@ -154,7 +154,7 @@ def _advance(tx: Tx, d: Driver, requests: Sequence[CommitRequest], at: Any) -> l
 def _alone(self: Engine, r: CommitRequest, now: datetime) -> int | PerdureError:
     """One request of a failed group, committed by itself."""
     try:
-        return commit(self, r.tenant_id, r.run_id, r.fence, r.expected_version, r.boundaries, now)
+        return self.commit(r.tenant_id, r.run_id, r.fence, r.expected_version, r.boundaries, now)
     except PerdureError as exc:
         return exc
 

@@ -47,7 +47,7 @@ def plan_effect(
     self: Engine, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime
 ) -> EffectRecord:
     """See :meth:`Store.plan_effect`."""
-    (answer,) = plan_effects(self, [EffectPlan(tenant_id, run_id, fence, new)], now)
+    (answer,) = self.plan_effects([EffectPlan(tenant_id, run_id, fence, new)], now)
     if isinstance(answer, PerdureError):
         raise answer
     return answer
@@ -62,14 +62,13 @@ def plan_effects(
     the transaction path inside the same transaction; a lone intent is one round trip in
     autocommit. A group whose write fails for another reason than an unreachable database has
     each intent written alone, so that one fails by itself."""
-    return _each_alone_on_failure(lambda group: _planned_group(self, group, now), plans)
+    return _each_alone_on_failure(lambda group: _planned_group(self.driver, group, now), plans)
 
 
 def _planned_group(
-    self: Engine, plans: Sequence[EffectPlan], now: datetime
+    d: Driver, plans: Sequence[EffectPlan], now: datetime
 ) -> list[EffectRecord | PerdureError]:
     """The intents in one transaction (a lone one in autocommit, where the driver can)."""
-    d = self.driver
     at = d.stamp(now)
     params = [_plan_params(p, at) for p in plans]
     if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
@@ -192,14 +191,13 @@ def move_effects(
     its ``COMMIT``) whatever its size, a lone move one (in autocommit). A group whose write
     fails for another reason than an unreachable database has each move written alone, so
     that one fails by itself."""
-    return _each_alone_on_failure(lambda group: _moved_group(self, group, now), moves)
+    return _each_alone_on_failure(lambda group: _moved_group(self.driver, group, now), moves)
 
 
 def _moved_group(
-    self: Engine, moves: Sequence[EffectMove], now: datetime
+    d: Driver, moves: Sequence[EffectMove], now: datetime
 ) -> list[EffectRecord | PerdureError]:
     """The moves in one transaction (a lone one in autocommit, where the driver can)."""
-    d = self.driver
     at = d.stamp(now)
     work = [_move_work(d, at, m) for m in moves]
     if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit

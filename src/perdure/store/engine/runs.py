@@ -15,6 +15,7 @@ from perdure.core.logs import StoredFields, joined
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.core.threads import ThreadPolicy
 from perdure.store.base import NewRun
+from perdure.store.driver import Driver
 from perdure.store.engine import children, threads
 from perdure.store.engine.history import record_fork, record_inherited
 from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
@@ -191,7 +192,7 @@ def claim(
         "dead_owners": d.array([*dead_owners, *([dead_owner] if dead_owner else [])]),
     }
     if run_id is None and d.one_statement_writes:
-        return _claim_next(self, params, at)
+        return _claim_next(d, params, at)
     with d.write() as tx:
         picked = tx.one("pick_next" if run_id is None else "pick_run", params)
         if picked is None:
@@ -210,12 +211,11 @@ def claim(
     return run
 
 
-def _claim_next(self: Engine, params: Params, at: Any) -> Run | None:
+def _claim_next(d: Driver, params: Params, at: Any) -> Run | None:
     """The worker's claim in one statement, then, only when input waits for the run, its
     delivery in a transaction of its own. If that delivery fails, the claim fails: the run is
     not handed over without its input, and once the lease runs out, the next claim delivers
     it."""
-    d = self.driver
     with d.statement() as tx:
         row = tx.one("claim_next", params)
     if row is None:

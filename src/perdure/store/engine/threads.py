@@ -22,7 +22,7 @@ from perdure.core.errors import ThreadBusyError
 from perdure.core.model import Message, RunStatus
 from perdure.core.threads import DEFAULT_POLICY, Delivery, ThreadInfo, ThreadPolicy
 from perdure.store.driver import Tx
-from perdure.store.engine.tx import event, fetch, write_messages
+from perdure.store.engine.tx import event, write_messages
 from perdure.store.rows import Row, tool_calls_json
 
 if TYPE_CHECKING:
@@ -169,8 +169,3 @@ def post_message(
         if chosen is ThreadPolicy.INTERRUPT:
             interrupt(tx, tenant_id, ahead, f"message to thread {thread_id}", at)
     return Delivery.QUEUED
-
-
-def unfinished(self: Engine, tenant_id: str, thread_id: str) -> list[Row]:
-    """The thread's unfinished runs in queue order (a read outside any transaction)."""
-    return fetch(self.driver, "thread_runs", {"tenant_id": tenant_id, "thread_id": thread_id})

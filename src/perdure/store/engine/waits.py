@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING
 from perdure.core.errors import ApprovalStateError, RunClosedError, RunNotFoundError
 from perdure.core.model import JSON, Approval, Run, RunStatus, Signal
 from perdure.core.records import SignalWait, waiting_from_json
-from perdure.store.engine.tx import event, fetch, guard_failure, need, wake, write_fields
+from perdure.store.engine.tx import (
+    event,
+    fetch,
+    guard_failure,
+    need,
+    wake,
+    write_event,
+    write_fields,
+)
 from perdure.store.rows import approval_from_row, from_json, run_from_row, signal_from_row, to_json
 
 if TYPE_CHECKING:
@@ -189,13 +197,8 @@ def reopen(
 def record_event(
     self: Engine, tenant_id: str, run_id: str, type: str, data: JSON, now: datetime
 ) -> None:
-    """See :meth:`Store.record_event`. The run's row is locked first, as by every other
-    writer of a run's events, so a run's events commit in the order of their numbers (a live
-    stream that resumes after the last number it saw misses none)."""
-    ids = {"tenant_id": tenant_id, "run_id": run_id}
-    with self.driver.write() as tx:
-        tx.one("lock_run", ids)
-        event(tx, ids, type, None, None, data, self.driver.stamp(now))
+    """See :meth:`Store.record_event`: :func:`~perdure.store.engine.tx.write_event`."""
+    write_event(self.driver, {"tenant_id": tenant_id, "run_id": run_id}, type, data, now)
 
 
 def recall_request(self: Engine, tenant_id: str, request_id: str) -> tuple[str, JSON] | None:
