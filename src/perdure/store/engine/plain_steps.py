@@ -10,7 +10,7 @@ of its own, and refused runs are explained (and their ``late_commit`` events rec
 another, only when there are any. Messages numbered from a stale view of their thread fail
 the statement whole (:class:`~perdure.store.driver.NumberingConflictError`): nothing was
 written, and the caller commits those boundaries again another way.
-Used by :func:`perdure.store.engine.commits.commit` and ``commit_many`` when
+Used by :meth:`perdure.store.engine.commits.Commits.commit` and ``commit_many`` when
 :attr:`~perdure.store.driver.Driver.one_statement_writes` is true.
 """
 
