@@ -8,9 +8,12 @@ every driver exception into a :class:`~perdure.core.errors.PerdureError` inside
 :meth:`Driver.write` and :meth:`Driver.read`, so no driver exception reaches a caller.
 
 Queries are named: a :class:`Tx` runs the query of that name from the dialect's
-``sql/queries.sql``. Both dialects define the same names (a query a dialect does not need is a
-no-op there). Rows are read by column name (:class:`~perdure.store.rows.Row`), or as tuples
-where a read returns many (:meth:`Tx.values`).
+``sql/queries.sql``. Both dialects define the same names, but for the few only one of them
+runs (a dialect's own settings, locks and notifications, and what PostgreSQL writes in one
+statement where SQLite takes several), which :data:`perdure.store.queries.DIALECT_ONLY` declares;
+a shared query one dialect has nothing to do for is a no-op there (``create_schema`` on
+SQLite). Rows are read by column name (:class:`~perdure.store.rows.Row`), or as tuples where a
+read returns many (:meth:`Tx.values`).
 """
 
 from __future__ import annotations
