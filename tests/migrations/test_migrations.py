@@ -10,7 +10,7 @@ import pytest
 from perdure import FakeClock
 from perdure.core.errors import MigrationChecksumError, SchemaTooNewError
 from perdure.store import migrate
-from perdure.store.queries import queries
+from perdure.store.queries import DIALECT_ONLY, queries
 from perdure.store.sqlite.store import SqliteStore
 from tests.migrations.schema import fresh_sqlite_schema
 
@@ -98,38 +98,22 @@ def test_upgrading_a_database_that_holds_finished_runs_succeeds(
     store.close()
 
 
-DRIVER_QUERIES = {
-    "sqlite": {
-        "configure_connection",
-        "advance_plain",  # a plain boundary's run update (not Driver.one_statement_writes)
-        "pick_next",  # the worker's scan, before claim_run in the same transaction
-        "update_effect",  # an effect's move, its event after it (not one_statement_writes)
-    },
-    "postgres": {
-        "configure_session",
-        "lock_thread",
-        "lock_migrations",
-        "listen_work",
-        "listen_streams",
-        "listen_events",
-        "commit_step",  # a plain boundary in one statement (Driver.one_statement_writes)
-        "commit_steps",
-        "claim_next",  # the worker's scan and claim in one statement
-        "plan_effect",  # an effect's intent and its event in one statement
-        "move_effect",  # an effect's status change and its event in one statement (every move)
-        "terminate_sessions",  # PostgresStore.terminate_sessions, for the fault drills
-    },
-}
-"""Queries only a driver runs; every other name is run by the engine on both dialects."""
-
-
-def test_both_dialects_name_the_same_queries_but_for_each_drivers_own() -> None:
-    named = {dialect: set(queries(dialect)) for dialect in DRIVER_QUERIES}
-    for dialect, own in DRIVER_QUERIES.items():
-        assert own <= named[dialect], f"{dialect}/sql/queries.sql lacks {own - named[dialect]}"
-    assert (
-        named["sqlite"] - DRIVER_QUERIES["sqlite"] == named["postgres"] - DRIVER_QUERIES["postgres"]
+def test_every_query_name_but_the_declared_dialect_only_ones_is_in_both_dialects() -> None:
+    sqlite, postgres = set(queries("sqlite")), set(queries("postgres"))
+    only = DIALECT_ONLY["sqlite"] | DIALECT_ONLY["postgres"]
+    assert sqlite - only == postgres - only, (
+        "a query name in one dialect only: add it to the other, or declare it in "
+        "perdure.store.queries.DIALECT_ONLY"
     )
+
+
+@pytest.mark.parametrize(("dialect", "other"), [("sqlite", "postgres"), ("postgres", "sqlite")])
+def test_a_dialect_only_query_is_in_its_dialect_and_not_in_the_other(
+    dialect: str, other: str
+) -> None:
+    declared = DIALECT_ONLY[dialect]
+    assert declared - set(queries(dialect)) == set(), f"{dialect}/sql/queries.sql lacks them"
+    assert declared & set(queries(other)) == set(), f"{other}/sql/queries.sql has them too"
 
 
 def test_runs_sharing_a_thread_before_the_thread_queue_run_one_at_a_time_after_it(

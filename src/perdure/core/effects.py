@@ -3,6 +3,10 @@
 An effect is one external side effect made inside a step (a refund, an email, a device command).
 Its record is written before the call (intent) and after it (outcome), so a crash at any point
 leaves evidence of what may have happened. See ``docs/recovery.md`` for the crash windows.
+
+The errors that say how a failure is handled (:class:`EffectError` and its classes) are defined
+in :mod:`perdure.core.effect_errors`, below :mod:`perdure.core.failures`, which reads them too;
+they are named here as part of the protocol.
 """
 
 from __future__ import annotations
@@ -14,9 +18,46 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from perdure.core.effect_errors import (
+    BudgetExhaustedError,
+    EffectError,
+    ErrorClass,
+    PermanentError,
+    TransientError,
+    UnknownOutcomeError,
+)
 from perdure.core.errors import InvalidInputError, PerdureError
+from perdure.core.failures import describe, http_status
 from perdure.core.model import JSON
 from perdure.core.serde import dumps
+
+__all__ = [
+    "EFFECT_ALLOWED",
+    "NOT_TAKEN_STATUSES",
+    "PERMANENT_KINDS",
+    "TRANSIENT_KINDS",
+    "BudgetExhaustedError",
+    "EffectConflictError",
+    "EffectError",
+    "EffectMove",
+    "EffectPlan",
+    "EffectRecord",
+    "EffectRejectedError",
+    "EffectResult",
+    "EffectStatus",
+    "ErrorClass",
+    "NewEffect",
+    "PermanentError",
+    "Reconciled",
+    "TransientError",
+    "UnknownOutcomeError",
+    "check_deadline",
+    "classify",
+    "effect_key",
+    "error_json",
+    "request_hash",
+    "storable",
+]
 
 
 class EffectStatus(StrEnum):
@@ -45,76 +86,11 @@ EFFECT_ALLOWED: dict[EffectStatus, frozenset[EffectStatus]] = {
 }
 """``EFFECT_ALLOWED[a]`` is the set of statuses an effect in status ``a`` may move to."""
 
-
-class ErrorClass(StrEnum):
-    """How a failure is handled: retried, recorded as rejected, escalated, or reconciled."""
-
-    TRANSIENT = "transient"
-    PERMANENT = "permanent"
-    BUDGET_EXHAUSTED = "budget_exhausted"
-    UNKNOWN_OUTCOME = "unknown_outcome"
-
-
 NOT_TAKEN_STATUSES = frozenset({408, 425, 429, 503})
 """HTTP statuses by which a provider says it did not take the request: safe to send again."""
 
 TRANSIENT_KINDS = frozenset({"timeout", "rate_limited", "dependency_unavailable"})
 PERMANENT_KINDS = frozenset({"invalid_request", "permission_denied", "policy_rejected"})
-
-
-class EffectError(PerdureError):
-    """Raised by an ``execute`` callable (or a step) to say how a failure must be handled.
-
-    ``kind`` is a stable code such as ``rate_limited``; ``retry_after`` (seconds) is honoured by
-    retry policies when the provider gave one.
-    """
-
-    error_class: ErrorClass = ErrorClass.UNKNOWN_OUTCOME
-    code = "effect_error"
-
-    def __init__(self, kind: str, message: str = "", *, retry_after: float | None = None) -> None:
-        super().__init__(message or kind)
-        self.kind = kind
-        self.retry_after = retry_after
-
-    def to_json(self) -> dict[str, JSON]:
-        """The error as recorded on the effect (``last_error``)."""
-        return {
-            "class": str(self.error_class),
-            "kind": self.kind,
-            "message": self.message,
-            "retry_after": self.retry_after,
-        }
-
-
-class TransientError(EffectError):
-    """The request certainly did not take effect and may succeed later (timeout before
-    sending, rate limited, dependency unavailable): retried by policy."""
-
-    error_class = ErrorClass.TRANSIENT
-    code = "transient_error"
-
-
-class PermanentError(EffectError):
-    """The provider refused the request (invalid, not permitted, against policy): recorded as
-    ``rejected``, never retried."""
-
-    error_class = ErrorClass.PERMANENT
-    code = "permanent_error"
-
-
-class UnknownOutcomeError(EffectError):
-    """The request may or may not have taken effect: reconciled, never resent blindly."""
-
-    error_class = ErrorClass.UNKNOWN_OUTCOME
-    code = "unknown_outcome"
-
-
-class BudgetExhaustedError(EffectError):
-    """A budget (attempts, time, money) ran out: escalated by policy, never retried."""
-
-    error_class = ErrorClass.BUDGET_EXHAUSTED
-    code = "budget_exhausted"
 
 
 class EffectRejectedError(PerdureError):
@@ -150,8 +126,6 @@ def classify(exc: BaseException) -> ErrorClass:
     outcome for other 5xx. Anything else, a timeout included, may have reached the provider:
     unknown outcome, so it is reconciled rather than resent.
     """
-    from perdure.core.failures import http_status  # failures builds on this module
-
     if isinstance(exc, EffectError):
         return exc.error_class
     if isinstance(exc, ConnectionRefusedError):
@@ -166,8 +140,6 @@ def classify(exc: BaseException) -> ErrorClass:
 
 def error_json(exc: BaseException) -> dict[str, JSON]:
     """An exception as recorded in ``last_error``."""
-    from perdure.core.failures import describe
-
     if isinstance(exc, EffectError):
         return exc.to_json()
     failure = describe(exc)

@@ -1,9 +1,9 @@
 """What an exception means for a retry, decided without importing any client library; pure.
 
 A step or an effect may fail with anything: the library's own error classes
-(:class:`~perdure.core.effects.TransientError` and its siblings say what they are), or whatever
-an HTTP client, a model SDK or the standard library raised. :func:`describe` reads the usual
-signs:
+(:class:`~perdure.core.effect_errors.TransientError` and its siblings say what they are), or
+whatever an HTTP client, a model SDK or the standard library raised. :func:`describe` reads
+the usual signs:
 
 * ``TimeoutError``, ``ConnectionError`` and network ``OSError``\\ s (host unreachable, network
   down, connection reset…) are transient;
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from perdure.core.effects import EffectError, ErrorClass
+from perdure.core.effect_errors import EffectError, ErrorClass
 from perdure.core.values import JSON
 
 TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})

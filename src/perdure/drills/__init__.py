@@ -30,301 +30,26 @@ twice). The drills:
    run's objects are corrupted (one row) or deleted (another), then it resumes
    (:mod:`perdure.drills.artifacts`).
 10. **budget exhausted**: the run is started with a step budget of half the reference's steps.
+
+:class:`~perdure.drills.base.Drills` holds the reference run, the judging and the drills that
+need no module of their own; :data:`DRILLS` lists them all.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import importlib
-import os
-import subprocess
-import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
-import orjson
-
-from perdure.core.budget import Budget
 from perdure.core.errors import ConfigError
 from perdure.core.model import JSON
-from perdure.core.workflow import Workflow
-from perdure.runtime.runtime import Runtime
-from perdure.testing import _Observed, _Row
+from perdure.drills.artifacts import artifact_damaged
+from perdure.drills.base import Drill, DrillResult, Drills
+from perdure.drills.outage import database_unavailable
 
-HOURS_LATER = 6
-"""How late (test-clock hours) the approval-after-hours drill approves."""
+__all__ = ["DRILLS", "Drill", "DrillResult", "Drills", "format_drills", "run_drills"]
 
-
-@dataclass(frozen=True, slots=True)
-class DrillResult:
-    """One line of the drills table; ``held`` is None when the drill does not apply."""
-
-    drill: str
-    happened: str
-    held: bool | None
-
-    @property
-    def verdict(self) -> str:
-        return "n/a" if self.held is None else "yes" if self.held else "NO"
-
-
-class Drills:
-    """The drills of one workflow; :meth:`run` runs them all, each in its own folder."""
-
-    def __init__(
-        self,
-        app: str,
-        workflow: str,
-        input: JSON = None,
-        *,
-        workdir: Path,
-        approve_as: str | None = None,
-        durability: str = "sync",
-        pg: str | None = None,
-    ) -> None:
-        self.app, self.workflow, self.durability, self.pg = app, workflow, durability, pg
-        self.input = input if input is not None else {}
-        self.input_json = orjson.dumps(self.input).decode()
-        self.workdir, self.approve_as = workdir, approve_as
-
-    def row(self, name: str, *, start: bool = True) -> _Row:
-        folder = self.workdir / name
-        return _Row(folder, self.app, self.workflow, self.input_json, self.durability, start=start)
-
-    def run(self, only: Sequence[str] = ()) -> list[DrillResult]:
-        """Run the reference, then every drill (or those whose short names are in ``only``);
-        a drill that cannot run says why (held: no)."""
-        ref_row = self.row("reference")
-        ref_row.resume()
-        self.ref_row = ref_row
-        self.ref, self.ref_seen = ref_row.settle(self.approve_as)
-        self.effects = [n for n in self.ref.calls if not n.endswith(".compensate")]
-        results = []
-        for short, name, drill in DRILLS:
-            if only and short not in only:
-                continue
-            try:
-                results.append(DrillResult(name, *drill(self)))
-            except Exception as exc:
-                results.append(
-                    DrillResult(name, f"could not run: {type(exc).__name__}: {exc}", False)
-                )
-        return results
-
-    # -- judging -------------------------------------------------------------------------------
-
-    def duplicated(self, seen: _Observed) -> list[str]:
-        """Effects called more often than in the reference (a compensation: than its effect)."""
-        over = []
-        for name, n in seen.calls.items():
-            limit = seen.calls.get(name.removesuffix(".compensate"), 0)
-            if not name.endswith(".compensate"):
-                limit = self.ref.calls.get(name, 0)
-            if n > limit:
-                over.append(f"{name} {n}x")
-        return over
-
-    def matches(self, seen: _Observed) -> bool:
-        return (seen.status, seen.result) == (self.ref.status, self.ref.result)
-
-    def judge(self, seen: _Observed, what: str) -> tuple[str, bool]:
-        """Held: nothing duplicated, and the reference outcome or a person asked."""
-        over = self.duplicated(seen)
-        if over:
-            return f"{what}; DUPLICATED: {', '.join(over)}", False
-        if self.matches(seen):
-            return f"{what}; ended {seen.status} as the reference ({calls(seen)})", True
-        if seen.status == "NEEDS_ATTENTION":
-            return f"{what}; handed to a person: {seen.error} ({calls(seen)})", True
-        if seen.status == self.ref.status:
-            got, ref = short(seen.result), short(self.ref.result)
-            return f"{what}; ended {seen.status} with {got}, the reference with {ref}", False
-        return f"{what}; ended {seen.status} ({seen.error}), not as the reference", False
-
-    # -- the drills ----------------------------------------------------------------------------
-
-    def model_timeout(self) -> tuple[str, bool | None]:
-        first = self.ref.steps[0] if self.ref.steps else None
-        if first is None:
-            return "not applicable: the run completes no step", None
-        row = self.row("model-timeout")
-        if not self.inject(row, fault={"PERDURE_FAULT_AT": f"timeout:{first}"}):
-            return f"not run: the run never reached step {first}", None
-        seen, _ = row.settle(self.approve_as)
-        return self.judge(seen, f"step {first} raised TimeoutError once")
-
-    def crash_after_tool(self) -> tuple[str, bool | None]:
-        if not self.effects:
-            return "not applicable: the run makes no effect", None
-        effect = self.effects[0]
-        row = self.row("crash-after-tool")
-        if not self.inject(row, crash=f"after_call:{effect}"):
-            return f"not run: the run never called {effect} (pass --approve-as ROLE?)", None
-        at = row.observe().next_step
-        seen, _ = row.settle(self.approve_as)
-        return self.judge(
-            seen, f"killed after {effect} returned, before its outcome; resumed at {at}"
-        )
-
-    def duplicate_delivery(self) -> tuple[str, bool | None]:
-        row = self.row("duplicate-delivery", start=False)
-        key = ("--idempotency-key", "drill-duplicate")
-        ids = {row.start(self.workflow, self.input_json, self.durability, *key) for _ in range(2)}
-        row.run_id = sorted(ids)[0]
-        workers = [row.popen("worker", "--app", self.app, "--until-idle") for _ in range(2)]
-        for w in workers:
-            w.wait(timeout=120)
-        seen, _ = row.settle(self.approve_as)
-        text, held = self.judge(
-            seen, f"started twice with one key: {len(ids)} run; two workers raced"
-        )
-        return text, held and len(ids) == 1
-
-    def late_message(self) -> tuple[str, bool | None]:
-        if self.ref.status not in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            return f"not applicable: the run does not finish (it ends {self.ref.status})", None
-        row = self.ref_row
-        signal = row.cli("signal", row.run_id, "drill-late", "--payload", '{"late": true}')
-        cancel = row.cli("cancel", row.run_id)
-        after = row.observe()
-        same = (after.status, after.result, after.calls) == (
-            self.ref.status,
-            self.ref.result,
-            self.ref.calls,
-        )
-        what = f"signal: {said(signal, row.run_id)}; cancel: {said(cancel, row.run_id)}"
-        return f"{what}; the run stayed {after.status}, result unchanged" if same else what, same
-
-    def approval_after_hours(self) -> tuple[str, bool | None]:
-        if "WAITING_APPROVAL" not in self.ref_seen:
-            return "not applicable: the run never waits for an approval", None
-        if self.approve_as is None:
-            return "not run: the run waits for an approval; pass --approve-as ROLE", None
-        row = self.row("approval-after-hours")
-        row.resume()
-        if row.observe().status == "WAITING_APPROVAL":
-            row.clock.advance(HOURS_LATER * 3600)
-        seen, _ = row.settle(self.approve_as)
-        return self.judge(seen, f"approved as {self.approve_as} {HOURS_LATER} h later")
-
-    def cancel_mid_step(self) -> tuple[str, bool | None]:
-        if not self.ref.steps:
-            return "not applicable: the run completes no step", None
-        step = self.ref.steps[-1]
-        row = self.row("cancel-mid-step")
-        with self.held_at(row, step) as proc:
-            if proc is None:
-                return f"could not hold step {step} open (the run is {row.observe().status})", False
-            said = first_line(row.cli("cancel", row.run_id, "--reason", "drill").stdout)
-        proc.wait(timeout=120)
-        seen, _ = row.settle(self.approve_as)
-        undone = sum(n for name, n in seen.calls.items() if name.endswith(".compensate"))
-        what = f"cancel sent while step {step} ran ({said}); {undone} compensation call(s)"
-        over = self.duplicated(seen)
-        if over:
-            return f"{what}; DUPLICATED: {', '.join(over)}", False
-        return f"{what}; ended {seen.status}", seen.status == "CANCELLED"
-
-    def unknown_status(self) -> tuple[str, bool | None]:
-        if not self.effects:
-            return "not applicable: the run makes no effect", None
-        effect = self.effects[0]
-        row = self.row("unknown-status")
-        if not self.inject(row, fault={"PERDURE_FAULT_AT": f"unknown:{effect}"}):
-            return f"not run: the run never called {effect} (pass --approve-as ROLE?)", None
-        seen, _ = row.settle(self.approve_as)
-        return self.judge(seen, f"{effect} was applied but its reply was lost")
-
-    def budget_exhausted(self) -> tuple[str, bool | None]:
-        limit = len(self.ref.steps) // 2
-        row = self.row("budget-exhausted", start=False)
-        wf = self.load()
-        with Runtime(row.db, workflows=[wf], clock=row.clock) as rt:
-            budget = Budget(steps=limit, on_exhausted="needs_attention")
-            row.run_id = rt.start(wf, self.input, durability=self.durability, budget=budget).run_id
-        row.resume()
-        seen, _ = row.settle(self.approve_as)
-        what = f"a budget of {limit} step(s): stopped after {len(seen.steps)}, {seen.status}"
-        over = self.duplicated(seen)
-        if over:
-            return f"{what}; DUPLICATED: {', '.join(over)}", False
-        stopped = seen.status == "NEEDS_ATTENTION" and seen.error == "budget_exhausted"
-        return f"{what} ({seen.error})", stopped and len(seen.steps) <= limit
-
-    # -- helpers -------------------------------------------------------------------------------
-
-    def inject(
-        self, row: _Row, *, crash: str | None = None, fault: dict[str, str] | None = None
-    ) -> bool:
-        return row.resume_until(crash=crash, fault=fault, approve_as=self.approve_as)
-
-    @contextlib.contextmanager
-    def held_at(self, row: _Row, step: str) -> Iterator[subprocess.Popen[str] | None]:
-        """Resume the run in a process that waits at the start of ``step`` until the block
-        ends (approving approval waits on the way); yields that process, or None when the run
-        never reached the step. The caller waits for the process after the block."""
-        gate = row.folder / "gate"
-        held = open(gate, "a")  # noqa: SIM115 - held until the step may go on
-        fcntl.flock(held, fcntl.LOCK_EX)
-        reached = row.folder / "hold.mark"
-        fault = {
-            "PERDURE_FAULT_AT": f"hold:{step}",
-            "PERDURE_FAULT_GATE": str(gate),
-            "PERDURE_FAULT_MARK": str(reached),
-        }
-        proc = None
-        try:
-            for _ in range(5):
-                proc = row.popen("resume", row.run_id, "--app", self.app, fault=fault)
-                while proc.poll() is None and not reached.exists():
-                    time.sleep(0.02)  # bounded by the process: it reaches the gate or exits
-                if reached.exists() or self.approve_as is None:
-                    break
-                if row.observe().status != "WAITING_APPROVAL":
-                    break
-                row.approve(self.approve_as)
-            yield proc if reached.exists() else None
-        finally:
-            held.close()
-
-    def load(self) -> Workflow[object]:
-        sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(self.app)
-        for value in vars(module).values():
-            if isinstance(value, Workflow) and value.name == self.workflow:
-                return value
-        raise LookupError(f"module {self.app} defines no workflow {self.workflow!r}")
-
-
-def calls(seen: _Observed) -> str:
-    return ", ".join(f"{k} {v}x" for k, v in sorted(seen.calls.items())) or "no effect calls"
-
-
-def short(value: JSON) -> str:
-    text = orjson.dumps(value).decode()
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def first_line(text: str) -> str:
-    return (text.strip().splitlines() or ["-"])[0]
-
-
-def said(out: subprocess.CompletedProcess[str], run_id: str) -> str:
-    """What a command answered, short: ``refused (code)`` for an error line."""
-    line = first_line(out.stderr if out.returncode else out.stdout)
-    if line.startswith("error[") and "]" in line:
-        return f"refused ({line[6 : line.index(']')]})"
-    return line.replace(f"run {run_id} ", "")
-
-
-from perdure.drills.artifacts import artifact_damaged  # noqa: E402 (they build on Drills)
-from perdure.drills.outage import database_unavailable  # noqa: E402
-
-DRILLS: Sequence[tuple[str, str, Callable[[Drills], tuple[str, bool | None]]]] = (
+DRILLS: Sequence[Drill] = (
     ("timeout", "model call times out", Drills.model_timeout),
     ("crash", "crash after a tool succeeded, before the write", Drills.crash_after_tool),
     ("duplicate", "duplicate delivery", Drills.duplicate_delivery),
@@ -365,7 +90,8 @@ def run_drills(
             return run_drills(
                 app, workflow, input, approve_as=approve_as, workdir=Path(tmp), only=only, pg=pg
             )
-    return Drills(app, workflow, input, workdir=workdir, approve_as=approve_as, pg=pg).run(only)
+    drills = Drills(app, workflow, input, workdir=workdir, approve_as=approve_as, pg=pg)
+    return drills.run(DRILLS, only)
 
 
 def format_drills(results: Sequence[DrillResult]) -> str:

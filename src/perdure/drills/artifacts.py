@@ -10,16 +10,12 @@ on, never a crash), or, when it never reads those bytes again, ends as the refer
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from perdure.core.history import ArtifactRecord, ArtifactStatus
+from perdure.drills.base import Drills
 from perdure.runtime.artifacts import object_key
 from perdure.store.objects import open_objects
 from perdure.store.url import open_store
 from perdure.testing import _Row
-
-if TYPE_CHECKING:
-    from perdure.drills import Drills
 
 TENANT = "default"
 

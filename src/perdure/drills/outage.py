@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING
 
+from perdure.drills.base import Drills
 from perdure.store.sqlite.store import SqliteStore
 from perdure.testing import _Row
-
-if TYPE_CHECKING:
-    from perdure.drills import Drills
 
 OUTAGE_SECONDS = 2.0
 """How long the outage lasts (wall time): SQLite's write lock held, or PostgreSQL's

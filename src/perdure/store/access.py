@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from perdure.core.keys import ApiKey
 from perdure.core.model import (
     Event,
 )
 from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
-
-if TYPE_CHECKING:
-    pass
 
 
 class AccessStore(Protocol):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from perdure.core.budget import BudgetState
 from perdure.core.children import ChildRecord
@@ -26,9 +26,6 @@ from perdure.core.model import (
     Signal,
     WorkerInfo,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 class EffectLedger(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from perdure.core.graph import (
     GraphCheckpoint,
@@ -27,9 +27,7 @@ from perdure.core.model import (
 from perdure.core.stream_state import StreamInfo, StreamOpened
 from perdure.core.streams import StreamEntry
 from perdure.core.threads import Delivery, ThreadInfo, ThreadPolicy
-
-if TYPE_CHECKING:
-    from perdure.store.driver import Watch
+from perdure.store.watch import Watch
 
 
 class ThreadsStore(Protocol):

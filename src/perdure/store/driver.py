@@ -8,9 +8,12 @@ every driver exception into a :class:`~perdure.core.errors.PerdureError` inside
 :meth:`Driver.write` and :meth:`Driver.read`, so no driver exception reaches a caller.
 
 Queries are named: a :class:`Tx` runs the query of that name from the dialect's
-``sql/queries.sql``. Both dialects define the same names (a query a dialect does not need is a
-no-op there). Rows are read by column name (:class:`~perdure.store.rows.Row`), or as tuples
-where a read returns many (:meth:`Tx.values`).
+``sql/queries.sql``. Both dialects define the same names, but for the few only one of them
+runs (a dialect's own settings, locks and notifications, and what PostgreSQL writes in one
+statement where SQLite takes several), which :data:`perdure.store.queries.DIALECT_ONLY` declares;
+a shared query one dialect has nothing to do for is a no-op there (``create_schema`` on
+SQLite). Rows are read by column name (:class:`~perdure.store.rows.Row`), or as tuples where a
+read returns many (:meth:`Tx.values`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Protocol
 
 from perdure.core.errors import InvalidInputError, StoreError
 from perdure.store.rows import Params, Row
+from perdure.store.watch import Watch
 
 NO_PARAMS: Params = {}
 """The parameters of a query that takes none."""
@@ -90,36 +94,6 @@ class Tx(Protocol):
     def script(self, sql: str) -> None:
         """Run a migration file: several statements, never split on a bare ``;``."""
         ...
-
-
-class Watch(Protocol):
-    """A wait for notifications on one channel (PostgreSQL LISTEN), for a reader that follows
-    something as it grows. It only wakes the reader, who always re-reads the store."""
-
-    notifies: bool
-    """False when :meth:`wait` never waits (SQLite): the caller sleeps between reads itself."""
-
-    def wait(self, timeout: float, payload: str | None = None) -> bool:
-        """Block up to ``timeout`` seconds for a notification (with ``payload``, when given);
-        True when one came. A lost connection is opened again on the next call."""
-        ...
-
-    def close(self) -> None:
-        """Stop listening and close the connection."""
-        ...
-
-
-class NoWatch:
-    """The :class:`Watch` of a database without notifications: :meth:`wait` returns at once."""
-
-    notifies = False
-
-    def wait(self, timeout: float, payload: str | None = None) -> bool:
-        """See :meth:`Watch.wait`: never waits."""
-        return False
-
-    def close(self) -> None:
-        """See :meth:`Watch.close`."""
 
 
 class Driver(Protocol):

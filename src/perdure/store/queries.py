@@ -1,7 +1,9 @@
 """Named SQL queries, loaded from ``<dialect>/sql/queries.sql``.
 
 The file is a sequence of blocks, each introduced by a ``-- name: NAME`` line. Queries use named
-parameters. SQL is never assembled from strings at run time.
+parameters. SQL is never assembled from strings at run time. Both dialects define the same
+names, except those :data:`DIALECT_ONLY` declares for one of them; ``tests/migrations/`` keeps
+the two files to that.
 """
 
 from __future__ import annotations
@@ -11,6 +13,47 @@ from functools import cache
 from importlib import resources
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+
+DIALECT_ONLY: dict[str, frozenset[str]] = {
+    "sqlite": frozenset(
+        {
+            # the pragmas of every connection (WAL, synchronous, foreign keys, cache)
+            "configure_connection",
+            # a plain boundary's run update naming no indexed column (no one_statement_writes)
+            "advance_plain",
+            # the worker's scan, before claim_run in the same transaction (no claim_next)
+            "pick_next",
+            # an effect's move, its event written after it (no one-statement move_effect)
+            "update_effect",
+        }
+    ),
+    "postgres": frozenset(
+        {
+            # the settings of every session (synchronous commit, UTC)
+            "configure_session",
+            # an advisory lock for numbering a thread's messages (SQLite's write lock does it)
+            "lock_thread",
+            # one migrator at a time (SQLite's write lock admits one)
+            "lock_migrations",
+            # LISTEN for new work, stream entries, events (SQLite has no notifications)
+            "listen_work",
+            "listen_streams",
+            "listen_events",
+            # plain boundaries of one run or of several in one statement (one_statement_writes)
+            "commit_step",
+            "commit_steps",
+            # the worker's scan and claim in one statement
+            "claim_next",
+            # an effect's intent and its event in one statement
+            "plan_effect",
+            # an effect's status change and its event in one statement (every move)
+            "move_effect",
+            # PostgresStore.terminate_sessions, for the fault drills' outage
+            "terminate_sessions",
+        }
+    ),
+}
+"""The query names only one dialect defines, by dialect; every other name is in both files."""
 
 
 def sql_text(dialect: str, filename: str) -> str:

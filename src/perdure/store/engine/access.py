@@ -1,11 +1,10 @@
-"""API keys, event feeds and operator counts. Methods of :class:`~perdure.store.engine.Engine`;
-contracts in :class:`~perdure.store.access.AccessStore`."""
+"""API keys, event feeds and operator counts: :class:`Access`, a part of
+:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.access.AccessStore`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import orjson
 
@@ -14,11 +13,9 @@ from perdure.core.errors import InvalidInputError, KeyNotFoundError, StoreError
 from perdure.core.keys import ApiKey
 from perdure.core.model import Event, RunStatus
 from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import fetch, need
 from perdure.store.rows import Row, When, event_from_row
-
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
 
 def _key(row: Row, when: When) -> ApiKey:
@@ -37,110 +34,104 @@ def _key(row: Row, when: When) -> ApiKey:
     )
 
 
-def create_key(self: Engine, key: ApiKey, secret_hash: str, now: datetime) -> None:
-    """See :meth:`AccessStore.create_key`."""
-    params = {"tenant_id": key.tenant_id, "name": key.name}
-    with self.driver.write() as tx:
-        if tx.one("live_key_by_name", params) is not None:
-            raise InvalidInputError(
-                f"tenant {key.tenant_id} already has a live key named {key.name!r}",
-                fix="pick another name, or revoke that key first (`perdure keys revoke`)",
+class Access(EngineBase):
+    """API keys, event feeds and operator counts. Part of :class:`~perdure.store.engine.Engine`."""
+
+    def create_key(self, key: ApiKey, secret_hash: str, now: datetime) -> None:
+        """See :meth:`AccessStore.create_key`."""
+        params = {"tenant_id": key.tenant_id, "name": key.name}
+        with self.driver.write() as tx:
+            if tx.one("live_key_by_name", params) is not None:
+                raise InvalidInputError(
+                    f"tenant {key.tenant_id} already has a live key named {key.name!r}",
+                    fix="pick another name, or revoke that key first (`perdure keys revoke`)",
+                )
+            tx.run(
+                "insert_key",
+                {
+                    **params,
+                    "key_id": key.key_id,
+                    "roles": orjson.dumps(sorted(key.roles)).decode(),
+                    "secret_hash": secret_hash,
+                    "now": self.driver.stamp(now),
+                },
             )
-        tx.run(
-            "insert_key",
-            {
-                **params,
-                "key_id": key.key_id,
-                "roles": orjson.dumps(sorted(key.roles)).decode(),
-                "secret_hash": secret_hash,
-                "now": self.driver.stamp(now),
-            },
-        )
 
+    def find_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """See :meth:`AccessStore.find_key`."""
+        found = fetch(self.driver, "get_key", {"key_id": key_id})
+        return (_key(found[0], self.driver.when), found[0]["secret_hash"]) if found else None
 
-def find_key(self: Engine, key_id: str) -> tuple[ApiKey, str] | None:
-    """See :meth:`AccessStore.find_key`."""
-    found = fetch(self.driver, "get_key", {"key_id": key_id})
-    return (_key(found[0], self.driver.when), found[0]["secret_hash"]) if found else None
+    def list_keys(self, tenant_id: str, *, revoked: bool = False) -> list[ApiKey]:
+        """See :meth:`AccessStore.list_keys`."""
+        found = fetch(self.driver, "list_keys", {"tenant_id": tenant_id, "revoked": revoked})
+        return [_key(r, self.driver.when) for r in found]
 
+    def revoke_key(self, tenant_id: str, key_id: str, now: datetime) -> ApiKey:
+        """See :meth:`AccessStore.revoke_key`."""
+        params = {"tenant_id": tenant_id, "key_id": key_id, "now": self.driver.stamp(now)}
+        with self.driver.write() as tx:
+            if tx.run("revoke_key", params) == 0:
+                raise KeyNotFoundError(f"no API key {key_id} in tenant {tenant_id}")
+            row = need(tx, "get_key", params)
+        return _key(row, self.driver.when)
 
-def list_keys(self: Engine, tenant_id: str, *, revoked: bool = False) -> list[ApiKey]:
-    """See :meth:`AccessStore.list_keys`."""
-    found = fetch(self.driver, "list_keys", {"tenant_id": tenant_id, "revoked": revoked})
-    return [_key(r, self.driver.when) for r in found]
+    def tenant_events(
+        self,
+        tenant_id: str,
+        *,
+        after: int = 0,
+        types: Sequence[str] = (),
+        workflow: str | None = None,
+        limit: int = 1000,
+    ) -> list[Event]:
+        """See :meth:`AccessStore.tenant_events`."""
+        params = {
+            "tenant_id": tenant_id,
+            "after": after,
+            "any_type": not types,
+            "types": self.driver.array(list(types)),
+            "workflow": workflow,
+            "limit": limit,
+        }
+        found = fetch(self.driver, "tenant_events", params)
+        return [event_from_row(r, self.driver.when) for r in found]
 
+    def events_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """See :meth:`AccessStore.events_since`."""
+        found = fetch(self.driver, "events_since", {"after": after, "limit": limit})
+        return [(r["seq"], r["tenant_id"], r["run_id"]) for r in found]
 
-def revoke_key(self: Engine, tenant_id: str, key_id: str, now: datetime) -> ApiKey:
-    """See :meth:`AccessStore.revoke_key`."""
-    params = {"tenant_id": tenant_id, "key_id": key_id, "now": self.driver.stamp(now)}
-    with self.driver.write() as tx:
-        if tx.run("revoke_key", params) == 0:
-            raise KeyNotFoundError(f"no API key {key_id} in tenant {tenant_id}")
-        row = need(tx, "get_key", params)
-    return _key(row, self.driver.when)
+    def last_event_seq(self) -> int:
+        """See :meth:`AccessStore.last_event_seq`."""
+        return int(fetch(self.driver, "last_event_seq", {})[0]["seq"])
 
+    def run_counts(self, tenant_id: str | None = None) -> list[RunCount]:
+        """See :meth:`AccessStore.run_counts`."""
+        found = fetch(self.driver, "run_counts", {"tenant_id": tenant_id})
+        return [
+            RunCount(r["tenant_id"], r["workflow"], RunStatus(r["status"]), int(r["n"]))
+            for r in found
+        ]
 
-def tenant_events(
-    self: Engine,
-    tenant_id: str,
-    *,
-    after: int = 0,
-    types: Sequence[str] = (),
-    workflow: str | None = None,
-    limit: int = 1000,
-) -> list[Event]:
-    """See :meth:`AccessStore.tenant_events`."""
-    params = {
-        "tenant_id": tenant_id,
-        "after": after,
-        "any_type": not types,
-        "types": self.driver.array(list(types)),
-        "workflow": workflow,
-        "limit": limit,
-    }
-    found = fetch(self.driver, "tenant_events", params)
-    return [event_from_row(r, self.driver.when) for r in found]
+    def effect_counts(self, tenant_id: str | None = None) -> list[EffectCount]:
+        """See :meth:`AccessStore.effect_counts`."""
+        found = fetch(self.driver, "effect_counts", {"tenant_id": tenant_id})
+        return [EffectCount(r["tenant_id"], EffectStatus(r["status"]), int(r["n"])) for r in found]
 
+    def spend_counts(self, tenant_id: str | None = None) -> list[SpendCount]:
+        """See :meth:`AccessStore.spend_counts`."""
+        found = fetch(self.driver, "spend_counts", {"tenant_id": tenant_id})
+        return [
+            SpendCount(r["tenant_id"], r["workflow"], int(r["tokens"]), float(r["cost"]))
+            for r in found
+        ]
 
-def events_since(self: Engine, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
-    """See :meth:`AccessStore.events_since`."""
-    found = fetch(self.driver, "events_since", {"after": after, "limit": limit})
-    return [(r["seq"], r["tenant_id"], r["run_id"]) for r in found]
+    def queue(self, now: datetime) -> Queue:
+        """See :meth:`AccessStore.queue`."""
+        row = fetch(self.driver, "runnable_summary", {"now": self.driver.stamp(now)})[0]
+        return Queue(int(row["n"]), self.driver.when(row["oldest"]))
 
-
-def last_event_seq(self: Engine) -> int:
-    """See :meth:`AccessStore.last_event_seq`."""
-    return int(fetch(self.driver, "last_event_seq", {})[0]["seq"])
-
-
-def run_counts(self: Engine, tenant_id: str | None = None) -> list[RunCount]:
-    """See :meth:`AccessStore.run_counts`."""
-    found = fetch(self.driver, "run_counts", {"tenant_id": tenant_id})
-    return [
-        RunCount(r["tenant_id"], r["workflow"], RunStatus(r["status"]), int(r["n"])) for r in found
-    ]
-
-
-def effect_counts(self: Engine, tenant_id: str | None = None) -> list[EffectCount]:
-    """See :meth:`AccessStore.effect_counts`."""
-    found = fetch(self.driver, "effect_counts", {"tenant_id": tenant_id})
-    return [EffectCount(r["tenant_id"], EffectStatus(r["status"]), int(r["n"])) for r in found]
-
-
-def spend_counts(self: Engine, tenant_id: str | None = None) -> list[SpendCount]:
-    """See :meth:`AccessStore.spend_counts`."""
-    found = fetch(self.driver, "spend_counts", {"tenant_id": tenant_id})
-    return [
-        SpendCount(r["tenant_id"], r["workflow"], int(r["tokens"]), float(r["cost"])) for r in found
-    ]
-
-
-def queue(self: Engine, now: datetime) -> Queue:
-    """See :meth:`AccessStore.queue`."""
-    row = fetch(self.driver, "runnable_summary", {"now": self.driver.stamp(now)})[0]
-    return Queue(int(row["n"]), self.driver.when(row["oldest"]))
-
-
-def wait_for_events(self: Engine, timeout: float) -> list[tuple[str, str]] | None:
-    """See :meth:`AccessStore.wait_for_events`: the driver listens, or returns None."""
-    return self.driver.wait_for_events(timeout)
+    def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
+        """See :meth:`AccessStore.wait_for_events`: the driver listens, or returns None."""
+        return self.driver.wait_for_events(timeout)

@@ -1,22 +1,20 @@
 """Archive and restore: every row a run owns, read out as :class:`ArchivedRow` lines and written
-back. Methods of :class:`~perdure.store.engine.Engine`; contracts in
+back: :class:`Archive`, a part of :class:`~perdure.store.engine.Engine`; contracts in
 :class:`~perdure.store.lifecycle.ArchiveStore`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perdure.core.errors import InvalidInputError, RunNotFoundError
 from perdure.core.history import ArchivedRow
 from perdure.core.model import Run
 from perdure.store.driver import Driver
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import event, need
 from perdure.store.rows import run_from_row
-
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
 EXPORTED = (
     "runs",
@@ -77,48 +75,54 @@ FLAGS = {"state_fields": "log", "history": "appended"}
 """Flag columns an archive made before field logs does not hold (they are false there)."""
 
 
-def export_run(self: Engine, tenant_id: str, run_id: str) -> list[ArchivedRow]:
-    """See :meth:`ArchiveStore.export_run`."""
-    ids = {"tenant_id": tenant_id, "run_id": run_id}
-    out: list[ArchivedRow] = []
-    with self.driver.read() as tx:
-        for table in EXPORTED:
-            for row in tx.all(f"export_{table}", ids):
-                out.append(ArchivedRow(table, {k: _plain(v) for k, v in dict(row).items()}))  # type: ignore[call-overload]
-    if not out or out[0].table != "runs":
-        raise RunNotFoundError(f"no run {run_id} in tenant {tenant_id}")
-    return out
+class Archive(EngineBase):
+    """A run's rows out and back in (the cold tier). Part of
+    :class:`~perdure.store.engine.Engine`."""
 
+    def export_run(self, tenant_id: str, run_id: str) -> list[ArchivedRow]:
+        """See :meth:`ArchiveStore.export_run`."""
+        ids = {"tenant_id": tenant_id, "run_id": run_id}
+        out: list[ArchivedRow] = []
+        with self.driver.read() as tx:
+            for table in EXPORTED:
+                for row in tx.all(f"export_{table}", ids):
+                    out.append(ArchivedRow(table, {k: _plain(v) for k, v in dict(row).items()}))  # type: ignore[call-overload]
+        if not out or out[0].table != "runs":
+            raise RunNotFoundError(f"no run {run_id} in tenant {tenant_id}")
+        return out
 
-def import_run(self: Engine, tenant_id: str, rows: Sequence[ArchivedRow], now: datetime) -> Run:
-    """See :meth:`ArchiveStore.import_run`."""
-    d = self.driver
-    heads = [r for r in rows if r.table == "runs"]
-    if len(heads) != 1 or heads[0].row.get("tenant_id") != tenant_id:
-        raise InvalidInputError(
-            "the archive does not hold exactly one run of this tenant", fix="check the archive"
-        )
-    run_id = str(heads[0].row.get("run_id"))
-    ids = {"tenant_id": tenant_id, "run_id": run_id}
-    with d.write() as tx:
-        if tx.one("get_run", ids) is not None:
+    def import_run(self, tenant_id: str, rows: Sequence[ArchivedRow], now: datetime) -> Run:
+        """See :meth:`ArchiveStore.import_run`."""
+        d = self.driver
+        heads = [r for r in rows if r.table == "runs"]
+        if len(heads) != 1 or heads[0].row.get("tenant_id") != tenant_id:
             raise InvalidInputError(
-                f"run {run_id} is in the database already; nothing was restored",
-                fix="delete it first, or leave the archive where it is",
+                "the archive does not hold exactly one run of this tenant", fix="check the archive"
             )
-        for table in EXPORTED:
-            for r in rows:
-                if r.table != table:
-                    continue
-                if r.row.get("run_id") not in (run_id, None) or r.row.get("tenant_id") != tenant_id:
-                    raise InvalidInputError(f"an archived {table} row belongs to another run")
-                params = _params(d, r.row)
-                if table in FLAGS:
-                    params[FLAGS[table]] = bool(params.get(FLAGS[table]))
-                tx.run(RESTORE[table], params)
-        event(tx, ids, "restored", None, None, {"rows": len(rows)}, d.stamp(now))
-        row = need(tx, "get_run", ids)
-    return run_from_row(row, d.when)
+        run_id = str(heads[0].row.get("run_id"))
+        ids = {"tenant_id": tenant_id, "run_id": run_id}
+        with d.write() as tx:
+            if tx.one("get_run", ids) is not None:
+                raise InvalidInputError(
+                    f"run {run_id} is in the database already; nothing was restored",
+                    fix="delete it first, or leave the archive where it is",
+                )
+            for table in EXPORTED:
+                for r in rows:
+                    if r.table != table:
+                        continue
+                    if (
+                        r.row.get("run_id") not in (run_id, None)
+                        or r.row.get("tenant_id") != tenant_id
+                    ):
+                        raise InvalidInputError(f"an archived {table} row belongs to another run")
+                    params = _params(d, r.row)
+                    if table in FLAGS:
+                        params[FLAGS[table]] = bool(params.get(FLAGS[table]))
+                    tx.run(RESTORE[table], params)
+            event(tx, ids, "restored", None, None, {"rows": len(rows)}, d.stamp(now))
+            row = need(tx, "get_run", ids)
+        return run_from_row(row, d.when)
 
 
 def _plain(value: Any) -> Any:

@@ -1,92 +1,89 @@
 """Artifact references: recorded before the upload, committed with a boundary, collected when
-orphaned. Methods of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.lifecycle.ArtifactLedger`."""
+orphaned: :class:`Artifacts`, a part of :class:`~perdure.store.engine.Engine`; contracts in
+:class:`~perdure.store.lifecycle.ArtifactLedger`; and the helpers retention calls inside its
+transactions."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.errors import RunNotFoundError, StoreError
 from perdure.core.history import ArtifactRecord, ArtifactStatus, Removed
 from perdure.store.driver import Tx
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import fetch
 from perdure.store.rows import Row, When, from_json, to_json
 
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
+class Artifacts(EngineBase):
+    """Artifact references. Part of :class:`~perdure.store.engine.Engine`."""
 
-def record_artifact(
-    self: Engine,
-    tenant_id: str,
-    run_id: str,
-    *,
-    step: str | None,
-    step_seq: int | None,
-    fence: int,
-    ref: ArtifactRef,
-    parents: Sequence[str],
-    now: datetime,
-) -> int:
-    """See :meth:`ArtifactLedger.record_artifact`."""
-    ids = {"tenant_id": tenant_id, "run_id": run_id}
-    with self.driver.write() as tx:
-        if tx.one("get_run", ids) is None:
-            raise RunNotFoundError(f"no run {run_id} in tenant {tenant_id}")
-        row = tx.one(
-            "insert_artifact",
-            {
-                **ids,
-                "step": step,
-                "step_seq": step_seq,
-                "fence": fence,
-                "digest": ref.digest,
-                "size": ref.size,
-                "media_type": ref.media_type,
-                "parents": to_json(list(parents)) if parents else None,
-                "status": "uploaded",
-                "now": self.driver.stamp(now),
-            },
-        )
-    if row is None:
-        raise StoreError("insert_artifact returned no id")
-    return int(row["id"])
+    def record_artifact(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        step: str | None,
+        step_seq: int | None,
+        fence: int,
+        ref: ArtifactRef,
+        parents: Sequence[str],
+        now: datetime,
+    ) -> int:
+        """See :meth:`ArtifactLedger.record_artifact`."""
+        ids = {"tenant_id": tenant_id, "run_id": run_id}
+        with self.driver.write() as tx:
+            if tx.one("get_run", ids) is None:
+                raise RunNotFoundError(f"no run {run_id} in tenant {tenant_id}")
+            row = tx.one(
+                "insert_artifact",
+                {
+                    **ids,
+                    "step": step,
+                    "step_seq": step_seq,
+                    "fence": fence,
+                    "digest": ref.digest,
+                    "size": ref.size,
+                    "media_type": ref.media_type,
+                    "parents": to_json(list(parents)) if parents else None,
+                    "status": "uploaded",
+                    "now": self.driver.stamp(now),
+                },
+            )
+        if row is None:
+            raise StoreError("insert_artifact returned no id")
+        return int(row["id"])
 
+    def artifacts(
+        self, tenant_id: str, *, run_id: str | None = None, digest: str | None = None
+    ) -> list[ArtifactRecord]:
+        """See :meth:`ArtifactLedger.artifacts`."""
+        params = {"tenant_id": tenant_id, "run_id": run_id, "digest": digest}
+        found = fetch(self.driver, "list_artifacts", params)
+        return [artifact_from_row(r, self.driver.when) for r in found]
 
-def artifacts(
-    self: Engine, tenant_id: str, *, run_id: str | None = None, digest: str | None = None
-) -> list[ArtifactRecord]:
-    """See :meth:`ArtifactLedger.artifacts`."""
-    params = {"tenant_id": tenant_id, "run_id": run_id, "digest": digest}
-    found = fetch(self.driver, "list_artifacts", params)
-    return [artifact_from_row(r, self.driver.when) for r in found]
+    def orphan_uploads(self, *, limit: int) -> list[ArtifactRecord]:
+        """See :meth:`ArtifactLedger.orphan_uploads`."""
+        found = fetch(self.driver, "orphan_uploads", {"limit": limit})
+        return [artifact_from_row(r, self.driver.when) for r in found]
 
+    def drop_artifacts(self, ids: Sequence[int]) -> Removed:
+        """See :meth:`ArtifactLedger.drop_artifacts`."""
+        pairs: set[tuple[str, str]] = set()
+        with self.driver.write() as tx:
+            for artifact_id in ids:
+                row = tx.one("delete_artifact", {"id": artifact_id})
+                if row is not None:
+                    pairs.add((row["tenant_id"], row["digest"]))
+            freed = unreferenced(tx, pairs)
+        return Removed({"artifacts": len(ids)}, freed)
 
-def orphan_uploads(self: Engine, *, limit: int) -> list[ArtifactRecord]:
-    """See :meth:`ArtifactLedger.orphan_uploads`."""
-    found = fetch(self.driver, "orphan_uploads", {"limit": limit})
-    return [artifact_from_row(r, self.driver.when) for r in found]
-
-
-def drop_artifacts(self: Engine, ids: Sequence[int]) -> Removed:
-    """See :meth:`ArtifactLedger.drop_artifacts`."""
-    pairs: set[tuple[str, str]] = set()
-    with self.driver.write() as tx:
-        for artifact_id in ids:
-            row = tx.one("delete_artifact", {"id": artifact_id})
-            if row is not None:
-                pairs.add((row["tenant_id"], row["digest"]))
-        freed = unreferenced(tx, pairs)
-    return Removed({"artifacts": len(ids)}, freed)
-
-
-def referenced(self: Engine, tenant_id: str, digests: Sequence[str]) -> set[str]:
-    """See :meth:`ArtifactLedger.referenced`."""
-    with self.driver.read() as tx:
-        return {d for d in digests if still_used(tx, tenant_id, d)}
+    def referenced(self, tenant_id: str, digests: Sequence[str]) -> set[str]:
+        """See :meth:`ArtifactLedger.referenced`."""
+        with self.driver.read() as tx:
+            return {d for d in digests if still_used(tx, tenant_id, d)}
 
 
 def still_used(tx: Tx, tenant_id: str, digest: str) -> bool:

@@ -1,8 +1,9 @@
 """Child runs in the store: reading a run's children, and waking a parent whose wait for its
 children is over — inside the transaction that settles the last awaited child, or inside the
-parent's own commit when its children settled first. Methods and helpers of
-:class:`~perdure.store.engine.Engine`; the contract is
-:class:`~perdure.store.capabilities.ChildrenStore`.
+parent's own commit when its children settled first. :class:`Children`, a part of
+:class:`~perdure.store.engine.Engine` (the contract is
+:class:`~perdure.store.capabilities.ChildrenStore`), and the helpers that ``commit`` and
+``set_status`` call inside their transactions.
 
 The child's transaction locks the parent's row (``lock_run``: ``FOR UPDATE`` on PostgreSQL; on
 SQLite the write lock is held) before it counts the children, so two children settling at once
@@ -12,23 +13,24 @@ meanwhile waits for it and then finds it waiting."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perdure.core.children import SETTLED, ChildRecord
 from perdure.core.model import RunStatus
 from perdure.core.records import ChildrenWait, RunError, waiting_from_json
 from perdure.store.driver import Tx
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import event, fetch
 from perdure.store.rows import Params, Row, from_json
 
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
+class Children(EngineBase):
+    """A run's child runs. Part of :class:`~perdure.store.engine.Engine`."""
 
-def child_runs(self: Engine, tenant_id: str, parent_run_id: str) -> list[ChildRecord]:
-    """See :meth:`ChildrenStore.child_runs`."""
-    params = {"tenant_id": tenant_id, "parent_run_id": parent_run_id}
-    return [_record(r) for r in fetch(self.driver, "child_runs", params)]
+    def child_runs(self, tenant_id: str, parent_run_id: str) -> list[ChildRecord]:
+        """See :meth:`ChildrenStore.child_runs`."""
+        params = {"tenant_id": tenant_id, "parent_run_id": parent_run_id}
+        return [_record(r) for r in fetch(self.driver, "child_runs", params)]
 
 
 def _record(row: Row) -> ChildRecord:

@@ -1,6 +1,6 @@
 """The step-boundary commit: one transaction for one or more boundaries of a run, guarded by
 the fence, the expected version and status RUNNING; and the group commit, one transaction for
-the commits of several runs, each under its own guard. Methods of
+the commits of several runs, each under its own guard. :class:`Commits`, a part of
 :class:`~perdure.store.engine.Engine`; the contracts are :meth:`perdure.store.base.Store.commit`
 and :meth:`~perdure.store.base.Store.commit_many`."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, PerdureError, RunClosedError, StoreUnavailableError
@@ -17,6 +17,7 @@ from perdure.core.records import ChildrenWait, SignalWait
 from perdure.store.base import Boundary, CommitRequest
 from perdure.store.driver import Driver, NumberingConflictError, Tx
 from perdure.store.engine import children, threads
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.history import commit_marks
 from perdure.store.engine.plain_steps import commit_plain, plain
 from perdure.store.engine.tx import (
@@ -25,6 +26,7 @@ from perdure.store.engine.tx import (
     late,
     refused,
     wake,
+    write_event,
     write_fields,
     write_messages,
 )
@@ -38,87 +40,95 @@ from perdure.store.rows import (
     to_json,
 )
 
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
+class Commits(EngineBase):
+    """The step-boundary commit, of one run or of a group of runs. Part of
+    :class:`~perdure.store.engine.Engine`."""
 
-def commit(
-    self: Engine,
-    tenant_id: str,
-    run_id: str,
-    fence: int,
-    expected_version: int,
-    boundaries: Sequence[Boundary],
-    now: datetime,
-) -> int:
-    """See :meth:`Store.commit`. A plain boundary goes in one statement where the driver can
-    (:mod:`~perdure.store.engine.plain_steps`). Otherwise the guarded run update runs first (on
-    PostgreSQL it locks the run's row), so a lost race writes nothing else; the rows of every
-    boundary then go in one batch (one round trip on PostgreSQL). A commit refused because the
-    run ended or another worker owns it is recorded as a ``late_commit`` event."""
-    request = CommitRequest(tenant_id, run_id, fence, expected_version, tuple(boundaries))
-    d = self.driver
-    at = d.stamp(now)
-    if d.one_statement_writes and plain(request):
+    def commit(
+        self,
+        tenant_id: str,
+        run_id: str,
+        fence: int,
+        expected_version: int,
+        boundaries: Sequence[Boundary],
+        now: datetime,
+    ) -> int:
+        """See :meth:`Store.commit`. A plain boundary goes in one statement where the driver can
+        (:mod:`~perdure.store.engine.plain_steps`). Otherwise the guarded run update runs first (on
+        PostgreSQL it locks the run's row), so a lost race writes nothing else; the rows of every
+        boundary then go in one batch (one round trip on PostgreSQL). A commit refused because the
+        run ended or another worker owns it is recorded as a ``late_commit`` event."""
+        request = CommitRequest(tenant_id, run_id, fence, expected_version, tuple(boundaries))
+        d = self.driver
+        at = d.stamp(now)
+        if d.one_statement_writes and plain(request):
+            try:
+                (answer,) = commit_plain(d, [request], at)
+            except NumberingConflictError:
+                pass  # it wrote nothing: the transaction below numbers under the thread's lock
+            else:
+                if isinstance(answer, PerdureError):
+                    raise answer
+                return answer
         try:
-            (answer,) = commit_plain(self, [request], at)
-        except NumberingConflictError:
-            pass  # it wrote nothing: the transaction below numbers under the thread's lock
-        else:
-            if isinstance(answer, PerdureError):
-                raise answer
-            return answer
-    try:
-        with d.write() as tx:
-            (row,) = _advance(tx, d, [request], at)
-            if row is None:
-                raise guard_failure(tx, _ids(request), fence, expected_version)
-            with tx.batch(last=not _reads_after(request, row)):
-                _rows(tx, d.stamp, request, row, at)
-                _leave_running(tx, request, at)
-            return _settle(tx, request, row, at)
-    except (RunClosedError, LeaseLostError) as exc:
-        self.record_event(tenant_id, run_id, "late_commit", late(request, exc), now)
-        raise
+            with d.write() as tx:
+                (row,) = _advance(tx, d, [request], at)
+                if row is None:
+                    raise guard_failure(tx, _ids(request), fence, expected_version)
+                with tx.batch(last=not _reads_after(request, row)):
+                    _rows(tx, d.stamp, request, row, at)
+                    _leave_running(tx, request, at)
+                return _settle(tx, request, row, at)
+        except (RunClosedError, LeaseLostError) as exc:
+            write_event(d, _ids(request), "late_commit", late(request, exc), now)
+            raise
 
+    def commit_many(
+        self, requests: Sequence[CommitRequest], now: datetime
+    ) -> list[int | PerdureError]:
+        """See :meth:`Store.commit_many`. Where the driver can, every plain boundary of the group
+        goes in one statement (:mod:`~perdure.store.engine.plain_steps`); the others in one
+        transaction: every guarded run update sent at once, then the rows of every run whose guard
+        passed in one batch, so on PostgreSQL the same round trips for the whole group as for one
+        run (plus a read for each run that ends or waits). Runs are taken in (tenant, run) order,
+        so two processes committing overlapping groups lock rows in one order. A refused guard
+        wrote nothing, so the others go on; a write that fails after its guard passed rolls its
+        statement or transaction back, and each of its requests is then committed alone, so that
+        one fails by itself."""
+        d = self.driver
+        at = d.stamp(now)
+        one = [i for i, r in enumerate(requests) if d.one_statement_writes and plain(r)]
+        rest = sorted(
+            set(range(len(requests))).difference(one),
+            key=lambda i: (requests[i].tenant_id, requests[i].run_id),
+        )
+        answers: dict[int, int | PerdureError] = {}
+        for part, write in ((one, commit_plain), (rest, _transaction_part)):
+            if not part:
+                continue
+            try:
+                answers.update(zip(part, write(d, [requests[i] for i in part], at), strict=True))
+            except StoreUnavailableError:
+                raise  # the outcome is unknown: each committer checks whether its run landed
+            except PerdureError:
+                answers.update((i, self._commit_alone(requests[i], now)) for i in part)
+        return [answers[i] for i in range(len(requests))]
 
-def commit_many(
-    self: Engine, requests: Sequence[CommitRequest], now: datetime
-) -> list[int | PerdureError]:
-    """See :meth:`Store.commit_many`. Where the driver can, every plain boundary of the group
-    goes in one statement (:mod:`~perdure.store.engine.plain_steps`); the others in one
-    transaction: every guarded run update sent at once, then the rows of every run whose guard
-    passed in one batch, so on PostgreSQL the same round trips for the whole group as for one
-    run (plus a read for each run that ends or waits). Runs are taken in (tenant, run) order,
-    so two processes committing overlapping groups lock rows in one order. A refused guard
-    wrote nothing, so the others go on; a write that fails after its guard passed rolls its
-    statement or transaction back, and each of its requests is then committed alone, so that
-    one fails by itself."""
-    d = self.driver
-    at = d.stamp(now)
-    one = [i for i, r in enumerate(requests) if d.one_statement_writes and plain(r)]
-    rest = sorted(
-        set(range(len(requests))).difference(one),
-        key=lambda i: (requests[i].tenant_id, requests[i].run_id),
-    )
-    answers: dict[int, int | PerdureError] = {}
-    for part, write in ((one, commit_plain), (rest, _transaction_part)):
-        if not part:
-            continue
+    def _commit_alone(self, r: CommitRequest, now: datetime) -> int | PerdureError:
+        """One request of a failed group, committed by itself."""
         try:
-            answers.update(zip(part, write(self, [requests[i] for i in part], at), strict=True))
-        except StoreUnavailableError:
-            raise  # the outcome is unknown: each committer checks whether its run landed
-        except PerdureError:
-            answers.update((i, _alone(self, requests[i], now)) for i in part)
-    return [answers[i] for i in range(len(requests))]
+            return self.commit(
+                r.tenant_id, r.run_id, r.fence, r.expected_version, r.boundaries, now
+            )
+        except PerdureError as exc:
+            return exc
 
 
 def _transaction_part(
-    self: Engine, requests: Sequence[CommitRequest], at: Any
+    d: Driver, requests: Sequence[CommitRequest], at: Any
 ) -> list[int | PerdureError]:
     """Requests in (tenant, run) order committed in one transaction, each under its guard."""
-    d = self.driver
     answers: list[int | PerdureError | None] = [None] * len(requests)
     with d.write() as tx:
         guards = _advance(tx, d, requests, at)
@@ -149,14 +159,6 @@ def _advance(tx: Tx, d: Driver, requests: Sequence[CommitRequest], at: Any) -> l
         tx.one("advance_run", params) if row is None and query == "advance_plain" else row
         for row, (query, params) in zip(tx.many(updates), updates, strict=True)
     ]
-
-
-def _alone(self: Engine, r: CommitRequest, now: datetime) -> int | PerdureError:
-    """One request of a failed group, committed by itself."""
-    try:
-        return commit(self, r.tenant_id, r.run_id, r.fence, r.expected_version, r.boundaries, now)
-    except PerdureError as exc:
-        return exc
 
 
 def _ids(request: CommitRequest) -> Params:

@@ -1,4 +1,4 @@
-"""The effect ledger: intents, outcomes, listings. Methods of
+"""The effect ledger: intents, outcomes, listings. :class:`Effects`, a part of
 :class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
 
 Planning or moving an effect under a fence checks the run's fence in the same statement (on
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from perdure.core.effects import (
     EffectMove,
@@ -24,11 +24,9 @@ from perdure.core.effects import (
 from perdure.core.errors import PerdureError, StoreUnavailableError
 from perdure.core.model import JSON
 from perdure.store.driver import Driver, Tx
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import effect_guard_failure, event, fetch, guard_failure
 from perdure.store.rows import Params, Row, effect_change, effect_from_row, to_json
-
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
 
 class _OfRun(Protocol):
@@ -43,33 +41,116 @@ G = TypeVar("G", bound=_OfRun)
 """An item of a group of effect writes: it names its run."""
 
 
-def plan_effect(
-    self: Engine, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime
-) -> EffectRecord:
-    """See :meth:`Store.plan_effect`."""
-    (answer,) = plan_effects(self, [EffectPlan(tenant_id, run_id, fence, new)], now)
-    if isinstance(answer, PerdureError):
-        raise answer
-    return answer
+class Effects(EngineBase):
+    """The effect ledger. Part of :class:`~perdure.store.engine.Engine`."""
 
+    def plan_effect(
+        self, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime
+    ) -> EffectRecord:
+        """See :meth:`Store.plan_effect`."""
+        (answer,) = self.plan_effects([EffectPlan(tenant_id, run_id, fence, new)], now)
+        if isinstance(answer, PerdureError):
+            raise answer
+        return answer
 
-def plan_effects(
-    self: Engine, plans: Sequence[EffectPlan], now: datetime
-) -> list[EffectRecord | PerdureError]:
-    """See :meth:`Store.plan_effects`. One transaction of guarded inserts. Where the driver
-    can (PostgreSQL), each intent is one statement with its event (``plan_effect``), all of
-    them sent at once, and one that wrote nothing (recorded already, or refused) goes through
-    the transaction path inside the same transaction; a lone intent is one round trip in
-    autocommit. A group whose write fails for another reason than an unreachable database has
-    each intent written alone, so that one fails by itself."""
-    return _each_alone_on_failure(lambda group: _planned_group(self, group, now), plans)
+    def plan_effects(
+        self, plans: Sequence[EffectPlan], now: datetime
+    ) -> list[EffectRecord | PerdureError]:
+        """See :meth:`Store.plan_effects`. One transaction of guarded inserts. Where the driver
+        can (PostgreSQL), each intent is one statement with its event (``plan_effect``), all of
+        them sent at once, and one that wrote nothing (recorded already, or refused) goes through
+        the transaction path inside the same transaction; a lone intent is one round trip in
+        autocommit. A group whose write fails for another reason than an unreachable database has
+        each intent written alone, so that one fails by itself."""
+        return _each_alone_on_failure(lambda group: _planned_group(self.driver, group, now), plans)
+
+    def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
+        """See :meth:`Store.get_effect`."""
+        found = fetch(self.driver, "get_effect", {"tenant_id": tenant_id, "key": key})
+        return effect_from_row(found[0], self.driver.when) if found else None
+
+    def update_effect(
+        self,
+        tenant_id: str,
+        key: str,
+        *,
+        expected_status: EffectStatus,
+        status: EffectStatus,
+        fence: int | None,
+        now: datetime,
+        attempts_delta: int = 0,
+        result: JSON = None,
+        receipt: str | None = None,
+        error: JSON = None,
+        resolution: JSON = None,
+        deadline: datetime | None = None,
+    ) -> EffectRecord:
+        """See :meth:`Store.update_effect`: one transaction. Every writer of a run's events holds
+        the run's row first (with ``fence`` the move share-locks it), so a run's events commit in
+        number order. (A runtime moves its effects with :meth:`move_effects`.)"""
+        d = self.driver
+        at = d.stamp(now)
+        params = _params(
+            d,
+            at,
+            tenant_id,
+            key,
+            expected_status,
+            status,
+            fence,
+            attempts_delta=attempts_delta,
+            result=result,
+            receipt=receipt,
+            error=error,
+            resolution=resolution,
+            deadline=deadline,
+        )
+        change = effect_change(expected_status, status, key, resolution)
+        with d.write() as tx:
+            if fence is None:  # a person's decision: lock the run as its other writers do
+                current = tx.one("get_effect", {"tenant_id": tenant_id, "key": key})
+                if current is not None:
+                    tx.one("lock_run", {"tenant_id": tenant_id, "run_id": current["run_id"]})
+            row = _moved(tx, d, params, change)
+            if row is None:
+                raise effect_guard_failure(tx, tenant_id, key, fence, expected_status)
+        return effect_from_row(row, d.when)
+
+    def move_effects(
+        self, moves: Sequence[EffectMove], now: datetime
+    ) -> list[EffectRecord | PerdureError]:
+        """See :meth:`Store.move_effects`. One transaction of guarded moves, a refused one
+        explained inside it. Where the driver can (PostgreSQL), each move is one statement with
+        its event (``move_effect``), all of them sent at once: a group costs two round trips (with
+        its ``COMMIT``) whatever its size, a lone move one (in autocommit). A group whose write
+        fails for another reason than an unreachable database has each move written alone, so
+        that one fails by itself."""
+        return _each_alone_on_failure(lambda group: _moved_group(self.driver, group, now), moves)
+
+    def list_effects(
+        self,
+        tenant_id: str,
+        *,
+        run_id: str | None = None,
+        statuses: Sequence[EffectStatus] = (),
+        limit: int = 1000,
+    ) -> list[EffectRecord]:
+        """See :meth:`Store.list_effects`."""
+        params = {
+            "tenant_id": tenant_id,
+            "run_id": run_id,
+            "any_status": not statuses,
+            "statuses": self.driver.array([str(s) for s in statuses]),
+            "limit": limit,
+        }
+        found = fetch(self.driver, "list_effects", params)
+        return [effect_from_row(r, self.driver.when) for r in found]
 
 
 def _planned_group(
-    self: Engine, plans: Sequence[EffectPlan], now: datetime
+    d: Driver, plans: Sequence[EffectPlan], now: datetime
 ) -> list[EffectRecord | PerdureError]:
     """The intents in one transaction (a lone one in autocommit, where the driver can)."""
-    d = self.driver
     at = d.stamp(now)
     params = [_plan_params(p, at) for p in plans]
     if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
@@ -129,77 +210,10 @@ def _plan(
     return effect_from_row(found, d.when)
 
 
-def get_effect(self: Engine, tenant_id: str, key: str) -> EffectRecord | None:
-    """See :meth:`Store.get_effect`."""
-    found = fetch(self.driver, "get_effect", {"tenant_id": tenant_id, "key": key})
-    return effect_from_row(found[0], self.driver.when) if found else None
-
-
-def update_effect(
-    self: Engine,
-    tenant_id: str,
-    key: str,
-    *,
-    expected_status: EffectStatus,
-    status: EffectStatus,
-    fence: int | None,
-    now: datetime,
-    attempts_delta: int = 0,
-    result: JSON = None,
-    receipt: str | None = None,
-    error: JSON = None,
-    resolution: JSON = None,
-    deadline: datetime | None = None,
-) -> EffectRecord:
-    """See :meth:`Store.update_effect`: one transaction. Every writer of a run's events holds
-    the run's row first (with ``fence`` the move share-locks it), so a run's events commit in
-    number order. (A runtime moves its effects with :func:`move_effects`.)"""
-    d = self.driver
-    at = d.stamp(now)
-    params = _params(
-        d,
-        at,
-        tenant_id,
-        key,
-        expected_status,
-        status,
-        fence,
-        attempts_delta=attempts_delta,
-        result=result,
-        receipt=receipt,
-        error=error,
-        resolution=resolution,
-        deadline=deadline,
-    )
-    change = effect_change(expected_status, status, key, resolution)
-    with d.write() as tx:
-        if fence is None:  # a person's decision: lock the run as its other writers do
-            current = tx.one("get_effect", {"tenant_id": tenant_id, "key": key})
-            if current is not None:
-                tx.one("lock_run", {"tenant_id": tenant_id, "run_id": current["run_id"]})
-        row = _moved(tx, d, params, change)
-        if row is None:
-            raise effect_guard_failure(tx, tenant_id, key, fence, expected_status)
-    return effect_from_row(row, d.when)
-
-
-def move_effects(
-    self: Engine, moves: Sequence[EffectMove], now: datetime
-) -> list[EffectRecord | PerdureError]:
-    """See :meth:`Store.move_effects`. One transaction of guarded moves, a refused one
-    explained inside it. Where the driver can (PostgreSQL), each move is one statement with
-    its event (``move_effect``), all of them sent at once: a group costs two round trips (with
-    its ``COMMIT``) whatever its size, a lone move one (in autocommit). A group whose write
-    fails for another reason than an unreachable database has each move written alone, so
-    that one fails by itself."""
-    return _each_alone_on_failure(lambda group: _moved_group(self, group, now), moves)
-
-
 def _moved_group(
-    self: Engine, moves: Sequence[EffectMove], now: datetime
+    d: Driver, moves: Sequence[EffectMove], now: datetime
 ) -> list[EffectRecord | PerdureError]:
     """The moves in one transaction (a lone one in autocommit, where the driver can)."""
-    d = self.driver
     at = d.stamp(now)
     work = [_move_work(d, at, m) for m in moves]
     if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit
@@ -315,23 +329,3 @@ def _refusal(tx: Tx, m: EffectMove) -> PerdureError:
     """Why a move's guard matched nothing (read in ``tx``)."""
     exc = effect_guard_failure(tx, m.tenant_id, m.key, m.fence, m.expected_status)
     return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
-
-
-def list_effects(
-    self: Engine,
-    tenant_id: str,
-    *,
-    run_id: str | None = None,
-    statuses: Sequence[EffectStatus] = (),
-    limit: int = 1000,
-) -> list[EffectRecord]:
-    """See :meth:`Store.list_effects`."""
-    params = {
-        "tenant_id": tenant_id,
-        "run_id": run_id,
-        "any_status": not statuses,
-        "statuses": self.driver.array([str(s) for s in statuses]),
-        "limit": limit,
-    }
-    found = fetch(self.driver, "list_effects", params)
-    return [effect_from_row(r, self.driver.when) for r in found]

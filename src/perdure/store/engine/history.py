@@ -1,11 +1,12 @@
 """State history, savepoints, fork lineage: the reads that rebuild a run's past, and what the
-commit and ``create_run`` write for them. Methods of :class:`~perdure.store.engine.Engine`;
-contracts in :class:`~perdure.store.lifecycle.HistoryStore`."""
+commit and ``create_run`` write for them. :class:`History`, a part of
+:class:`~perdure.store.engine.Engine`; contracts in
+:class:`~perdure.store.lifecycle.HistoryStore`."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.errors import InvalidInputError, RunNotFoundError, StoreError
@@ -14,70 +15,107 @@ from perdure.core.logs import joined
 from perdure.core.model import Message
 from perdure.store.base import Boundary
 from perdure.store.driver import Tx
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import event, fetch, need
 from perdure.store.rows import Params, Row, Stamp, When, from_json, message_from_values, to_json
 
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
+class History(EngineBase):
+    """State history, savepoints, fork lineage. Part of :class:`~perdure.store.engine.Engine`."""
 
-def state_changes(self: Engine, tenant_id: str, run_id: str) -> list[FieldChange]:
-    """See :meth:`HistoryStore.state_changes`."""
-    found = fetch(self.driver, "state_changes", {"tenant_id": tenant_id, "run_id": run_id})
-    return [
-        FieldChange(
-            int(r["step_seq"]),
-            int(r["version"]),
-            r["field"],
-            None if r["size"] is None else int(r["size"]),
-            bool(r["offloaded"]),
-            bool(r["appended"]),
-        )
-        for r in found
-    ]
-
-
-def state_at(self: Engine, tenant_id: str, run_id: str, step_seq: int) -> dict[str, bytes]:
-    """See :meth:`HistoryStore.state_at`."""
-    params = {"tenant_id": tenant_id, "run_id": run_id, "step_seq": step_seq}
-    found = fetch(self.driver, "state_at", params)
-    parts: dict[str, list[bytes]] = {}
-    for r in found:  # per field: its last whole value, then the tails appended after it
-        name, value = r["field"], r["value"]
-        if not r["appended"]:
-            parts[name] = [] if value is None else [value.encode()]
-        elif parts.get(name):  # a tail without its base (history pruned) is not a value
-            parts[name].append(value.encode())
-    return {name: joined(p[0], p[1:]) if len(p) > 1 else p[0] for name, p in parts.items() if p}
-
-
-def add_savepoint(
-    self: Engine,
-    tenant_id: str,
-    run_id: str,
-    label: str,
-    step_seq: int,
-    *,
-    by: str,
-    expires_at: datetime | None,
-    now: datetime,
-) -> Savepoint:
-    """See :meth:`HistoryStore.add_savepoint`."""
-    d = self.driver
-    ids = {"tenant_id": tenant_id, "run_id": run_id}
-    with d.write() as tx:
-        run = tx.one("get_run", ids)
-        if run is None:
-            raise RunNotFoundError(f"no run {run_id} in tenant {tenant_id}")
-        if not 0 <= step_seq <= int(run["steps_done"]):
-            raise InvalidInputError(
-                f"run {run_id} has committed {run['steps_done']} steps; there is no step "
-                f"{step_seq} to mark",
-                fix="pick a step shown by `perdure history RUN`",
+    def state_changes(self, tenant_id: str, run_id: str) -> list[FieldChange]:
+        """See :meth:`HistoryStore.state_changes`."""
+        found = fetch(self.driver, "state_changes", {"tenant_id": tenant_id, "run_id": run_id})
+        return [
+            FieldChange(
+                int(r["step_seq"]),
+                int(r["version"]),
+                r["field"],
+                None if r["size"] is None else int(r["size"]),
+                bool(r["offloaded"]),
+                bool(r["appended"]),
             )
-        mark(tx, ids, label, step_seq, by, d.stamp(expires_at), d.stamp(now))
-        row = need(tx, "get_savepoint", {**ids, "label": label})
-    return savepoint_from_row(row, d.when)
+            for r in found
+        ]
+
+    def state_at(self, tenant_id: str, run_id: str, step_seq: int) -> dict[str, bytes]:
+        """See :meth:`HistoryStore.state_at`."""
+        params = {"tenant_id": tenant_id, "run_id": run_id, "step_seq": step_seq}
+        found = fetch(self.driver, "state_at", params)
+        parts: dict[str, list[bytes]] = {}
+        for r in found:  # per field: its last whole value, then the tails appended after it
+            name, value = r["field"], r["value"]
+            if not r["appended"]:
+                parts[name] = [] if value is None else [value.encode()]
+            elif parts.get(name):  # a tail without its base (history pruned) is not a value
+                parts[name].append(value.encode())
+        return {name: joined(p[0], p[1:]) if len(p) > 1 else p[0] for name, p in parts.items() if p}
+
+    def add_savepoint(
+        self,
+        tenant_id: str,
+        run_id: str,
+        label: str,
+        step_seq: int,
+        *,
+        by: str,
+        expires_at: datetime | None,
+        now: datetime,
+    ) -> Savepoint:
+        """See :meth:`HistoryStore.add_savepoint`."""
+        d = self.driver
+        ids = {"tenant_id": tenant_id, "run_id": run_id}
+        with d.write() as tx:
+            run = tx.one("get_run", ids)
+            if run is None:
+                raise RunNotFoundError(f"no run {run_id} in tenant {tenant_id}")
+            if not 0 <= step_seq <= int(run["steps_done"]):
+                raise InvalidInputError(
+                    f"run {run_id} has committed {run['steps_done']} steps; there is no step "
+                    f"{step_seq} to mark",
+                    fix="pick a step shown by `perdure history RUN`",
+                )
+            mark(tx, ids, label, step_seq, by, d.stamp(expires_at), d.stamp(now))
+            row = need(tx, "get_savepoint", {**ids, "label": label})
+        return savepoint_from_row(row, d.when)
+
+    def savepoints(self, tenant_id: str, run_id: str) -> list[Savepoint]:
+        """See :meth:`HistoryStore.savepoints`."""
+        found = fetch(self.driver, "list_savepoints", {"tenant_id": tenant_id, "run_id": run_id})
+        return [savepoint_from_row(r, self.driver.when) for r in found]
+
+    def lineage(self, tenant_id: str, run_id: str) -> Lineage | None:
+        """See :meth:`HistoryStore.lineage`."""
+        found = fetch(self.driver, "get_fork", {"tenant_id": tenant_id, "run_id": run_id})
+        if not found:
+            return None
+        r = found[0]
+        return Lineage(
+            r["run_id"],
+            r["source_run_id"],
+            int(r["step_seq"]),
+            r["savepoint"],
+            tuple(from_json(r["patched"]) or ()),
+            r["created_by"],
+            _at(self.driver.when, r["created_at"]),
+        )
+
+    def messages_until(
+        self, tenant_id: str, thread_id: str, run_id: str, step_seq: int
+    ) -> list[Message]:
+        """See :meth:`HistoryStore.messages_until`."""
+        d = self.driver
+        params = {"tenant_id": tenant_id, "thread_id": thread_id, "run_id": run_id}
+        with d.read() as tx:
+            bounds = tx.one("run_message_bounds", {**params, "step_seq": step_seq})
+            rows = tx.values("list_messages", {**params, "after": 0})
+        cut = None
+        if bounds is not None and bounds["kept"] is not None:
+            cut = int(bounds["kept"])
+        elif bounds is not None and bounds["first"] is not None:
+            cut = int(bounds["first"]) - 1
+        messages = [message_from_values(r, d.when) for r in rows]
+        return [m for m in messages if cut is None or (m.seq or 0) <= cut]
 
 
 def mark(tx: Tx, ids: Params, label: str, step_seq: int, by: str, expires: Any, at: Any) -> None:
@@ -106,47 +144,6 @@ def commit_marks(
         tx.run("commit_artifact", params)
     for sp in b.savepoints:
         mark(tx, ids, sp.label, seq, f"step:{b.step}", stamp(sp.expires_at), at)
-
-
-def savepoints(self: Engine, tenant_id: str, run_id: str) -> list[Savepoint]:
-    """See :meth:`HistoryStore.savepoints`."""
-    found = fetch(self.driver, "list_savepoints", {"tenant_id": tenant_id, "run_id": run_id})
-    return [savepoint_from_row(r, self.driver.when) for r in found]
-
-
-def lineage(self: Engine, tenant_id: str, run_id: str) -> Lineage | None:
-    """See :meth:`HistoryStore.lineage`."""
-    found = fetch(self.driver, "get_fork", {"tenant_id": tenant_id, "run_id": run_id})
-    if not found:
-        return None
-    r = found[0]
-    return Lineage(
-        r["run_id"],
-        r["source_run_id"],
-        int(r["step_seq"]),
-        r["savepoint"],
-        tuple(from_json(r["patched"]) or ()),
-        r["created_by"],
-        _at(self.driver.when, r["created_at"]),
-    )
-
-
-def messages_until(
-    self: Engine, tenant_id: str, thread_id: str, run_id: str, step_seq: int
-) -> list[Message]:
-    """See :meth:`HistoryStore.messages_until`."""
-    d = self.driver
-    params = {"tenant_id": tenant_id, "thread_id": thread_id, "run_id": run_id}
-    with d.read() as tx:
-        bounds = tx.one("run_message_bounds", {**params, "step_seq": step_seq})
-        rows = tx.values("list_messages", {**params, "after": 0})
-    cut = None
-    if bounds is not None and bounds["kept"] is not None:
-        cut = int(bounds["kept"])
-    elif bounds is not None and bounds["first"] is not None:
-        cut = int(bounds["first"]) - 1
-    messages = [message_from_values(r, d.when) for r in rows]
-    return [m for m in messages if cut is None or (m.seq or 0) <= cut]
 
 
 def record_fork(tx: Tx, ids: Params, lineage: Lineage, at: Any) -> None:

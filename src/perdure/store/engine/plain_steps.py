@@ -10,19 +10,20 @@ of its own, and refused runs are explained (and their ``late_commit`` events rec
 another, only when there are any. Messages numbered from a stale view of their thread fail
 the statement whole (:class:`~perdure.store.driver.NumberingConflictError`): nothing was
 written, and the caller commits those boundaries again another way.
-Used by :func:`perdure.store.engine.commits.commit` and ``commit_many`` when
+Used by :meth:`perdure.store.engine.commits.Commits.commit` and ``commit_many`` when
 :attr:`~perdure.store.driver.Driver.one_statement_writes` is true.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perdure.core.errors import PerdureError
 from perdure.core.model import RunStatus
 from perdure.core.values import JSON
 from perdure.store.base import CommitRequest
+from perdure.store.driver import Driver
 from perdure.store.engine import threads
 from perdure.store.engine.tx import refused
 from perdure.store.rows import (
@@ -34,9 +35,6 @@ from perdure.store.rows import (
     step_params,
     to_json,
 )
-
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
 
 def plain(request: CommitRequest) -> bool:
@@ -55,9 +53,7 @@ def plain(request: CommitRequest) -> bool:
     )
 
 
-def commit_plain(
-    self: Engine, requests: Sequence[CommitRequest], at: Any
-) -> list[int | PerdureError]:
+def commit_plain(d: Driver, requests: Sequence[CommitRequest], at: Any) -> list[int | PerdureError]:
     """Commit plain requests of different runs in one statement; for each, its run's new
     state_version, or the error its refused guard gets (as :meth:`Store.commit` raises it).
 
@@ -65,7 +61,6 @@ def commit_plain(
     change a landed run's answer: when delivering the waiting input fails, that input stays in
     the inbox for the run's next boundary (a plain run goes on); when explaining a refusal
     fails, that failure is the refused runs' answer."""
-    d = self.driver
     with d.statement() as tx:
         if len(requests) == 1 and not requests[0].boundaries[0].messages:
             row = tx.one("commit_step", _step_params(d.stamp, requests[0], at))

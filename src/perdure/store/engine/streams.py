@@ -1,5 +1,5 @@
-"""Durable token streams: open an attempt, append a batch of entries, read them back. Methods of
-:class:`~perdure.store.engine.Engine`; contracts in
+"""Durable token streams: open an attempt, append a batch of entries, read them back.
+:class:`Streams`, a part of :class:`~perdure.store.engine.Engine`; contracts in
 :class:`~perdure.store.conversations.StreamsStore`.
 
 Every write first updates the stream's head row (``streams``), guarded by the run's fence, the
@@ -12,78 +12,118 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perdure.core.errors import StreamClosedError
 from perdure.core.model import RunStatus
 from perdure.core.stream_state import StreamInfo, StreamOpened
 from perdure.core.streams import StreamEntry, StreamEventKind
-from perdure.store.driver import Tx, Watch
+from perdure.store.driver import Tx
+from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import fetch
 from perdure.store.rows import guard_failure
-
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
+from perdure.store.watch import Watch
 
 
-def open_stream(
-    self: Engine,
-    tenant_id: str,
-    run_id: str,
-    fence: int,
-    message_id: str,
-    now: datetime,
-    *,
-    reopen: bool = False,
-) -> StreamOpened:
-    """See :meth:`StreamsStore.open_stream`."""
-    at = self.driver.stamp(now)
-    ids = {"tenant_id": tenant_id, "message_id": message_id, "run_id": run_id}
-    with self.driver.write() as tx:
-        if tx.one("insert_stream", {**ids, "fence": fence, "now": at}) is not None:
-            return StreamOpened(1, superseded=False, finished=False)
-        head = tx.one("lock_stream", ids)
-        if head is None:  # no stream, and the insert was refused: the run is not ours
-            raise _refused(tx, ids, fence, None)
-        if head["run_id"] != run_id:
-            raise StreamClosedError(
-                f"message {message_id} is streamed by run {head['run_id']}, not {run_id}",
-                fix="give each message its own id",
+class Streams(EngineBase):
+    """Durable token streams. Part of :class:`~perdure.store.engine.Engine`."""
+
+    def open_stream(
+        self,
+        tenant_id: str,
+        run_id: str,
+        fence: int,
+        message_id: str,
+        now: datetime,
+        *,
+        reopen: bool = False,
+    ) -> StreamOpened:
+        """See :meth:`StreamsStore.open_stream`."""
+        at = self.driver.stamp(now)
+        ids = {"tenant_id": tenant_id, "message_id": message_id, "run_id": run_id}
+        with self.driver.write() as tx:
+            if tx.one("insert_stream", {**ids, "fence": fence, "now": at}) is not None:
+                return StreamOpened(1, superseded=False, finished=False)
+            head = tx.one("lock_stream", ids)
+            if head is None:  # no stream, and the insert was refused: the run is not ours
+                raise _refused(tx, ids, fence, None)
+            if head["run_id"] != run_id:
+                raise StreamClosedError(
+                    f"message {message_id} is streamed by run {head['run_id']}, not {run_id}",
+                    fix="give each message its own id",
+                )
+            finished = bool(head["finished"])
+            if finished and not reopen:
+                return StreamOpened(int(head["attempt"]), superseded=False, finished=True)
+            cut = int(head["attempt"])
+            kinds = [StreamEventKind.SUPERSEDED]
+            array = self.driver.array
+            _append(
+                tx, array, ids, fence, cut, cut + 1, kinds, [""], False, at, was_finished=finished
             )
-        finished = bool(head["finished"])
-        if finished and not reopen:
-            return StreamOpened(int(head["attempt"]), superseded=False, finished=True)
-        cut = int(head["attempt"])
-        kinds = [StreamEventKind.SUPERSEDED]
-        array = self.driver.array
-        _append(tx, array, ids, fence, cut, cut + 1, kinds, [""], False, at, was_finished=finished)
-        attempt = cut + 1
-    return StreamOpened(attempt, superseded=True, finished=False)
+            attempt = cut + 1
+        return StreamOpened(attempt, superseded=True, finished=False)
 
+    def write_stream(
+        self,
+        tenant_id: str,
+        run_id: str,
+        fence: int,
+        message_id: str,
+        attempt: int,
+        texts: Sequence[str],
+        finish: bool,
+        now: datetime,
+    ) -> int:
+        """See :meth:`StreamsStore.write_stream`."""
+        kinds = [StreamEventKind.DELTA] * len(texts)
+        texts = list(texts)
+        if finish:
+            kinds.append(StreamEventKind.FINISHED)
+            texts.append("")
+        ids = {"tenant_id": tenant_id, "message_id": message_id, "run_id": run_id}
+        at = self.driver.stamp(now)
+        with self.driver.write() as tx:
+            return _append(
+                tx, self.driver.array, ids, fence, attempt, attempt, kinds, texts, finish, at
+            )
 
-def write_stream(
-    self: Engine,
-    tenant_id: str,
-    run_id: str,
-    fence: int,
-    message_id: str,
-    attempt: int,
-    texts: Sequence[str],
-    finish: bool,
-    now: datetime,
-) -> int:
-    """See :meth:`StreamsStore.write_stream`."""
-    kinds = [StreamEventKind.DELTA] * len(texts)
-    texts = list(texts)
-    if finish:
-        kinds.append(StreamEventKind.FINISHED)
-        texts.append("")
-    ids = {"tenant_id": tenant_id, "message_id": message_id, "run_id": run_id}
-    at = self.driver.stamp(now)
-    with self.driver.write() as tx:
-        return _append(
-            tx, self.driver.array, ids, fence, attempt, attempt, kinds, texts, finish, at
+    def stream_entries(
+        self, tenant_id: str, message_id: str, *, after: int = 0, limit: int = 1000
+    ) -> list[StreamEntry]:
+        """See :meth:`StreamsStore.stream_entries`."""
+        params = {"tenant_id": tenant_id, "message_id": message_id, "after": after, "limit": limit}
+        return [
+            StreamEntry(
+                message_id,
+                int(r["seq"]),
+                int(r["attempt"]),
+                StreamEventKind(r["kind"]),
+                r["text"],
+            )
+            for r in fetch(self.driver, "list_stream_entries", params)
+        ]
+
+    def stream_info(self, tenant_id: str, message_id: str) -> StreamInfo | None:
+        """See :meth:`StreamsStore.stream_info`."""
+        found = fetch(self.driver, "get_stream", {"tenant_id": tenant_id, "message_id": message_id})
+        if not found:
+            return None
+        r = found[0]
+        return StreamInfo(
+            tenant_id,
+            message_id,
+            r["run_id"],
+            int(r["attempt"]),
+            int(r["last_seq"]),
+            bool(r["finished"]),
+            RunStatus(r["run_status"]).terminal,
         )
+
+    def watch_streams(self) -> Watch:
+        """See :meth:`StreamsStore.watch_streams`: PostgreSQL LISTEN on ``perdure_stream`` (the
+        payload is ``tenant/message``); on SQLite a watch that never waits."""
+        return self.driver.watch("listen_streams")
 
 
 def _append(
@@ -148,43 +188,3 @@ def _refused(tx: Tx, ids: dict[str, str], fence: int, attempt: int | None) -> Ex
     return StreamClosedError(
         f"attempt {attempt} of message {message} was superseded by attempt {head['attempt']}"
     )
-
-
-def stream_entries(
-    self: Engine, tenant_id: str, message_id: str, *, after: int = 0, limit: int = 1000
-) -> list[StreamEntry]:
-    """See :meth:`StreamsStore.stream_entries`."""
-    params = {"tenant_id": tenant_id, "message_id": message_id, "after": after, "limit": limit}
-    return [
-        StreamEntry(
-            message_id,
-            int(r["seq"]),
-            int(r["attempt"]),
-            StreamEventKind(r["kind"]),
-            r["text"],
-        )
-        for r in fetch(self.driver, "list_stream_entries", params)
-    ]
-
-
-def stream_info(self: Engine, tenant_id: str, message_id: str) -> StreamInfo | None:
-    """See :meth:`StreamsStore.stream_info`."""
-    found = fetch(self.driver, "get_stream", {"tenant_id": tenant_id, "message_id": message_id})
-    if not found:
-        return None
-    r = found[0]
-    return StreamInfo(
-        tenant_id,
-        message_id,
-        r["run_id"],
-        int(r["attempt"]),
-        int(r["last_seq"]),
-        bool(r["finished"]),
-        RunStatus(r["run_status"]).terminal,
-    )
-
-
-def watch_streams(self: Engine) -> Watch:
-    """See :meth:`StreamsStore.watch_streams`: PostgreSQL LISTEN on ``perdure_stream`` (the
-    payload is ``tenant/message``); on SQLite a watch that never waits."""
-    return self.driver.watch("listen_streams")

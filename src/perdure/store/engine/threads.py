@@ -1,7 +1,7 @@
 """One writer per thread: admitting a new run under the thread's policy, the thread inbox, and
-the thread's policy and view. Methods of :class:`~perdure.store.engine.Engine` (contracts in
-:class:`~perdure.store.conversations.ThreadsStore`) and the helpers that ``create_run``,
-``claim``, ``commit`` and ``set_status`` call inside their transactions.
+the thread's policy and view. :class:`Threads`, a part of :class:`~perdure.store.engine.Engine`
+(contracts in :class:`~perdure.store.conversations.ThreadsStore`), and the helpers that
+``create_run``, ``claim``, ``commit`` and ``set_status`` call inside their transactions.
 
 The rule itself lives in the claim queries: only the oldest unfinished run of a thread (by
 ``thread_seq``, given out when the run is created) can be claimed. Places are given out as
@@ -16,17 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perdure.core.errors import ThreadBusyError
 from perdure.core.model import Message, RunStatus
 from perdure.core.threads import DEFAULT_POLICY, Delivery, ThreadInfo, ThreadPolicy
 from perdure.store.driver import Tx
-from perdure.store.engine.tx import event, fetch, write_messages
+from perdure.store.engine.base import EngineBase
+from perdure.store.engine.tx import event, write_messages
 from perdure.store.rows import Row, tool_calls_json
-
-if TYPE_CHECKING:
-    from perdure.store.engine import Engine
 
 
 def policy_of(tx: Tx, tenant_id: str, thread_id: str, given: ThreadPolicy | None) -> ThreadPolicy:
@@ -111,66 +109,63 @@ def deliver_unread(tx: Tx, tenant_id: str, thread_id: str, run_id: str | None, a
     tx.run("mark_inbox_delivered", params)
 
 
-def set_thread_policy(
-    self: Engine, tenant_id: str, thread_id: str, policy: ThreadPolicy, now: datetime
-) -> None:
-    """See :meth:`ThreadsStore.set_thread_policy`."""
-    params = {
-        "tenant_id": tenant_id,
-        "thread_id": thread_id,
-        "policy": str(policy),
-        "now": self.driver.stamp(now),
-    }
-    with self.driver.write() as tx:
-        tx.run("set_thread_policy", params)
+class Threads(EngineBase):
+    """Thread policies, thread views, messages posted to a thread. Part of
+    :class:`~perdure.store.engine.Engine`."""
 
+    def set_thread_policy(
+        self, tenant_id: str, thread_id: str, policy: ThreadPolicy, now: datetime
+    ) -> None:
+        """See :meth:`ThreadsStore.set_thread_policy`."""
+        params = {
+            "tenant_id": tenant_id,
+            "thread_id": thread_id,
+            "policy": str(policy),
+            "now": self.driver.stamp(now),
+        }
+        with self.driver.write() as tx:
+            tx.run("set_thread_policy", params)
 
-def thread(self: Engine, tenant_id: str, thread_id: str) -> ThreadInfo:
-    """See :meth:`ThreadsStore.thread`."""
-    params = {"tenant_id": tenant_id, "thread_id": thread_id}
-    with self.driver.read() as tx:
-        policy = policy_of(tx, tenant_id, thread_id, None)
-        runs = tx.all("thread_runs", params)
-        waiting = tx.one("count_inbox", params)
-    ids = [r["run_id"] for r in runs]
-    return ThreadInfo(
-        tenant_id,
-        thread_id,
-        policy,
-        ids[0] if ids else None,
-        tuple(ids[1:]),
-        int(waiting["waiting"]) if waiting else 0,
-    )
+    def thread(self, tenant_id: str, thread_id: str) -> ThreadInfo:
+        """See :meth:`ThreadsStore.thread`."""
+        params = {"tenant_id": tenant_id, "thread_id": thread_id}
+        with self.driver.read() as tx:
+            policy = policy_of(tx, tenant_id, thread_id, None)
+            runs = tx.all("thread_runs", params)
+            waiting = tx.one("count_inbox", params)
+        ids = [r["run_id"] for r in runs]
+        return ThreadInfo(
+            tenant_id,
+            thread_id,
+            policy,
+            ids[0] if ids else None,
+            tuple(ids[1:]),
+            int(waiting["waiting"]) if waiting else 0,
+        )
 
-
-def post_message(
-    self: Engine,
-    tenant_id: str,
-    thread_id: str,
-    message: Message,
-    policy: ThreadPolicy | None,
-    now: datetime,
-) -> Delivery:
-    """See :meth:`ThreadsStore.post_message`. The thread's unfinished runs are locked first
-    (on PostgreSQL), so the active run's boundary either comes before (and the message finds
-    the thread as that boundary left it) or after (and the boundary takes the message)."""
-    at = self.driver.stamp(now)
-    params = {"tenant_id": tenant_id, "thread_id": thread_id}
-    with self.driver.write() as tx:
-        ahead = tx.all("lock_thread_runs", params)
-        if not ahead:
-            deliver(tx, tenant_id, thread_id, None, at)  # anything left waiting goes first
-            write_messages(tx, tenant_id, thread_id, None, [message], at)
-            return Delivery.APPENDED
-        chosen = policy_of(tx, tenant_id, thread_id, policy)
-        if chosen is ThreadPolicy.REJECT:
-            raise busy_error(tenant_id, thread_id, ahead)
-        queue_messages(tx, tenant_id, thread_id, None, [message], at)
-        if chosen is ThreadPolicy.INTERRUPT:
-            interrupt(tx, tenant_id, ahead, f"message to thread {thread_id}", at)
-    return Delivery.QUEUED
-
-
-def unfinished(self: Engine, tenant_id: str, thread_id: str) -> list[Row]:
-    """The thread's unfinished runs in queue order (a read outside any transaction)."""
-    return fetch(self.driver, "thread_runs", {"tenant_id": tenant_id, "thread_id": thread_id})
+    def post_message(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        message: Message,
+        policy: ThreadPolicy | None,
+        now: datetime,
+    ) -> Delivery:
+        """See :meth:`ThreadsStore.post_message`. The thread's unfinished runs are locked first
+        (on PostgreSQL), so the active run's boundary either comes before (and the message finds
+        the thread as that boundary left it) or after (and the boundary takes the message)."""
+        at = self.driver.stamp(now)
+        params = {"tenant_id": tenant_id, "thread_id": thread_id}
+        with self.driver.write() as tx:
+            ahead = tx.all("lock_thread_runs", params)
+            if not ahead:
+                deliver(tx, tenant_id, thread_id, None, at)  # anything left waiting goes first
+                write_messages(tx, tenant_id, thread_id, None, [message], at)
+                return Delivery.APPENDED
+            chosen = policy_of(tx, tenant_id, thread_id, policy)
+            if chosen is ThreadPolicy.REJECT:
+                raise busy_error(tenant_id, thread_id, ahead)
+            queue_messages(tx, tenant_id, thread_id, None, [message], at)
+            if chosen is ThreadPolicy.INTERRUPT:
+                interrupt(tx, tenant_id, ahead, f"message to thread {thread_id}", at)
+        return Delivery.QUEUED

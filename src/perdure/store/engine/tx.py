@@ -1,10 +1,13 @@
 """What the engine does inside one transaction: events, state fields, thread messages, why a
 guarded write failed, waking a waiting run. Every function takes the open
-:class:`~perdure.store.driver.Tx` and times already in the driver's form (``at``)."""
+:class:`~perdure.store.driver.Tx` and times already in the driver's form (``at``), but
+:func:`fetch` and :func:`write_event`, which take the :class:`~perdure.store.driver.Driver`
+and open a transaction of their own."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from perdure.core.effects import EffectStatus
@@ -20,6 +23,16 @@ def fetch(driver: Driver, query: str, params: Params) -> list[Row]:
     """Every row of a named read query, outside any write transaction."""
     with driver.read() as tx:
         return tx.all(query, params)
+
+
+def write_event(driver: Driver, ids: Params, type_: str, data: JSON, now: datetime) -> None:
+    """One event of a run (no step, no fence), in a write transaction of its own. The run's row
+    is locked first, as by every other writer of a run's events, so a run's events commit in
+    the order of their numbers (a live stream that resumes after the last number it saw misses
+    none)."""
+    with driver.write() as tx:
+        tx.one("lock_run", ids)
+        event(tx, ids, type_, None, None, data, driver.stamp(now))
 
 
 def need(tx: Tx, query: str, params: Params) -> Row:

@@ -3,7 +3,9 @@
 An :class:`ObjectStore` keeps bytes under keys and knows nothing of runs; the runtime's
 artifact service decides the keys (``<tenant>/sha256/<ab>/<digest>``, content-addressed) and
 records every reference in the database before it uploads. Writes are whole-object (a reader
-never sees half an object); a missing key reads as None.
+never sees half an object); a missing key reads as None. The protocol is in
+:mod:`~perdure.store.objects.base`, the backends in :mod:`~perdure.store.objects.local` and
+:mod:`~perdure.store.objects.s3`; :func:`open_objects` picks one.
 
 Configuration (``PERDURE_ARTIFACTS``, or ``Runtime(artifacts=...)``):
 
@@ -19,46 +21,15 @@ Configuration (``PERDURE_ARTIFACTS``, or ``Runtime(artifacts=...)``):
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from perdure.core.errors import ConfigError
+from perdure.store.objects.base import ObjectStore, StoredObject
+from perdure.store.objects.local import LocalObjects
+from perdure.store.objects.s3 import S3Objects
 
-
-@dataclass(frozen=True, slots=True)
-class StoredObject:
-    """One object as listed: its key, size in bytes and when it was last written."""
-
-    key: str
-    size: int
-    modified: datetime
-
-
-class ObjectStore(Protocol):
-    """Bytes under keys. Every method is safe to repeat."""
-
-    url: str
-    """Where the objects live, as configured (no credentials)."""
-
-    def put(self, key: str, data: bytes | Path) -> None:
-        """Write the whole object (bytes, or the file at a path), replacing any older one."""
-        ...
-
-    def get(self, key: str) -> bytes | None:
-        """The object's bytes, or None when there is no such object."""
-        ...
-
-    def delete(self, key: str) -> None:
-        """Remove the object; nothing happens when it does not exist."""
-        ...
-
-    def list(self, prefix: str = "") -> Iterator[StoredObject]:
-        """Every object whose key starts with ``prefix``."""
-        ...
+__all__ = ["ObjectStore", "StoredObject", "default_location", "open_objects"]
 
 
 def default_location(db_url: str) -> str:
@@ -81,8 +52,6 @@ def open_objects(location: str | None, db_url: str) -> ObjectStore:
             )
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         endpoint = query.get("endpoint_url") or os.environ.get("PERDURE_S3_ENDPOINT") or None
-        from perdure.store.objects.s3 import S3Objects
-
         return S3Objects(
             parts.netloc, parts.path.strip("/"), endpoint_url=endpoint, region=query.get("region")
         )
@@ -93,6 +62,4 @@ def open_objects(location: str | None, db_url: str) -> ObjectStore:
             f"artifact store {location!r} is not understood",
             fix="use a directory path, file:///dir or s3://bucket/prefix",
         )
-    from perdure.store.objects.local import LocalObjects
-
     return LocalObjects(Path(location))

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from perdure.core.errors import ConfigError, InvalidInputError, StoreError
-from perdure.store.objects import StoredObject
+from perdure.store.objects.base import StoredObject
 
 _TMP = ".tmp-"
 

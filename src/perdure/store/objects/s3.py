@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from perdure.core.errors import ConfigError, StoreError
-from perdure.store.objects import StoredObject
+from perdure.store.objects.base import StoredObject
 
 
 class S3Objects:

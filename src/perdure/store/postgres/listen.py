@@ -14,7 +14,7 @@ import psycopg
 
 
 class PostgresWatch:
-    """A :class:`~perdure.store.driver.Watch` served by a :class:`Hub`."""
+    """A :class:`~perdure.store.watch.Watch` served by a :class:`Hub`."""
 
     notifies = True
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from perdure.store.base import Store
 from perdure.store.engine import Engine
 from perdure.store.postgres.driver import PostgresDriver
 
@@ -26,3 +27,7 @@ class PostgresStore(Engine):
         with self.driver.write() as tx:
             row = tx.one("terminate_sessions", {})
         return int(row["ended"]) if row is not None else 0
+
+
+_: type[Store] = PostgresStore
+"""Checked by the type checker: :class:`PostgresStore` is a :class:`~perdure.store.base.Store`."""

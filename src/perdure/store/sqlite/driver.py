@@ -30,9 +30,10 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NO_PARAMS, NoWatch, not_text
+from perdure.store.driver import NO_PARAMS, not_text
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row, to_json
+from perdure.store.watch import NoWatch
 
 Q = queries("sqlite")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perdure.store.base import Store
 from perdure.store.engine import Engine
 from perdure.store.sqlite.driver import SqliteDriver
 
@@ -21,3 +22,7 @@ class SqliteStore(Engine):
         super().__init__(driver)
         self.path = driver.path
         """The database file."""
+
+
+_: type[Store] = SqliteStore
+"""Checked by the type checker: :class:`SqliteStore` is a :class:`~perdure.store.base.Store`."""
