@@ -140,3 +140,43 @@ def test_async_steps_put_and_get_artifacts_off_the_event_loop(runtime: Runtime) 
     done = runtime.get(run.run_id)
     assert done.status is RunStatus.SUCCEEDED, done.error
     assert done.result == {"text": "async a1"}
+
+
+def test_an_artifact_that_became_a_directory_stops_its_run_as_corrupt(
+    db_url: str, tmp_path: Path, clock: FakeClock
+) -> None:
+    store = tmp_path / "objects"
+    with Runtime(db_url, clock=clock, artifacts=str(store)) as rt:
+        run_id = started(rt, "dir")
+        [record] = rt.store.artifacts("default", run_id=run_id)
+        where = store / object_key("default", record.ref.digest)
+        where.unlink()
+        where.mkdir()
+        rt.signal(run_id, "go")
+        assert rt.run_until_idle() == 1, "one attempt, not a retry every lease period"
+        run = rt.get(run_id)
+        assert run.status is RunStatus.NEEDS_ATTENTION
+        assert run.error is not None and run.error.reason == "artifact_corrupt"
+        assert run.error.evidence["key"] == object_key("default", record.ref.digest)
+        assert "cannot be read" in str(run.error.evidence["found"])
+
+
+def test_an_artifact_store_that_keeps_failing_hands_the_run_to_a_person_after_bounded_tries(
+    db_url: str, tmp_path: Path, clock: FakeClock
+) -> None:
+    store = tmp_path / "objects"
+    store.mkdir()
+    with Runtime(db_url, clock=clock, artifacts=str(store)) as rt:
+        store.rmdir()
+        store.write_text("not a directory any more")
+        run = rt.start(app.report, {"label": "broken"})
+        for _ in range(10):
+            rt.run_until_idle()
+            clock.advance(60)
+        stopped = rt.get(run.run_id)
+        assert stopped.status is RunStatus.NEEDS_ATTENTION
+        assert stopped.error is not None and stopped.error.reason == "object_store_unavailable"
+        assert stopped.error.evidence["attempts"] == 5
+        store.unlink()
+        store.mkdir()
+        assert rt.resume(run.run_id, by="ops").status is RunStatus.WAITING_EXTERNAL

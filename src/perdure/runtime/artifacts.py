@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from perdure.core.artifacts import (
+    ArtifactCorruptError,
     ArtifactMissingError,
     ArtifactRef,
     Data,
@@ -36,6 +37,7 @@ from perdure.core.model import Message
 from perdure.runtime.crashpoints import crashpoint
 from perdure.store.base import Store
 from perdure.store.objects import ObjectStore, open_objects
+from perdure.store.objects.base import ObjectUnreadableError
 
 DEFAULT_OFFLOAD_BYTES = 256 * 1024
 """State fields and message contents larger than this go to the artifact store."""
@@ -202,7 +204,19 @@ class Artifacts:
         """The bytes ``ref`` names, checked against its digest and size; else
         :class:`ArtifactMissingError` or :class:`ArtifactCorruptError` with the evidence."""
         key = object_key(tenant_id, ref.digest)
-        data = self.objects.get(key)
+        try:
+            data = self.objects.get(key)
+        except ObjectUnreadableError as exc:
+            raise ArtifactCorruptError(
+                f"artifact {ref.uri} ({where}) cannot be read from {self.objects.url}",
+                {
+                    "artifact": ref.uri,
+                    "where": where,
+                    "key": key,
+                    "store": self.objects.url,
+                    "found": exc.message,
+                },
+            ) from exc
         if data is None:
             raise ArtifactMissingError(
                 f"artifact {ref.uri} ({where}) is missing from {self.objects.url}",

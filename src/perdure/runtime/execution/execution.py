@@ -49,6 +49,7 @@ from perdure.runtime.execution.stepcall import StepCaller
 from perdure.runtime.execution.stopping import Stops
 from perdure.runtime.step.context import Context
 from perdure.store.base import Boundary
+from perdure.store.objects.base import ObjectStoreError
 
 
 class Execution:
@@ -148,6 +149,15 @@ class Execution:
         except StaleStateError:
             self.committer.discard()
             return self.stops.after_stale()
+        except ObjectStoreError as exc:
+            # The artifact store failed, the database did not: wait and try again, a bounded
+            # number of times, then hand the run to a person (never a silent retry loop).
+            try:
+                self.committer.flush()
+                return self.stops.object_store_failed(exc, self.step_attempts, self.seq)
+            except StoreError:
+                self.committer.discard()
+                return Stopped(StopReason.STORE_ERROR, run.run_id)
         except StoreError:
             # The database failed under us: keep nothing in memory, let the lease expire and let
             # whichever worker claims the run next continue from its last durable boundary.

@@ -36,6 +36,10 @@ SUGGESTIONS = {
         "keep large values out of the state (ctx.put_artifact, or a lazy field) or raise the "
         "limits (Runtime(limits=Limits(...))), deploy, then `perdure resume RUN --app MODULE`"
     ),
+    "object_store_unavailable": (
+        "make the artifact store reachable and writable again (its directory or bucket, "
+        "endpoint, credentials), then `perdure resume RUN --app MODULE`"
+    ),
     "artifact_missing": (
         "restore the object into the artifact store (its digest is in the evidence), then "
         "`perdure resume RUN --app MODULE`; or `perdure fork RUN --at STEP` from before it"

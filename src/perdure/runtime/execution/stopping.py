@@ -5,6 +5,7 @@ execution's fence, or lets go when the run is no longer its own."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from perdure.core import transitions
@@ -22,6 +23,10 @@ from perdure.runtime.execution.leases import Heartbeat
 from perdure.runtime.execution.services import SUGGESTIONS, Stopped
 from perdure.runtime.execution.spawner import request_cancel_children
 from perdure.store.base import Store
+from perdure.store.objects.base import ObjectStoreError
+
+OBJECT_STORE_ATTEMPTS = 5
+"""How many times in a row a step may meet a failing artifact store before a person looks."""
 
 
 class Stops:
@@ -116,6 +121,25 @@ class Stops:
             self.claim.adopt(current)
             return self.finish_cancel()
         return Stopped(StopReason.LOST, current.run_id)
+
+    def object_store_failed(
+        self, exc: ObjectStoreError, step_attempts: int, completed: int
+    ) -> Stopped:
+        """The artifact store failed while the database works: sleep durably and run the step
+        again (after 2, 4, 8, 16 seconds), and after :data:`OBJECT_STORE_ATTEMPTS` failures in a
+        row hand the run to a person with the error as evidence."""
+        attempts = step_attempts + 1
+        error: dict[str, JSON] = {
+            "kind": exc.code,
+            "message": exc.message,
+            "attempts": attempts,
+            "step": self.run.next_step,
+        }
+        if attempts >= OBJECT_STORE_ATTEMPTS:
+            esc = Escalate("needs_attention", exc.code, error, exc.message)
+            return self.needs_attention(esc, self.run.next_step or "", completed)
+        at = self.clock.now() + timedelta(seconds=2**attempts)
+        return self.defer(RetryLater(at, error, attempts), step_attempts)
 
     def in_doubt(self) -> bool:
         """True when the run has effects whose call may have happened with no recorded

@@ -10,6 +10,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from perdure.core.errors import PerdureError, StoreError
+
+
+class ObjectStoreError(StoreError):
+    """The object store could not be reached or written (a network, disk or credentials
+    problem): the database still works, so a run that meets it waits and tries again, and
+    after a few tries goes to a person (never a silent retry loop)."""
+
+    code = "object_store_unavailable"
+    fix = "check the artifact store (its directory or bucket, endpoint and credentials)"
+
+
+class ObjectUnreadableError(PerdureError):
+    """An object is there but cannot be read as one (a directory where a file was, a file the
+    process may not read): what was stored is damaged, not unreachable."""
+
+    code = "object_unreadable"
+    fix = "restore the object (its key names its digest) as a readable file"
+
 
 @dataclass(frozen=True, slots=True)
 class StoredObject:

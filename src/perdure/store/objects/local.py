@@ -3,6 +3,7 @@ renamed into place, so a crash never leaves half an object under a real key."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -10,8 +11,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from perdure.core.errors import ConfigError, InvalidInputError, StoreError
-from perdure.store.objects.base import StoredObject
+from perdure.core.errors import ConfigError, InvalidInputError
+from perdure.store.objects.base import ObjectStoreError, ObjectUnreadableError, StoredObject
 
 _TMP = ".tmp-"
 
@@ -46,8 +47,9 @@ class LocalObjects:
             os.replace(tmp, path)
             _fsync_dir(path.parent)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise StoreError(
+            with contextlib.suppress(OSError):  # the folder may be what failed
+                tmp.unlink(missing_ok=True)
+            raise ObjectStoreError(
                 f"cannot write artifact {key} under {self.root}: {exc.strerror or exc}",
                 fix="check that the artifact directory is writable and has space",
             ) from exc
@@ -58,15 +60,19 @@ class LocalObjects:
             return self._path(key).read_bytes()
         except FileNotFoundError:
             return None
+        except (IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+            raise ObjectUnreadableError(
+                f"artifact {key} under {self.root} cannot be read: {exc.strerror or exc}"
+            ) from exc
         except OSError as exc:
-            raise StoreError(f"cannot read artifact {key}: {exc.strerror or exc}") from exc
+            raise ObjectStoreError(f"cannot read artifact {key}: {exc.strerror or exc}") from exc
 
     def delete(self, key: str) -> None:
         """See :meth:`ObjectStore.delete`."""
         try:
             self._path(key).unlink(missing_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot delete artifact {key}: {exc.strerror or exc}") from exc
+            raise ObjectStoreError(f"cannot delete artifact {key}: {exc.strerror or exc}") from exc
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         """See :meth:`ObjectStore.list` (temporary files of unfinished writes are skipped)."""

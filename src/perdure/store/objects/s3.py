@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from perdure.core.errors import ConfigError, StoreError
-from perdure.store.objects.base import StoredObject
+from perdure.core.errors import ConfigError
+from perdure.store.objects.base import ObjectStoreError, StoredObject
 
 
 class S3Objects:
@@ -41,8 +41,8 @@ class S3Objects:
         self._errors: tuple[type[Exception], ...] = (BotoCoreError, ClientError)
         self._client_error = ClientError
 
-    def _fail(self, what: str, key: str, exc: Exception) -> StoreError:
-        return StoreError(
+    def _fail(self, what: str, key: str, exc: Exception) -> ObjectStoreError:
+        return ObjectStoreError(
             f"artifact store {self.url}: cannot {what} {key}: {exc}",
             fix="check the bucket, the endpoint and the credentials",
         )
