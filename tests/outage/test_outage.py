@@ -6,6 +6,7 @@ user), so restarting it disturbs no other test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,16 +14,19 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from perdure.demos.light import SmartLight
 from tests.conftest import ROOT, Gates, cli_env, entries, perdure_cmd, run_cli
 
 BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
 APP = "tests.apps.counting"
+OUTAGE_APP = "tests.apps.outage_app"
 ALL = [f"s{i}" for i in range(1, 11)]
 
 
@@ -54,6 +58,31 @@ def cluster() -> Iterator[tuple[str, Path, int]]:
     finally:
         _as_postgres(str(BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _connections_ended(url: str) -> Iterator[None]:
+    """While open, end every other connection to the database every few milliseconds."""
+    import psycopg
+
+    stop = threading.Event()
+
+    def end_them() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            while not stop.is_set():
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                )
+                stop.wait(0.005)
+
+    ender = threading.Thread(target=end_them, daemon=True)
+    ender.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ender.join(timeout=30)
 
 
 def test_a_database_restart_mid_run_loses_nothing_and_repeats_nothing(
@@ -103,3 +132,53 @@ def test_a_database_restart_mid_run_loses_nothing_and_repeats_nothing(
     for counted in per_run:
         assert set(counted) == set(ALL)
         assert max(counted.values()) <= 2, "a step runs again only if its commit was lost"
+
+
+def test_an_effect_whose_outcome_meets_a_database_outage_records_it_once_the_database_is_back(
+    cluster: tuple[str, Path, int], tmp_path: Path
+) -> None:
+    """The call is made while the database is up; its outcome is written while every
+    connection to it is being ended (what a restart or a failover does to them):
+    the write rides out the outage (as a boundary does) instead of stopping the execution,
+    so the run finishes with the effect confirmed, the light called once, nobody asked."""
+    url, _, _ = cluster
+    light = tmp_path / "light.db"
+    started = run_cli(
+        url, "start", "charging", "--app", OUTAGE_APP, "--input", json.dumps({"light": str(light)})
+    )
+    run_id = started.stdout.split()[1]
+    gates = Gates(tmp_path / "gates", "charge")
+    worker = subprocess.Popen(
+        perdure_cmd(url, "worker", "--app", OUTAGE_APP, "--poll", "0.05"),
+        env=cli_env(**gates.env("charge")),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (gates.folder / "charge.reached").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # observing the worker, bounded: the call is in flight
+        with _connections_ended(url):  # every connection of the worker dies, again and again
+            gates.open("charge")  # the call reaches the light; its outcome meets the outage
+            deadline = time.monotonic() + 60
+            while SmartLight(light).status()["commands"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.0)  # the outage lasts a while after the call (no clock is awaited)
+        deadline = time.monotonic() + 90
+        shown: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            out = run_cli(url, "show", run_id, "--json")
+            shown = json.loads(out.stdout) if out.returncode == 0 else {}
+            if shown.get("status") in ("SUCCEEDED", "NEEDS_ATTENTION", "FAILED"):
+                break
+            time.sleep(0.2)
+    finally:
+        gates.open_all()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert shown.get("status") == "SUCCEEDED", shown
+    (effect,) = shown["effects"]  # type: ignore[misc]
+    assert effect["status"] == "confirmed" and effect["attempts"] == 1
+    assert SmartLight(light).status()["commands"] == 1

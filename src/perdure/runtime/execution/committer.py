@@ -16,10 +16,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import cast
 
-from perdure.core.errors import PerdureError, StoreUnavailableError
+from perdure.core.errors import PerdureError
 from perdure.core.model import Durability
 from perdure.runtime.execution.claim import Claim
 from perdure.runtime.execution.group_commit import GroupCommitter
+from perdure.runtime.execution.outages import RETRY_FOR, ride_out
 from perdure.store.base import Boundary, Store
 
 _STOP = object()
@@ -35,7 +36,7 @@ class Committer:
         store: Store,
         claim: Claim,
         now: Callable[[], datetime],
-        retry_for: float = 60.0,
+        retry_for: float = RETRY_FOR,
         on_commit: Callable[[int, float], None] | None = None,
         group: GroupCommitter | None = None,
     ) -> None:
@@ -86,30 +87,20 @@ class Committer:
         self._error = None
 
     def _commit(self, batch: list[Boundary]) -> None:
-        """Commit, riding out a database outage: retry the same commit (same fence, same
-        expected version) with backoff for up to ``retry_for`` seconds. A retry first checks
-        whether the lost attempt landed, so a boundary is never committed twice."""
-        deadline = time.monotonic() + self.retry_for
-        delay = 0.05
-        while True:
-            try:
-                c = self.claim
-                started = time.perf_counter()
-                version = self._write(c.tenant_id, c.run_id, c.fence, c.version, batch, self._now())
-                c.committed(version, len(batch))
-                if self.on_commit is not None:
-                    self.on_commit(len(batch), time.perf_counter() - started)
-                return
-            except StoreUnavailableError:
-                if time.monotonic() + delay > deadline:
-                    raise
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
-            try:
-                if self._landed(len(batch)):
-                    return
-            except StoreUnavailableError:
-                continue
+        """Commit, riding out a database outage (:func:`ride_out`): the same commit (same
+        fence, same expected version) is retried for up to ``retry_for`` seconds, and a retry
+        first checks whether the lost attempt landed, so a boundary is never committed twice."""
+
+        def write() -> bool:
+            c = self.claim
+            started = time.perf_counter()
+            version = self._write(c.tenant_id, c.run_id, c.fence, c.version, batch, self._now())
+            c.committed(version, len(batch))
+            if self.on_commit is not None:
+                self.on_commit(len(batch), time.perf_counter() - started)
+            return True
+
+        ride_out(write, lambda: self._landed(len(batch)) or None, self.retry_for)
 
     def _landed(self, steps: int) -> bool:
         """True when a commit whose answer was lost did land (our fence, one version more,

@@ -15,6 +15,7 @@ from perdure.core.effect_calls import Reconcile
 from perdure.core.effects import (
     EFFECT_ALLOWED,
     EffectMove,
+    EffectPlan,
     EffectRecord,
     EffectRejectedError,
     EffectStatus,
@@ -31,6 +32,8 @@ from perdure.core.signals import Escalate, RetryLater
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.execution.claim import Claim
 from perdure.runtime.execution.group_commit import Group
+from perdure.runtime.execution.outages import ride_out
+from perdure.store.base import Store
 
 T = TypeVar("T")
 
@@ -42,12 +45,14 @@ class EffectOutcomes:
 
     def __init__(
         self,
+        store: Store,
         clock: Clock,
         claim: Claim,
         loop: EventLoop,
         moves: Group[EffectMove, EffectRecord],
         rng: random.Random | None = None,
     ) -> None:
+        self.store = store
         self.clock = clock
         self.claim = claim
         self.loop = loop
@@ -211,7 +216,22 @@ class EffectOutcomes:
             error,
             deadline,
         )
-        return self.moves.submit(move, self.clock.now())  # maybe with other runs' moves
+        # maybe with other runs' moves; through an outage, as a boundary does
+        return ride_out(
+            lambda: self.moves.submit(move, self.clock.now()), lambda: self.landed(move)
+        )
+
+    def landed(self, write: EffectMove | EffectPlan) -> EffectRecord | None:
+        """After a write whose answer was lost: the record it left, when it landed under our
+        fence (an intent that is there; a move whose new status is there), else None."""
+        run = self.store.get_run(write.tenant_id, write.run_id)
+        if run.fence != write.fence:
+            return None  # the run is another worker's now: the next try is refused
+        key = write.key if isinstance(write, EffectMove) else write.effect.key
+        found = self.store.get_effect(write.tenant_id, key)
+        if found is None or (isinstance(write, EffectMove) and found.status is not write.status):
+            return None
+        return found
 
     def in_flight(self, record: EffectRecord) -> datetime | None:
         """The deadline of an earlier execution's attempt that has not passed yet (an

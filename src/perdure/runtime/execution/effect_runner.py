@@ -37,6 +37,7 @@ from perdure.runtime.execution.claim import Claim
 from perdure.runtime.execution.committer import Committer
 from perdure.runtime.execution.effect_outcomes import EffectOutcomes, S
 from perdure.runtime.execution.group_commit import Group
+from perdure.runtime.execution.outages import ride_out
 from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 
@@ -60,7 +61,7 @@ class EffectRunner:
         self.store = store
         self.plans = plans
         """Where intents are recorded, with other executions' when they coincide."""
-        self.outcomes = EffectOutcomes(clock, claim, loop, moves)
+        self.outcomes = EffectOutcomes(store, clock, claim, loop, moves)
         """What each call's outcome does to its record."""
         self.clock = clock
         self.loop = loop
@@ -181,7 +182,10 @@ class EffectRunner:
         if record is None:
             run = self.claim.run
             plan = EffectPlan(run.tenant_id, run.run_id, run.fence, new)
-            record = self.plans.submit(plan, self.clock.now())  # maybe with other runs' intents
+            record = ride_out(  # maybe with other runs' intents; through an outage
+                lambda: self.plans.submit(plan, self.clock.now()),
+                lambda: self.outcomes.landed(plan),
+            )
         crashpoint("after_intent", new.name)
         until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
         record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)

@@ -1,0 +1,44 @@
+"""Riding out a database outage: a write whose database cannot be reached is tried again, the
+same write under the same fence, with backoff, for a bounded time; before each new try, a read
+tells whether the lost attempt landed after all, so nothing is written twice. Boundaries
+(:mod:`~perdure.runtime.execution.committer`) and effect writes
+(:mod:`~perdure.runtime.execution.effect_outcomes`) both go through here.
+
+The backoff is real time (it waits for a real server), not the runtime's clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from perdure.core.errors import StoreUnavailableError
+
+T = TypeVar("T")
+
+RETRY_FOR = 60.0
+"""How long a write keeps trying while the database cannot be reached (seconds)."""
+
+
+def ride_out(
+    write: Callable[[], T], landed: Callable[[], T | None], retry_for: float = RETRY_FOR
+) -> T:
+    """``write()``'s answer. While it raises :class:`StoreUnavailableError`, wait (50 ms,
+    doubling up to 2 s) and try again for up to ``retry_for`` seconds, then raise it. Before
+    each new try, ``landed()`` returns the answer of a lost attempt that did land, or None."""
+    deadline = time.monotonic() + retry_for
+    delay = 0.05
+    while True:
+        try:
+            return write()
+        except StoreUnavailableError:
+            if time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
+        try:
+            found = landed()
+        except StoreUnavailableError:
+            continue
+        if found is not None:
+            return found
