@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from perdure.core.errors import InvalidInputError, StoreError
+from perdure.core.errors import InvalidInputError, StoreError, StoreUnavailableError
 from perdure.store.rows import Params, Row
 from perdure.store.watch import Watch
 
@@ -39,6 +39,14 @@ def not_text(exc: UnicodeEncodeError) -> InvalidInputError:
         f"a value given to the store is not valid UTF-8 text (it holds {bad!r})",
         fix="pass ids and text as UTF-8",
     )
+
+
+class LockTimeoutError(StoreUnavailableError):
+    """A lock was not granted within its timeout (PostgreSQL ``lock_not_available``): the
+    operation changed nothing and may be tried again."""
+
+    code = "lock_timeout"
+    fix = "try again"
 
 
 class NumberingConflictError(StoreError):
@@ -132,6 +140,14 @@ class Driver(Protocol):
 
     def read(self) -> AbstractContextManager[Tx]:
         """A connection for reads outside any write transaction."""
+        ...
+
+    def feed(self) -> AbstractContextManager[Tx]:
+        """A read of the event feed that never skips an event: every event numbered up to the
+        newest one it sees is committed (none with a lower number can appear later). SQLite's
+        writers take turns, so a plain read is that; PostgreSQL numbers events before commit,
+        so the read first waits for the transactions writing events to end (briefly: it gives
+        up with :class:`LockTimeoutError` rather than hold writers back)."""
         ...
 
     def statement(self) -> AbstractContextManager[Tx]:

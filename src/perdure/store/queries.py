@@ -31,6 +31,9 @@ DIALECT_ONLY: dict[str, frozenset[str]] = {
         {
             # the settings of every session (synchronous commit, UTC)
             "configure_session",
+            # the event feed waits for in-flight event writers (SQLite's writers take turns)
+            "feed_lock_timeout",
+            "feed_barrier",
             # an advisory lock for numbering a thread's messages (SQLite's write lock does it)
             "lock_thread",
             # one migrator at a time (SQLite's write lock admits one)

@@ -13,9 +13,10 @@ from perdure.core.errors import InvalidInputError, KeyNotFoundError, StoreError
 from perdure.core.keys import ApiKey
 from perdure.core.model import Event, RunStatus
 from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
+from perdure.store.driver import LockTimeoutError
 from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import fetch, need
-from perdure.store.rows import Row, When, event_from_row
+from perdure.store.rows import Params, Row, When, event_from_row
 
 
 def _key(row: Row, when: When) -> ApiKey:
@@ -32,6 +33,10 @@ def _key(row: Row, when: When) -> ApiKey:
         created_at=created,
         revoked_at=when(row["revoked_at"]),
     )
+
+
+FEED_TRIES = 5
+"""How often :meth:`Access.last_event_seq` tries before it lets a lock timeout through."""
 
 
 class Access(EngineBase):
@@ -94,17 +99,32 @@ class Access(EngineBase):
             "workflow": workflow,
             "limit": limit,
         }
-        found = fetch(self.driver, "tenant_events", params)
+        found = self._feed("tenant_events", params)
         return [event_from_row(r, self.driver.when) for r in found]
 
     def events_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
         """See :meth:`AccessStore.events_since`."""
-        found = fetch(self.driver, "events_since", {"after": after, "limit": limit})
+        found = self._feed("events_since", {"after": after, "limit": limit})
         return [(r["seq"], r["tenant_id"], r["run_id"]) for r in found]
 
     def last_event_seq(self) -> int:
-        """See :meth:`AccessStore.last_event_seq`."""
-        return int(fetch(self.driver, "last_event_seq", {})[0]["seq"])
+        """See :meth:`AccessStore.last_event_seq`: the newest event number below which no
+        event can still appear."""
+        for _ in range(FEED_TRIES - 1):
+            found = self._feed("last_event_seq", {})
+            if found:
+                return int(found[0]["seq"])
+        with self.driver.feed() as tx:  # the last try raises when writers keep it waiting
+            return int(tx.all("last_event_seq", {})[0]["seq"])
+
+    def _feed(self, query: str, params: Params) -> list[Row]:
+        """A read of the event feed (see :meth:`Driver.feed`); no rows when writers kept it
+        waiting too long: their events come with the next read."""
+        try:
+            with self.driver.feed() as tx:
+                return tx.all(query, params)
+        except LockTimeoutError:
+            return []
 
     def run_counts(self, tenant_id: str | None = None) -> list[RunCount]:
         """See :meth:`AccessStore.run_counts`."""

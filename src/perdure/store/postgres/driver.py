@@ -39,7 +39,7 @@ from perdure.core.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from perdure.store.driver import NumberingConflictError, not_text
+from perdure.store.driver import LockTimeoutError, NumberingConflictError, not_text
 from perdure.store.postgres.listen import Hub, PostgresWatch
 from perdure.store.postgres.tx import OPEN, Conn, PostgresTx, Q
 
@@ -47,6 +47,10 @@ RUN_CLOSED_SQLSTATE = "RT001"
 """Raised by the ``runs_terminal_is_final`` trigger when something updates a finished run."""
 MESSAGE_NUMBER = "messages_tenant_id_thread_id_seq_key"
 """The unique key of a thread's message numbers (a collision: :class:`NumberingConflictError`)."""
+
+FEED_WAIT = "200ms"
+"""The longest a read of the event feed waits for the transactions writing events (and so
+the longest a writer may wait behind it); it gives up with :class:`LockTimeoutError`."""
 
 REACH = (
     "check that PostgreSQL is running and reachable, and that the URL's host, port, database, "
@@ -132,6 +136,17 @@ class PostgresDriver:
             raise translate_error(exc, self.where) from exc
         except UnicodeEncodeError as exc:
             raise not_text(exc) from exc
+
+    @contextmanager
+    def feed(self) -> Iterator[PostgresTx]:
+        """See :meth:`Driver.feed`: a transaction that takes a ``SHARE`` lock on the events
+        table, granted once every transaction inserting events has ended (inserts hold ``ROW
+        EXCLUSIVE``); new writers wait behind it for the length of the read, and at most
+        :data:`FEED_WAIT` for it."""
+        with self.write() as tx:
+            tx.run("feed_lock_timeout", {"timeout": FEED_WAIT})
+            tx.run("feed_barrier")
+            yield tx
 
     def statement(self) -> AbstractContextManager[PostgresTx]:
         """See :meth:`Driver.statement`: pooled connections are in autocommit mode."""
@@ -300,6 +315,8 @@ def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
         return NumberingConflictError(f"a thread's messages were numbered twice: {detail}")
     if state[:2] == "23":  # integrity_constraint_violation
         return StoreError(f"a constraint refused the write: {constraint or detail}")
+    if state == "55P03":  # lock_not_available: a lock_timeout ran out
+        return LockTimeoutError(f"PostgreSQL gave up waiting for a lock at {where}: {detail}")
     if state in {"40001", "40P01"}:  # serialization_failure, deadlock_detected
         return StoreUnavailableError(
             f"PostgreSQL aborted a conflicting transaction: {detail}", fix="retry"

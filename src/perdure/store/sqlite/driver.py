@@ -150,6 +150,11 @@ class SqliteDriver:
         with self._translated():
             yield SqliteTx(self._conn())
 
+    def feed(self) -> AbstractContextManager[SqliteTx]:
+        """See :meth:`Driver.feed`: a plain read (writers take turns for SQLite's write lock,
+        so the events it sees were numbered in commit order)."""
+        return self.read()
+
     def statement(self) -> AbstractContextManager[SqliteTx]:
         """See :meth:`Driver.statement`: the thread's connection is in autocommit mode."""
         return self.read()

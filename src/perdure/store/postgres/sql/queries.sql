@@ -1630,3 +1630,9 @@ DELETE FROM perdure.state_tails WHERE run_id = ANY (%(run_ids)s::text[]);
 -- name: export_state_tails
 SELECT * FROM perdure.state_tails WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 ORDER BY field, step_seq;
+
+-- name: feed_lock_timeout
+SELECT set_config('lock_timeout', %(timeout)s, true);
+
+-- name: feed_barrier
+LOCK TABLE perdure.events IN SHARE MODE;
