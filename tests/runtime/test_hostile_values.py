@@ -56,40 +56,23 @@ def unchanged(rt: Runtime, run_id: str) -> tuple[object, ...]:
     return (run.status, run.state_version, len(rt.events(run_id, limit=1000)), len(rt.runs()))
 
 
-@pytest.mark.parametrize("verb", list(TEXT_VERBS))
+VERBS: dict[str, tuple[Verb, st.SearchStrategy[str]]] = {
+    **{name: (verb, HOSTILE_TEXT) for name, verb in TEXT_VERBS.items()},
+    **{name: (verb, st.one_of(NUL, NOT_UTF8)) for name, verb in MESSAGE_VERBS.items()},
+    **{name: (verb, HOSTILE_ID) for name, verb in ID_VERBS.items()},
+}
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
 @CHECKS
-@given(hostile=HOSTILE_TEXT)
-def test_hostile_text_is_refused_before_anything_is_written(
-    runtime: Runtime, verb: str, hostile: str
+@given(data=st.data())
+def test_hostile_values_are_refused_before_anything_is_written(
+    runtime: Runtime, verb: str, data: st.DataObject
 ) -> None:
+    call, values = VERBS[verb]
+    hostile = data.draw(values, label="hostile")
     run = runtime.start(counting, idempotency_key="the-run")
     before = unchanged(runtime, run.run_id)
     with pytest.raises(InvalidInputError):
-        TEXT_VERBS[verb](runtime, run.run_id, hostile)
-    assert unchanged(runtime, run.run_id) == before
-
-
-@pytest.mark.parametrize("verb", list(MESSAGE_VERBS))
-@CHECKS
-@given(hostile=st.one_of(NUL, NOT_UTF8))
-def test_hostile_messages_are_refused_before_anything_is_written(
-    runtime: Runtime, verb: str, hostile: str
-) -> None:
-    run = runtime.start(counting, idempotency_key="the-run")
-    before = unchanged(runtime, run.run_id)
-    with pytest.raises(InvalidInputError):
-        MESSAGE_VERBS[verb](runtime, run.run_id, hostile)
-    assert unchanged(runtime, run.run_id) == before
-
-
-@pytest.mark.parametrize("verb", list(ID_VERBS))
-@CHECKS
-@given(hostile=HOSTILE_ID)
-def test_hostile_ids_are_refused_before_anything_is_written(
-    runtime: Runtime, verb: str, hostile: str
-) -> None:
-    run = runtime.start(counting, idempotency_key="the-run")
-    before = unchanged(runtime, run.run_id)
-    with pytest.raises(InvalidInputError):
-        ID_VERBS[verb](runtime, run.run_id, hostile)
+        call(runtime, run.run_id, hostile)
     assert unchanged(runtime, run.run_id) == before
