@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import orjson
 import pytest
@@ -13,8 +14,20 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
-from perdure import FakeClock, Runtime
+from perdure import (
+    Context,
+    FakeClock,
+    Message,
+    Runtime,
+    Workflow,
+    done,
+    step,
+    wait_for_children,
+)
+from perdure.core.workflow import Outcome
+from perdure.providers.scripted import Scripted, ScriptedModel
 from perdure.runtime.logs import JsonFormatter
 from tests.apps import server_app
 
@@ -97,3 +110,89 @@ def test_json_logs_carry_the_run_id_step_attempt_and_fence(db_url: str, clock: F
     step = [x for x in lines if x.get("step") == "only" and x.get("outcome") == "done"]
     assert step and step[0]["run_id"] == run.run_id and step[0]["attempt"] == 1
     assert step[0]["fence"] == 1 and step[0]["tenant"] == "t1" and step[0]["level"] == "info"
+
+
+@dataclass
+class Empty:
+    pass
+
+
+@step
+def explode(ctx: Context, s: Empty) -> Outcome:
+    raise ValueError("the input makes no sense")
+
+
+MODEL = ScriptedModel("scripted-1", [Scripted("hello there")])
+
+
+@step
+def chat(ctx: Context, s: Empty) -> Outcome:
+    ctx.model_call(MODEL, [Message("user", "hi")])
+    return done()
+
+
+@step(next=["joined"])
+def fan(ctx: Context, s: Empty) -> Outcome:
+    ctx.spawn(chatting, key="one")
+    return wait_for_children(on_done="joined")
+
+
+@step
+def joined(ctx: Context, s: Empty) -> Outcome:
+    return done()
+
+
+exploding = Workflow("exploding", state=Empty, steps=[explode])
+chatting = Workflow("chatting", state=Empty, steps=[chat])
+fanning = Workflow("fanning", state=Empty, steps=[fan, joined])
+
+
+def test_a_step_that_raises_ends_its_span_in_error_with_the_exception(
+    db_url: str, clock: FakeClock, spans: InMemorySpanExporter
+) -> None:
+    with Runtime(db_url, clock=clock, workflows=[exploding]) as rt:
+        rt.start(exploding)
+        rt.run_until_idle()
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "perdure.step"]
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes is not None and span.attributes["perdure.outcome"] == "escalated"
+    (event,) = span.events
+    assert event.name == "exception" and event.attributes is not None
+    assert event.attributes["exception.type"] == "ValueError"
+    assert event.attributes["perdure.reason"] == "step_raised"
+
+
+def test_a_model_call_span_carries_the_genai_attributes(
+    db_url: str, clock: FakeClock, spans: InMemorySpanExporter
+) -> None:
+    with Runtime(db_url, clock=clock, workflows=[chatting]) as rt:
+        rt.start(chatting)
+        rt.run_until_idle()
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "perdure.effect"]
+    found = dict(span.attributes or {})
+    assert found["gen_ai.operation.name"] == "chat"
+    assert found["gen_ai.request.model"] == "scripted-1"
+    assert found["gen_ai.usage.input_tokens"] > 0 and found["gen_ai.usage.output_tokens"] > 0
+    assert span.status.status_code is not StatusCode.ERROR
+
+
+def test_a_child_run_continues_its_parents_trace(
+    db_url: str, clock: FakeClock, spans: InMemorySpanExporter
+) -> None:
+    with Runtime(db_url, clock=clock, workflows=[fanning, chatting]) as rt:
+        parent = rt.start(fanning)
+        rt.run_until_idle()
+        (child,) = rt.children(parent.run_id)
+    finished = [s for s in spans.get_finished_spans() if s.attributes is not None]
+    (fan_step,) = [
+        s
+        for s in finished
+        if s.name == "perdure.step" and s.attributes.get("perdure.step") == "fan"
+    ]
+    (child_run,) = [
+        s
+        for s in finished
+        if s.name == "perdure.run" and s.attributes.get("perdure.run_id") == child.run_id
+    ]
+    assert child_run.context.trace_id == fan_step.context.trace_id
+    assert child_run.parent is not None and child_run.parent.span_id == fan_step.context.span_id

@@ -18,6 +18,9 @@ from perdure.core.errors import DefinitionError, InvalidInputError
 from perdure.core.model import Message, ToolCall
 from perdure.core.values import JSON
 
+MODEL_TARGET = "model"
+"""The effect target of every model call (its operation is the model id)."""
+
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:

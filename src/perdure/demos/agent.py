@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perdure.core.chat import ModelRequest, Pricing
+from perdure.core.chat import MODEL_TARGET, ModelRequest, Pricing
 from perdure.core.effects import EffectRecord
 from perdure.core.model import ToolCall
 from perdure.core.tools import ToolRegistry
@@ -24,7 +24,7 @@ from perdure.core.workflow import Done, Next, Workflow, done, goto, step
 from perdure.providers.scripted import Scripted, ScriptedModel
 from perdure.runtime.crashpoints import EXIT_CODE
 from perdure.runtime.step.context import Context
-from perdure.runtime.step.model_calls import MODEL_TARGET, ModelReply
+from perdure.runtime.step.model_calls import ModelReply
 from perdure.runtime.step.tools import run_tools
 
 QUESTION = "What is durable execution? Email a short summary to ana@example.com."

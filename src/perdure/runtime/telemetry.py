@@ -9,7 +9,14 @@ and it tells each registered :class:`Observer` (the Prometheus metrics do this) 
 took and how it ended, each retry, commit, claim and lost lease.
 
 A trace context given at start (or the caller's current span) is kept with the run; the
-``perdure.run`` span of whichever worker later runs it is a child of that context.
+``perdure.run`` span of whichever worker later runs it is a child of that context. A child run
+(``ctx.spawn``) keeps the trace of the step that started it.
+
+A step or an effect that fails sets its span's status to ERROR with an exception event: an
+exception the step raised, an escalation (the run goes to a person or fails: the event names
+the reason), a failure the workflow returned, a retry. A model call's effect span carries the
+OpenTelemetry GenAI attributes (``gen_ai.operation.name``, ``gen_ai.request.model``,
+``gen_ai.usage.input_tokens`` and ``output_tokens``, ``gen_ai.response.finish_reasons``).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from perdure.core.chat import MODEL_TARGET
 from perdure.core.model import Run
 from perdure.core.signals import Cancelled, Escalate, RetryLater
 
@@ -107,11 +115,54 @@ def current_trace() -> dict[str, str] | None:
     return carrier or None
 
 
+FAILED_OUTCOMES = frozenset({"fail", "retry", "escalated", "error"})
+"""Step outcomes that set the step span's status to ERROR."""
+
+
 @dataclass
 class StepReport:
-    """Filled in by the execution while a step runs: how it ended."""
+    """Filled in by the execution while a step runs: how it ended, and the failure it ended
+    with (a workflow's ``fail``) when no exception says it."""
 
     outcome: str = "error"
+    failure: str | None = None
+
+
+@dataclass
+class EffectReport:
+    """Filled in by the effect runner while a call runs: what it returned."""
+
+    result: Any = None
+
+
+def _failed(span: Any, exc: BaseException | None, description: str) -> None:
+    """Mark ``span`` failed: status ERROR, and an exception event for ``exc`` (the cause an
+    escalation carries, when it has one; control-flow signals are not ``Exception``s, so the
+    SDK would not record them by itself)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    if exc is not None:
+        cause = exc.__cause__ or exc.__context__ if isinstance(exc, Escalate | RetryLater) else exc
+        cause = cause if isinstance(cause, Exception) else exc
+        attributes = {"perdure.reason": exc.reason} if isinstance(exc, Escalate) else None
+        span.record_exception(cause, attributes=attributes)
+    span.set_status(Status(StatusCode.ERROR, description))
+
+
+def genai_attributes(operation: str, result: Any) -> dict[str, Any]:
+    """The GenAI semantic-convention attributes of a model call's effect span: the model, and
+    from its recorded reply (when there is one) the token usage and why the model stopped."""
+    found: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": operation}
+    reply = result if isinstance(result, dict) else {}
+    usage = reply.get("usage")
+    if isinstance(usage, dict):
+        for ours, theirs in (("input", "input_tokens"), ("output", "output_tokens")):
+            value = usage.get(ours, usage.get(theirs))
+            if isinstance(value, int):
+                found[f"gen_ai.usage.{theirs}"] = value
+    if isinstance(reply.get("finish_reason"), str):
+        found["gen_ai.response.finish_reasons"] = (reply["finish_reason"],)
+    return found
 
 
 @dataclass
@@ -163,22 +214,29 @@ class Telemetry:
                 .start_as_current_span("perdure.step", attributes=attributes)
             )
         started = time.perf_counter()
+        failure: BaseException | None = None
         with span_of as span:
             try:
                 yield report
-            except RetryLater:
-                report.outcome = "retry"
+            except RetryLater as exc:
+                report.outcome, failure = "retry", exc
                 raise
-            except Escalate:
-                report.outcome = "escalated"
+            except Escalate as exc:
+                report.outcome, failure = "escalated", exc
                 raise
             except Cancelled:
                 report.outcome = "cancelled"
+                raise
+            except Exception as exc:
+                failure = exc
                 raise
             finally:
                 seconds = time.perf_counter() - started
                 if span is not None:
                     span.set_attribute("perdure.outcome", report.outcome)
+                    if report.outcome in FAILED_OUTCOMES:
+                        why = report.failure or (str(failure) if failure else report.outcome)
+                        _failed(span, failure, f"step {step}: {why}"[:500])
                 log.info(
                     "step %s %s in %.3fs",
                     step,
@@ -190,20 +248,34 @@ class Telemetry:
                     o.step_finished(run, step, report.outcome, seconds)
 
     @contextmanager
-    def effect(self, run: Run, step: str, key: str, name: str) -> Iterator[None]:
-        """Around one call of an effect: a ``perdure.effect`` span."""
+    def effect(
+        self, run: Run, step: str, key: str, name: str, target: str = "", operation: str = ""
+    ) -> Iterator[EffectReport]:
+        """Around one call of an effect: a ``perdure.effect`` span (ERROR with the exception
+        when the call raises); a model call's carries the GenAI attributes."""
+        report = EffectReport()
         otel = _otel()
         if otel is None or not tracing():
-            yield
+            yield report
             return
         attributes = {f"perdure.{k}": v for k, v in fields_of(run, step).items()}
         attributes.update({"perdure.effect.key": key, "perdure.effect.name": name})
+        if target:
+            attributes.update(
+                {"perdure.effect.target": target, "perdure.effect.operation": operation}
+            )
         with (
             otel[0]
             .get_tracer("perdure")
-            .start_as_current_span("perdure.effect", attributes=attributes)
+            .start_as_current_span("perdure.effect", attributes=attributes) as span
         ):
-            yield
+            try:
+                yield report
+            except BaseException as exc:
+                _failed(span, exc, f"effect {name}: {exc}"[:500])
+                raise
+            if target == MODEL_TARGET:
+                span.set_attributes(genai_attributes(operation, report.result))
 
     def retried(self, run: Run, step: str) -> None:
         """See :meth:`Observer.retried`."""

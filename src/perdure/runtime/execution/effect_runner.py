@@ -190,11 +190,15 @@ class EffectRunner:
         until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
         record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
         try:
-            with self.telemetry.effect(self.claim.run, new.step, new.key, new.name):
+            run = self.claim.run
+            with self.telemetry.effect(
+                run, new.step, new.key, new.name, new.target, new.operation
+            ) as report:
                 out = yield from self._call(execute, new, deadline)
                 out = (yield from out) if isinstance(out, Generator) else self.outcomes.awaited(out)
                 if fault("unknown", new.name):
                     raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
+                report.result = out
         except Exception as exc:
             crashpoint("after_call", new.name)
             return self.outcomes.failed(record, exc, reconcile, retry)

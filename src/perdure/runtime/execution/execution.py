@@ -232,6 +232,7 @@ class Execution:
                     self.host.check_budget()
                     boundary, state, step_name, changed = self._step(current, state, fields)
                     report.outcome = str(boundary.outcome)
+                    report.failure = boundary.error.message if boundary.error else None
             except RetryLater as wait:
                 self.telemetry.retried(run, current)
                 return self.stops.defer(wait, self.step_attempts)

@@ -35,6 +35,7 @@ from perdure.core.model import Release, Run, RunStatus
 from perdure.core.seal import Keyring, seal_state
 from perdure.core.serde import Limits
 from perdure.core.workflow import Fail, Outcome, WaitChildren, Workflow
+from perdure.runtime.telemetry import current_trace
 from perdure.store.base import NewRun, Store
 
 
@@ -88,6 +89,7 @@ class Spawner:
             budget=_budget(budget, child_budget or wf.budget, share),
             parent_run_id=parent.run_id,
             child_key=key,
+            trace=current_trace(),  # the child's spans continue the step's trace
         )
         run, _ = self.store.create_run(new, self.clock.now())
         if run.workflow != wf.name:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from perdure.core.chat import (
+    MODEL_TARGET,
     ChatModel,
     Delta,
     ModelRequest,
@@ -62,8 +63,6 @@ from perdure.runtime.step.host import StepHost
 if TYPE_CHECKING:  # imported where used: a sync-only process never loads asyncio
     import asyncio
 
-MODEL_TARGET = "model"
-"""The effect target of every model call (its operation is the model id)."""
 
 MODEL_RETRY = RetryPolicy(max_attempts=5, initial_delay=1.0, max_delay=60.0)
 """The default retry policy of a model call: five attempts, durable waits, Retry-After
