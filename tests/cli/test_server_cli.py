@@ -12,6 +12,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from perdure import Runtime
+from perdure.testing import FileClock
+from tests.apps import server_app
 from tests.conftest import ROOT, cli_env, perdure_cmd, read_until, run_cli
 
 APP = "tests.apps.server_app"
@@ -198,3 +201,65 @@ def test_a_port_in_use_is_one_line_not_a_traceback(db_url: str) -> None:
         metrics = run_cli(db_url, "worker", "--app", APP, "--metrics-port", port, "--until-idle")
         assert metrics.returncode == 1 and metrics.stderr.startswith("error[invalid_config]")
         assert "Traceback" not in served.stderr + metrics.stderr
+
+
+def test_a_fresh_worker_shows_takeovers_at_zero_so_the_first_one_fires_the_alert(
+    db_url: str, shared_clock: FileClock
+) -> None:
+    """``increase(perdure_lease_takeovers_total[10m]) > 0`` (docs/observability.md) needs the
+    counter at 0 before the first takeover; a worker without ``--metrics-store`` exports no
+    store gauge (the server or one worker does: ``sum()`` must not multiply them)."""
+    run_cli(db_url, "migrate")
+    with Runtime(db_url, workflows=[server_app.plain], owner="gone", lease_seconds=10) as gone:
+        run = gone.start("plain")
+        assert gone.claim_next() is not None  # claimed, then its owner "dies"
+    port = free_port()
+    proc = subprocess.Popen(
+        perdure_cmd(db_url, "worker", "--app", APP, "--metrics-port", str(port), "--poll", "0.05"),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        read_until(proc, "metrics on")
+        before = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        assert 'perdure_lease_takeovers_total{workflow="plain"} 0.0' in before
+        assert "perdure_runs{" not in before and "perdure_queue_depth" not in before
+        shared_clock.advance(30)  # the dead owner's lease runs out: the worker takes it over
+        read_until(proc, f"run {run.run_id} ")
+        after = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        assert 'perdure_lease_takeovers_total{workflow="plain"} 1.0' in after, "the alert fires"
+        open_metrics = httpx.get(
+            f"http://127.0.0.1:{port}/metrics",
+            headers={"Accept": "application/openmetrics-text; version=1.0.0"},
+            timeout=5,
+        )
+        assert open_metrics.headers["content-type"].startswith("application/openmetrics-text")
+        assert open_metrics.text.rstrip().endswith("# EOF")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+
+def test_one_worker_with_metrics_store_exports_the_stores_gauges_at_zero(db_url: str) -> None:
+    run_cli(db_url, "start", "plain", "--app", APP)
+    port = free_port()
+    proc = subprocess.Popen(
+        perdure_cmd(db_url, "worker", "--app", APP, "--metrics-port", str(port), "--metrics-store"),
+        env=cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        read_until(proc, "metrics on", "run ")
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        assert 'perdure_runs_quarantined{tenant="default"} 0.0' in text
+        assert 'perdure_effects_ambiguous{tenant="default"} 0.0' in text
+        assert "perdure_queue_depth 0.0" in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)

@@ -93,7 +93,7 @@ def test_a_worker_metrics_port_shows_every_tenant_the_queue_and_takeovers(
     rt = Runtime(url, clock=clock, workflows=WORKFLOWS, owner="worker-2")
     try:
         port = free_port()
-        metrics.serve(rt, port)
+        metrics.serve(rt, port, store=True)
         lost = metrics.registry_for(crashed)
         taken = crashed.start("plain", tenant="t1")
         stale = crashed.claim_next()  # claimed, then its owner "freezes"
@@ -117,3 +117,20 @@ def test_a_worker_metrics_port_shows_every_tenant_the_queue_and_takeovers(
     finally:
         rt.close()
         crashed.close()
+
+
+def test_the_server_metrics_answer_in_openmetrics_when_asked_and_count_trouble_from_zero(
+    served: Served,
+) -> None:
+    with served.client("admin") as c:
+        plain = c.get("/metrics")
+        negotiated = c.get(
+            "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"}
+        )
+    assert plain.headers["content-type"].startswith("text/plain")
+    assert negotiated.headers["content-type"].startswith("application/openmetrics-text")
+    assert negotiated.text.rstrip().endswith("# EOF")
+    m = samples(plain.text)
+    assert ("perdure_runs_quarantined", frozenset({("tenant", "t1")})) in m
+    assert ("perdure_effects_ambiguous", frozenset({("tenant", "t1")})) in m
+    assert value(m, "perdure_effects_ambiguous", tenant="t1") == 0

@@ -99,8 +99,9 @@ def listening(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_metrics(rt: Runtime, port: int, host: str) -> None:
-    """Serve the runtime's metrics on ``host:port`` (``perdure worker --metrics-port``)."""
+def serve_metrics(rt: Runtime, port: int, host: str, *, store: bool = False) -> None:
+    """Serve the runtime's metrics on ``host:port`` (``perdure worker --metrics-port``), with
+    the store's gauges when ``store`` (``--metrics-store``)."""
     try:
         from perdure.server.metrics import serve as serve_on
     except ImportError as exc:
@@ -109,7 +110,7 @@ def serve_metrics(rt: Runtime, port: int, host: str) -> None:
             fix="pip install 'perdure[server]'",
         ) from None
     try:
-        serve_on(rt, port, host)
+        serve_on(rt, port, host, store=store)
     except OSError as exc:
         raise ConfigError(
             f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}",

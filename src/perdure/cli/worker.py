@@ -27,6 +27,11 @@ from perdure.store.url import opener, safe_url
     "--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port."
 )
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option(
+    "--metrics-store",
+    is_flag=True,
+    help="Also export the store's gauges (runs, effects, queue) of every tenant: on one worker.",
+)
 @log_options
 @click.option("--gc-every", type=float, help="Run gc when idle, at most every N seconds.")
 @click.option("--gc-older-than", default="30d", show_default=True, help="Retention for --gc-every.")
@@ -60,6 +65,7 @@ def worker(
     poll_interval: float,
     metrics_port: int | None,
     metrics_host: str,
+    metrics_store: bool,
     log_format: str,
     log_level: str,
     gc_every: float | None,
@@ -87,7 +93,7 @@ def worker(
             settings.db, workflows=workflows, lease_seconds=lease_seconds, group_commit=grouping
         )
         if metrics_port is not None:
-            serve_metrics(rt, metrics_port, metrics_host)
+            serve_metrics(rt, metrics_port, metrics_host, store=metrics_store)
         w = Worker(
             rt,
             concurrency=concurrency,

@@ -1,19 +1,27 @@
 """Prometheus metrics: what the store holds (read at each scrape) and what this process's
 executions did (counted as they happen). See ``docs/observability.md`` for the list.
 
-``/metrics`` of the server needs an ``admin`` key and shows that key's tenant;
-``perdure worker --metrics-port`` serves every tenant on a port of its own, with the
-execution counters of that worker.
+``/metrics`` of the server needs an ``admin`` key and shows that key's tenant: the store's
+gauges and the server process's own counters. ``perdure worker --metrics-port`` serves the
+counters of that worker's executions on a port of its own, and the store's gauges of every
+tenant only with ``--metrics-store`` (give it to one worker, or scrape the server): gauges
+exported by every process would be multiplied by ``sum()``.
+
+Prometheus conventions: every labelled counter starts at 0 for the workflows and steps the
+process knows (so the first takeover after a restart is an increase), a gauge that counts
+trouble (quarantined runs, ambiguous effects) is present at 0, and both endpoints answer in
+the OpenMetrics format when the scraper asks for it.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -21,8 +29,13 @@ from starlette.responses import Response
 
 from perdure.core.effects import EffectStatus
 from perdure.core.model import Run, RunStatus
+from perdure.core.records import StepOutcome
+from perdure.core.workflow import Workflow
 from perdure.runtime.runtime import Runtime
 from perdure.server.auth import ADMIN, principal_of, require
+
+OUTCOMES = (*(str(o) for o in StepOutcome), "retry", "escalated", "cancelled", "error")
+"""Every value of the ``outcome`` label of ``perdure_step_outcomes_total``."""
 
 STEP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
@@ -48,11 +61,13 @@ class StoreCollector(Collector):
         quarantined = GaugeMetricFamily(
             "perdure_runs_quarantined", "QUARANTINED runs", labels=["tenant"]
         )
-        held: dict[str, int] = {}
-        for c in rt.run_counts(tenant=self.tenant):
+        counts = rt.run_counts(tenant=self.tenant)
+        tenants = {c.tenant_id for c in counts} | ({self.tenant} if self.tenant else set())
+        held = dict.fromkeys(tenants, 0)  # present at 0: an alert on > 0 sees a series
+        for c in counts:
             runs.add_metric([c.tenant_id, c.workflow, str(c.status)], c.count)
             if c.status is RunStatus.QUARANTINED:
-                held[c.tenant_id] = held.get(c.tenant_id, 0) + c.count
+                held[c.tenant_id] += c.count
         for tenant, n in sorted(held.items()):
             quarantined.add_metric([tenant], n)
         effects = GaugeMetricFamily(
@@ -63,10 +78,13 @@ class StoreCollector(Collector):
             "Effects whose outcome is unknown and needs a person",
             labels=["tenant"],
         )
+        unknown = dict.fromkeys(tenants, 0)
         for e in rt.effect_counts(tenant=self.tenant):
             effects.add_metric([e.tenant_id, str(e.status)], e.count)
             if e.status is EffectStatus.AMBIGUOUS:
-                ambiguous.add_metric([e.tenant_id], e.count)
+                unknown[e.tenant_id] = unknown.get(e.tenant_id, 0) + e.count
+        for tenant, n in sorted(unknown.items()):
+            ambiguous.add_metric([tenant], n)
         tokens = GaugeMetricFamily(
             "perdure_tokens_used",
             "Model tokens the runs' budgets recorded (ctx.charge)",
@@ -141,6 +159,17 @@ class ExecutionMetrics:
             registry=registry,
         )
 
+    def known(self, workflows: Iterable[Workflow[Any]]) -> None:
+        """Start every labelled counter at 0 for these workflows and their steps (a counter
+        that first appears at 1 shows no increase to ``rate()`` or ``increase()``)."""
+        for wf in workflows:
+            for counter in (self.claims, self.takeovers, self.lost):
+                counter.labels(wf.name)
+            for step in wf.steps:
+                self.retries.labels(wf.name, step)
+                for outcome in OUTCOMES:
+                    self.outcomes.labels(wf.name, step, outcome)
+
     def step_finished(self, run: Run, step: str, outcome: str, seconds: float) -> None:
         """See :meth:`perdure.runtime.telemetry.Observer.step_finished`."""
         self.step_seconds.labels(run.workflow, step).observe(seconds)
@@ -173,15 +202,21 @@ _EXECUTION: weakref.WeakKeyDictionary[Runtime, CollectorRegistry] = weakref.Weak
 """Each runtime's execution metrics, made once."""
 
 
-def registry_for(runtime: Runtime, tenant: str | None = None) -> CollectorRegistry:
-    """A registry with the store's gauges (one tenant, or all) and this runtime's execution
-    metrics (registered with its telemetry once)."""
+def registry_for(
+    runtime: Runtime, tenant: str | None = None, *, store: bool = True
+) -> CollectorRegistry:
+    """A registry with this runtime's execution metrics (registered with its telemetry once,
+    every counter at 0 for the workflows it knows) and, with ``store``, the store's gauges (one
+    tenant, or all)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(runtime, tenant))
+    if store:
+        registry.register(StoreCollector(runtime, tenant))
     execution = _EXECUTION.get(runtime)
     if execution is None:
         execution = _EXECUTION[runtime] = CollectorRegistry(auto_describe=False)
-        runtime.telemetry.add(ExecutionMetrics(execution))
+        counted = ExecutionMetrics(execution)
+        counted.known(runtime.workflows.values())
+        runtime.telemetry.add(counted)
     registry.register(_Merged(execution))
     return registry
 
@@ -201,13 +236,15 @@ def endpoint(runtime: Runtime) -> Callable[[Request], Awaitable[Response]]:
     async def metrics(request: Request) -> Response:
         who = await principal_of(request)
         require(who, ADMIN, "reading metrics")
-        body = await run_in_threadpool(generate_latest, registry_for(runtime, who.tenant_id))
-        return Response(body, media_type=CONTENT_TYPE_LATEST)
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        body = await run_in_threadpool(encode, registry_for(runtime, who.tenant_id))
+        return Response(body, media_type=content_type)
 
     return metrics
 
 
-def serve(runtime: Runtime, port: int, host: str = "127.0.0.1") -> None:
-    """Serve every tenant's metrics and this process's execution metrics on ``host:port``
-    (a thread of its own; for ``perdure worker --metrics-port``)."""
-    start_http_server(port, addr=host, registry=registry_for(runtime))
+def serve(runtime: Runtime, port: int, host: str = "127.0.0.1", *, store: bool = False) -> None:
+    """Serve this process's execution metrics on ``host:port`` (a thread of its own; for
+    ``perdure worker --metrics-port``), with every tenant's store gauges when ``store``
+    (``--metrics-store``). prometheus-client's server negotiates OpenMetrics itself."""
+    start_http_server(port, addr=host, registry=registry_for(runtime, store=store))
