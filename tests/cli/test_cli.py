@@ -151,3 +151,23 @@ def test_a_read_on_a_mistyped_sqlite_path_says_so_and_creates_nothing(
         line.startswith("error[store_unavailable]: no database at ") and "perdure migrate" in line
     )
     assert not missing.exists() and not missing.parent.exists()
+
+
+def test_workflows_lists_what_an_app_declares(db_url: str) -> None:
+    listed = run_cli(db_url, "workflows", "--app", "tests.apps.cancel_app")
+    assert listed.returncode == 0, listed.stderr
+    assert "booking  version 1  state schema 1  start book" in listed.stdout
+    assert "  book -> confirm" in listed.stdout and "compensators: unbook" in listed.stdout
+    shown = json.loads(run_cli(db_url, "workflows", "--app", APP, "--json").stdout)
+    (counting,) = shown
+    assert counting["name"] == "counting" and counting["start"] == "s1"
+    assert counting["steps"][0] == {"name": "s1", "next": ["s2"], "retry": None}
+
+
+def test_an_app_that_needs_a_missing_extra_names_the_extra(db_url: str) -> None:
+    out = run_cli(db_url, "workflows", "--app", "tests.apps.needs_extra_app")
+    assert out.returncode == 1
+    assert "error[invalid_config]: app module 'tests.apps.needs_extra_app' needs anthropic" in (
+        out.stderr
+    )
+    assert "pip install 'perdure[anthropic]'" in out.stderr

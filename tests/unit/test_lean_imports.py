@@ -118,3 +118,13 @@ def test_every_command_still_listed_and_its_help_works() -> None:
     for name in ("agent", "refund", "gate", "brightness"):
         shown = runner.invoke(main, ["demo", name, "--help"])
         assert shown.exit_code == 0, (name, shown.output)
+
+
+def test_the_command_list_shows_whole_sentences() -> None:
+    from click.testing import CliRunner
+
+    from perdure.cli.main import main
+
+    listing = CliRunner().invoke(main, ["--help"], terminal_width=80).output
+    assert "..." not in listing, "a description was cut mid-phrase"
+    assert "List side effects (e.g. `--status ambiguous`: those waiting for a" in listing

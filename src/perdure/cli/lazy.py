@@ -8,9 +8,12 @@ short help (it imports them all then), and ``perdure NAME --help`` imports only 
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import click
+
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s)")
 
 
 class LazyGroup(click.Group):
@@ -24,6 +27,19 @@ class LazyGroup(click.Group):
         """Every subcommand name, the loaded and the lazy ones, sorted."""
         return sorted({*super().list_commands(ctx), *self.lazy})
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List every subcommand with the first sentence of its help, whole (click would cut
+        it at a fixed width mid-phrase); long sentences wrap."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            rows.append((name, command.short_help or first_sentence(command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The subcommand ``cmd_name``, importing its module on first use."""
         found = super().get_command(ctx, cmd_name)
@@ -35,3 +51,11 @@ class LazyGroup(click.Group):
             raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
         self.add_command(command, cmd_name)
         return command
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a help text (up to the first period that ends a sentence, or its
+    first paragraph), on one line."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    return paragraph if end is None else paragraph[: end.start() + 1]

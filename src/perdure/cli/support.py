@@ -19,6 +19,24 @@ from perdure.store.url import existing
 
 EXIT_ERROR = 1
 
+EXTRAS = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "langgraph": "langgraph",
+    "langchain_core": "langgraph",
+    "boto3": "s3",
+    "botocore": "s3",
+    "pydantic": "pydantic",
+    "cryptography": "crypto",
+    "starlette": "server",
+    "uvicorn": "server",
+    "jinja2": "server",
+    "prometheus_client": "server",
+}
+"""Optional packages by import name, and the extra of perdure that installs each."""
+
 
 class Settings:
     """Global options shared by every command."""
@@ -48,6 +66,17 @@ def load_app(app: str | None) -> list[Workflow[Any]]:
     sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(app)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top in EXTRAS and top != app.split(".")[0]:
+            raise ConfigError(
+                f"app module {app!r} needs {exc.name}, which is not installed",
+                fix=f"pip install 'perdure[{EXTRAS[top]}]'",
+            ) from exc
+        raise ConfigError(
+            f"cannot import app module {app!r}: {exc}",
+            fix="give an importable module path (run from its project folder or install it)",
+        ) from exc
     except ImportError as exc:
         raise ConfigError(
             f"cannot import app module {app!r}: {exc}",
