@@ -171,3 +171,14 @@ def test_an_app_that_needs_a_missing_extra_names_the_extra(db_url: str) -> None:
         out.stderr
     )
     assert "pip install 'perdure[anthropic]'" in out.stderr
+
+
+def test_show_says_when_and_why_a_waiting_retry_runs(db_url: str) -> None:
+    app = "tests.apps.server_app"
+    run_id = run_cli(db_url, "start", "flaky", "--app", app).stdout.split()[1]
+    run_cli(db_url, "resume", run_id, "--app", app)  # the first attempt fails and sleeps
+    shown = run_cli(db_url, "show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "then runs wobble again" in shown.stdout
+    assert "because the service is warming up: TransientError" in shown.stdout
+    assert "(failed attempts so far: 1)" in shown.stdout

@@ -74,6 +74,15 @@ def view_text(view: RunView) -> str:
     ]
     if run.result is not None:
         lines.append(f"result     {orjson.dumps(run.result).decode()}")
+    if run.wake_at is not None and run.status is RunStatus.RUNNING and run.owner is None:
+        lines.append(f"waits      until {iso(run.wake_at)}, then runs {run.next_step} again")
+        retried = [e for e in view.events if e.type == "retry_scheduled"]
+        if retried and isinstance(retried[-1].data, dict):
+            found = retried[-1].data.get("error")
+            why = found if isinstance(found, dict) else {}
+            text = ": ".join(str(why[k]) for k in ("kind", "message") if why.get(k))
+            attempts = f" (failed attempts so far: {run.step_attempts})"
+            lines.append(f"           because {text or 'a retry was scheduled'}{attempts}")
     if run.error is not None and run.status in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
         err = run.error
         lines.append(f"why        {err.reason} at step {err.step}")
