@@ -125,3 +125,19 @@ def test_gc_archive_and_restore_from_the_command_line(db_url: str, tmp_path: Pat
     assert len(json.loads(shown.stdout)["state"]["blob"]) == app.BIG_STATE
     again = run_cli(db_url, "restore", run_id, env=env)
     assert again.returncode == 1 and again.stderr.startswith("error[run_not_found]")
+
+
+def test_history_shows_when_each_step_ran_how_long_and_its_messages_effects_and_tokens(
+    db_url: str,
+) -> None:
+    app = "perdure.demos.agent"
+    run_id = run_cli(db_url, "start", "research", "--app", app).stdout.split()[1]
+    assert run_cli(db_url, "resume", run_id, "--app", app).returncode == 0
+    lines = run_cli(db_url, "history", run_id).stdout.splitlines()
+    plan = next(line for line in lines if "  plan " in line)
+    assert " took " in plan and "effects 1" in plan
+    assert "tokens 0" not in plan, "the model call's tokens are counted"
+    steps = json.loads(run_cli(db_url, "history", run_id, "--json").stdout)["steps"]
+    planned = next(s for s in steps if s["step"] == "plan")
+    assert planned["effects"] == 1 and planned["tokens"] > 0 and planned["seconds"] >= 0
+    assert sum(s["messages"] for s in steps) >= 1

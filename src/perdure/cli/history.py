@@ -4,13 +4,18 @@ runs from a point of it."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import click
 import orjson
 
 from perdure.cli.support import Settings, app_option, parse_json, pass_settings, run_command
+from perdure.core.chat import MODEL_TARGET
 from perdure.core.errors import InvalidInputError
+from perdure.core.model import JSON, StepRecord
+from perdure.core.shapes import iso
+from perdure.runtime.admin.inspector import RunView
 from perdure.runtime.admin.timeline import HistoryEntry
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
@@ -30,7 +35,71 @@ def duration(text: str, what: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def _entry_line(e: HistoryEntry) -> str:
+@dataclass(frozen=True, slots=True)
+class StepFacts:
+    """What ``perdure history`` adds to a step: when it started, how long it took, and the
+    messages, effects and model tokens it recorded."""
+
+    started_at: datetime | None = None
+    seconds: float | None = None
+    messages: int = 0
+    effects: int = 0
+    tokens: int = 0
+
+    def to_json(self) -> dict[str, JSON]:
+        """The facts as JSON fields of a history entry."""
+        return {
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "seconds": self.seconds,
+            "messages": self.messages,
+            "effects": self.effects,
+            "tokens": self.tokens,
+        }
+
+    def text(self) -> str:
+        """The facts as the text columns of a history line."""
+        if self.started_at is None:
+            return ""
+        took = f"{self.seconds:.3f}s" if self.seconds is not None else "-"
+        return (
+            f"  at {iso(self.started_at)} took {took}  messages {self.messages}  "
+            f"effects {self.effects}  tokens {self.tokens}"
+        )
+
+
+def step_facts(view: RunView) -> dict[int, StepFacts]:
+    """Each committed step's facts, by step number, from a run's view."""
+    steps = sorted(view.steps, key=lambda s: s.seq)
+    found: dict[int, StepFacts] = {}
+    for s in steps:
+        effects = [e for e in view.effects if e.step_seq == s.seq]
+        tokens = sum(_tokens(e.result) for e in effects if e.target == MODEL_TARGET)
+        said = [
+            m
+            for m in view.messages
+            if m.run_id == s.run_id and m.at is not None and _owner(steps, m.at) == s.seq
+        ]
+        seconds = (s.finished_at - s.started_at).total_seconds()
+        found[s.seq] = StepFacts(s.started_at, seconds, len(said), len(effects), tokens)
+    return found
+
+
+def _owner(steps: list[StepRecord], at: datetime) -> int | None:
+    """The step whose boundary committed a message written at ``at``: the last one that
+    finished by then."""
+    done = [s.seq for s in steps if s.finished_at <= at]
+    return done[-1] if done else None
+
+
+def _tokens(result: JSON) -> int:
+    usage = result.get("usage") if isinstance(result, dict) else None
+    if not isinstance(usage, dict):
+        return 0
+    names = ("input_tokens", "output_tokens", "input", "output")
+    return sum(v for k, v in usage.items() if k in names and isinstance(v, int))
+
+
+def _entry_line(e: HistoryEntry, facts: StepFacts | None = None) -> str:
     name = e.step or "(start)"
     changed = ", ".join(
         f"{c.field}{'' if c.size is not None else ' (removed)'}"
@@ -43,7 +112,8 @@ def _entry_line(e: HistoryEntry) -> str:
         marks += f"  artifacts: {len(e.artifacts)}"
     then = f" -> {e.next_step}" if e.next_step else ""
     outcome = f" {e.outcome}{then}" if e.outcome else ""
-    return f"{e.step_seq:>4}  {name}{outcome}  changed: {changed or '-'}{marks}"
+    more = facts.text() if facts is not None else ""
+    return f"{e.step_seq:>4}  {name}{outcome}{more}  changed: {changed or '-'}{marks}"
 
 
 @click.command()
@@ -57,11 +127,14 @@ def history(settings: Settings, run_id: str, as_json: bool) -> None:
     with settings.reader() as rt:
         entries = rt.history(run_id, tenant=settings.tenant)
         lineage = rt.lineage(run_id, tenant=settings.tenant)
+        facts = step_facts(rt.status(run_id, tenant=settings.tenant, events=0))
     if as_json:
         out = {
             "run_id": run_id,
             "forked_from": lineage.to_json() if lineage else None,
-            "steps": [e.to_json() for e in entries],
+            "steps": [
+                {**e.to_json(), **facts.get(e.step_seq, StepFacts()).to_json()} for e in entries
+            ],
         }
         click.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
         return
@@ -71,7 +144,7 @@ def history(settings: Settings, run_id: str, as_json: bool) -> None:
             + (f" (savepoint {lineage.savepoint})" if lineage.savepoint else "")
         )
     for e in entries:
-        click.echo(_entry_line(e))
+        click.echo(_entry_line(e, facts.get(e.step_seq)))
 
 
 def show_state_at(settings: Settings, run_id: str, step: int, as_json: bool) -> None:
