@@ -182,3 +182,10 @@ def test_show_says_when_and_why_a_waiting_retry_runs(db_url: str) -> None:
     assert "then runs wobble again" in shown.stdout
     assert "because the service is warming up: TransientError" in shown.stdout
     assert "(failed attempts so far: 1)" in shown.stdout
+
+
+def test_start_wait_on_a_failing_run_says_why(db_url: str) -> None:
+    out = run_cli(db_url, "start", "charge", "--app", "tests.apps.server_app", "--wait")
+    assert out.returncode == 3, out.stderr  # the run needs a person
+    assert "NEEDS_ATTENTION" in out.stdout
+    assert "  because ambiguous_effect at step pay" in out.stdout

@@ -166,6 +166,9 @@ def start(
         click.echo(orjson.dumps(render.run_json(run)).decode())
     else:
         click.echo(f"run {run.run_id} {run.status} (next step {run.next_step})")
+        if wait and run.error is not None:  # FAILED, NEEDS_ATTENTION, QUARANTINED, CANCELLED
+            err = run.error
+            click.echo(f"  because {err.reason} at step {err.step}: {err.message}".rstrip(": "))
     if wait:
         exit_for(run)
 
