@@ -8,17 +8,20 @@ The table of these cells is in ``docs/recovery.md``."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from perdure import Runtime
+from perdure import InvalidInputError, Runtime
 from perdure.core.effects import EffectStatus
 from perdure.core.model import RunStatus
 from perdure.demos.light import SmartLight
 from tests.apps.cancel_app import booking, trip
-from tests.conftest import cli_env, run_cli
+from tests.conftest import ROOT, Gates, cli_env, perdure_cmd, run_cli
 
 APP = "tests.apps.cancel_app"
 S = EffectStatus
@@ -221,3 +224,59 @@ def test_a_crash_during_the_cancels_compensation_leaves_it_to_a_person(
         assert run.status is RunStatus.NEEDS_ATTENTION
         assert settled(rt, run_id) == {"book": S.CONFIRMED, "book.compensate": S.AMBIGUOUS}
     assert SmartLight(light).status() == {"brightness": 80, "commands": 2}, "undo applied once"
+
+
+def test_a_fork_refuses_to_remake_an_effect_whose_outcome_is_unknown(
+    db_url: str, tmp_path: Path
+) -> None:
+    cell = CELLS["executing, applied, no reconciler: a person decides"]
+    run_id, light = crashed_booking(db_url, tmp_path, cell)
+    with Runtime(db_url, workflows=[booking]) as rt:
+        with pytest.raises(InvalidInputError, match="outcome is unknown"):
+            rt.fork(run_id, at=0)
+        assert len(rt.runs()) == 1, "nothing was created"
+        assert rt.resume(run_id).status is RunStatus.NEEDS_ATTENTION  # no reconciler: ambiguous
+        with pytest.raises(InvalidInputError, match="outcome is unknown"):
+            rt.fork(run_id, at=0)
+        (effect,) = rt.effects(run_id=run_id)
+        rt.resolve_effect(effect.key, applied=True, reason="the light shows it", by="ops")
+        fork = rt.fork(run_id, at=0)
+        assert fork.status is RunStatus.PENDING
+    assert SmartLight(light).status()["commands"] == 1
+
+
+def test_a_drain_lets_the_effect_in_flight_finish_and_commit_before_the_worker_leaves(
+    db_url: str, tmp_path: Path
+) -> None:
+    light = tmp_path / "light.db"
+    state = json.dumps({"light": str(light)})
+    started = run_cli(
+        db_url, "start", "charging", "--app", "tests.apps.outage_app", "--input", state
+    )
+    run_id = started.stdout.split()[1]
+    gates = Gates(tmp_path / "gates", "charge")
+    worker = subprocess.Popen(
+        perdure_cmd(db_url, "worker", "--app", "tests.apps.outage_app", "--poll", "0.05"),
+        env=cli_env(**gates.env("charge")),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (gates.folder / "charge.reached").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # observing the worker, bounded: the call is in flight
+        worker.send_signal(signal.SIGTERM)  # drain: finish the running step, then leave
+        gates.open("charge")
+        _, err = worker.communicate(timeout=60)
+    finally:
+        gates.open_all()
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err
+    with Runtime(db_url, workflows=[]) as rt:
+        run = rt.get(run_id)
+        assert run.status is RunStatus.SUCCEEDED, "the step and its effect were committed"
+        assert settled(rt, run_id) == {"charge": S.CONFIRMED}
+    assert SmartLight(light).status()["commands"] == 1

@@ -23,6 +23,7 @@ from perdure.core.ids import checked_id, new_id
 from perdure.core.model import JSON, Message, Run
 from perdure.core.seal import open_each, seal_state
 from perdure.core.serde import dumps, loads
+from perdure.core.settling import in_doubt
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 from perdure.runtime.artifacts import Artifacts, refs_in
 from perdure.store.base import NewRun
@@ -164,6 +165,15 @@ class Timeline:
         source = store.get_run(tenant_id, run_id)
         wf = self.parts.workflow(source.workflow)
         step = self._fork_point(source, at, savepoint, now)
+        doubt = [e for e in in_doubt(self.parts.effects(source)) if e.step_seq > step]
+        if doubt:
+            # the fork would make again, under its own keys, an effect that may have happened
+            raise InvalidInputError(
+                f"run {run_id} has an effect after step {step} whose outcome is unknown "
+                f"({doubt[0].key}); a fork from there could make it a second time",
+                fix="settle it first: resume the run (its effect is reconciled, or goes to a "
+                "person), resolve an ambiguous one (`perdure effects resolve KEY`), then fork",
+            )
         resume_at = next_step or self._next_after(source, step, wf.start)
         if resume_at not in wf.steps:
             raise InvalidInputError(
