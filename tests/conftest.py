@@ -166,6 +166,28 @@ def read_until(proc: subprocess.Popen[str], *texts: str, seconds: float = 60) ->
     return seen
 
 
+def start_worker(
+    db_url: str, app: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """A ``perdure worker --app APP ARGS`` process (output piped, text), from the checkout."""
+    return subprocess.Popen(
+        perdure_cmd(db_url, "worker", "--app", app, *args),
+        env=env or cli_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_file(path: Path, seconds: float = 60) -> None:
+    """Wait until a process under test creates ``path`` (observing it, bounded)."""
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path} did not appear"
+
+
 def run_cli(
     db_url: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ import pytest
 from perdure import Runtime
 from perdure.testing import FileClock
 from tests.apps import server_app
-from tests.conftest import ROOT, cli_env, perdure_cmd, read_until, run_cli
+from tests.conftest import ROOT, cli_env, perdure_cmd, read_until, run_cli, start_worker
 
 APP = "tests.apps.server_app"
 
@@ -214,14 +214,7 @@ def test_a_fresh_worker_shows_takeovers_at_zero_so_the_first_one_fires_the_alert
         run = gone.start("plain")
         assert gone.claim_next() is not None  # claimed, then its owner "dies"
     port = free_port()
-    proc = subprocess.Popen(
-        perdure_cmd(db_url, "worker", "--app", APP, "--metrics-port", str(port), "--poll", "0.05"),
-        env=cli_env(),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_worker(db_url, APP, "--metrics-port", str(port), "--poll", "0.05")
     try:
         read_until(proc, "metrics on")
         before = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
@@ -246,14 +239,7 @@ def test_a_fresh_worker_shows_takeovers_at_zero_so_the_first_one_fires_the_alert
 def test_one_worker_with_metrics_store_exports_the_stores_gauges_at_zero(db_url: str) -> None:
     run_cli(db_url, "start", "plain", "--app", APP)
     port = free_port()
-    proc = subprocess.Popen(
-        perdure_cmd(db_url, "worker", "--app", APP, "--metrics-port", str(port), "--metrics-store"),
-        env=cli_env(),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_worker(db_url, APP, "--metrics-port", str(port), "--metrics-store")
     try:
         read_until(proc, "metrics on", "run ")
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text

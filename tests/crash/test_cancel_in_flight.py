@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from perdure.core.effects import EffectStatus
 from perdure.core.model import RunStatus
 from perdure.demos.light import SmartLight
 from tests.apps.cancel_app import booking, trip
-from tests.conftest import ROOT, Gates, cli_env, perdure_cmd, run_cli
+from tests.conftest import Gates, cli_env, run_cli, start_worker, wait_for_file
 
 APP = "tests.apps.cancel_app"
 S = EffectStatus
@@ -255,18 +253,10 @@ def test_a_drain_lets_the_effect_in_flight_finish_and_commit_before_the_worker_l
     )
     run_id = started.stdout.split()[1]
     gates = Gates(tmp_path / "gates", "charge")
-    worker = subprocess.Popen(
-        perdure_cmd(db_url, "worker", "--app", "tests.apps.outage_app", "--poll", "0.05"),
-        env=cli_env(**gates.env("charge")),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    env = cli_env(**gates.env("charge"))
+    worker = start_worker(db_url, "tests.apps.outage_app", "--poll", "0.05", env=env)
     try:
-        deadline = time.monotonic() + 60
-        while not (gates.folder / "charge.reached").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)  # observing the worker, bounded: the call is in flight
+        wait_for_file(gates.folder / "charge.reached")  # the call is in flight
         worker.send_signal(signal.SIGTERM)  # drain: finish the running step, then leave
         gates.open("charge")
         _, err = worker.communicate(timeout=60)

@@ -22,7 +22,16 @@ from pathlib import Path
 import pytest
 
 from perdure.demos.light import SmartLight
-from tests.conftest import ROOT, Gates, cli_env, entries, perdure_cmd, run_cli
+from tests.conftest import (
+    ROOT,
+    Gates,
+    cli_env,
+    entries,
+    perdure_cmd,
+    run_cli,
+    start_worker,
+    wait_for_file,
+)
 
 BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
 APP = "tests.apps.counting"
@@ -148,18 +157,9 @@ def test_an_effect_whose_outcome_meets_a_database_outage_records_it_once_the_dat
     )
     run_id = started.stdout.split()[1]
     gates = Gates(tmp_path / "gates", "charge")
-    worker = subprocess.Popen(
-        perdure_cmd(url, "worker", "--app", OUTAGE_APP, "--poll", "0.05"),
-        env=cli_env(**gates.env("charge")),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = start_worker(url, OUTAGE_APP, "--poll", "0.05", env=cli_env(**gates.env("charge")))
     try:
-        deadline = time.monotonic() + 60
-        while not (gates.folder / "charge.reached").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)  # observing the worker, bounded: the call is in flight
+        wait_for_file(gates.folder / "charge.reached")  # the call is in flight
         with _connections_ended(url):  # every connection of the worker dies, again and again
             gates.open("charge")  # the call reaches the light; its outcome meets the outage
             deadline = time.monotonic() + 60
