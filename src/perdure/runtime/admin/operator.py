@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
+from perdure.core.audit import AUDITED_TYPES, Decision, decision_of
 from perdure.core.errors import NotAuthenticatedError
 from perdure.core.ids import checked_id
 from perdure.core.keys import ApiKey, NewKey, checked_roles, matches, new_key, parse_token
@@ -158,6 +159,24 @@ class Operator:
         return self.parts.store.tenant_events(
             tenant_of(tenant), after=after, types=types, workflow=workflow, limit=limit
         )
+
+    def audit(
+        self, *, tenant: Tenant = DEFAULT_TENANT, after: int = 0, limit: int = 100
+    ) -> list[Decision]:
+        """The tenant's audit trail: decisions on its runs (approve, reject, resolve, resume,
+        fail, cancel) with who made them and the credential they came through, oldest first,
+        from event ``after`` on, at most ``limit`` (see :mod:`perdure.core.audit`)."""
+        tenant_id, cursor = tenant_of(tenant), after
+        found: list[Decision] = []
+        while len(found) < limit:
+            page = self.parts.store.tenant_events(
+                tenant_id, after=cursor, types=AUDITED_TYPES, limit=1000
+            )
+            found += [d for e in page if (d := decision_of(e)) is not None]
+            if len(page) < 1000:
+                break
+            cursor = page[-1].seq
+        return found[:limit]
 
     # -- counts ---------------------------------------------------------------------------------
 
