@@ -84,11 +84,11 @@ async def logout(request: Request) -> Response:
     policy: Policy = request.app.state.policy
     runtime: Runtime = request.app.state.runtime
     token = cookies.session(request)
-    if token is None:
-        return to(request, "/login")
     try:
         require_same_origin(request, policy)
         fields = await form_of(request)
+        if token is None:  # nothing to end
+            return to(request, "/login")
         check_csrf(token, "session", fields.get("csrf"))
     except PerdureError as exc:
         return failure(request, None, exc)
