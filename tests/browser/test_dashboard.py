@@ -4,41 +4,18 @@ role sees no buttons; the page of what needs a person shows an ambiguous effect.
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from perdure import FakeClock, Runtime
 from perdure.runtime.worker import Worker
 from perdure.server import create_app
 from tests.apps import server_app
 from tests.server.conftest import WORKFLOWS, start_server, stop_server
-
-expect.set_options(timeout=30_000)  # a loaded CI machine gets time; nothing waits for a timer
-
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("Debian's chromium is not installed (.ci/run installs it with apt-get)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 class Site:

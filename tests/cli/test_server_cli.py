@@ -81,6 +81,13 @@ def test_a_decision_through_the_server_is_recorded_as_the_keys_principal(
     watched = run_cli(db_url, "watch", run_id, "--server", server, "--key", token)
     assert watched.returncode == 0, watched.stderr
     assert "approval_decided" in watched.stdout and "ended SUCCEEDED" in watched.stdout
+    trail = run_cli(db_url, "audit")  # who decided, and the key it came through
+    assert trail.returncode == 0, trail.stderr
+    (line,) = trail.stdout.splitlines()
+    assert f"{run_id}  approve  by carol  via key:{token.split('_')[1]}  ok" in line
+    as_json = json.loads(run_cli(db_url, "audit", "--json").stdout)
+    assert (as_json["verb"], as_json["by"], as_json["run_id"]) == ("approve", "carol", run_id)
+    assert "no decisions" in run_cli(db_url, "--tenant", "t2", "audit").stdout
 
 
 def test_watch_follows_a_run_from_the_database_until_it_ends(db_url: str) -> None:

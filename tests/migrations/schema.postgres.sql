@@ -259,6 +259,24 @@ CREATE TABLE perdure.savepoints (
     CONSTRAINT savepoints_step_seq_check CHECK ((step_seq >= 0))
 );
 
+-- table sessions
+CREATE TABLE perdure.sessions (
+    session_id text NOT NULL,
+    tenant_id text NOT NULL,
+    key_id text NOT NULL,
+    secret_hash text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    seen_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    idle_seconds integer NOT NULL,
+    ended_at timestamp with time zone,
+    ended_why text,
+    CONSTRAINT sessions_check CHECK (((ended_at IS NULL) = (ended_why IS NULL))),
+    CONSTRAINT sessions_idle_seconds_check CHECK ((idle_seconds > 0)),
+    CONSTRAINT sessions_key_id_fkey FOREIGN KEY (key_id) REFERENCES perdure.api_keys(key_id),
+    CONSTRAINT sessions_pkey PRIMARY KEY (session_id)
+);
+
 -- table signals
 CREATE TABLE perdure.signals (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -453,6 +471,12 @@ CREATE INDEX runs_runnable ON perdure.runs USING btree (status, lease_until);
 
 -- index runs_thread_queue
 CREATE UNIQUE INDEX runs_thread_queue ON perdure.runs USING btree (tenant_id, thread_id, thread_seq);
+
+-- index sessions_by_tenant
+CREATE INDEX sessions_by_tenant ON perdure.sessions USING btree (tenant_id, created_at);
+
+-- index sessions_open_by_key
+CREATE INDEX sessions_open_by_key ON perdure.sessions USING btree (key_id) WHERE (ended_at IS NULL);
 
 -- index signals_inbox
 CREATE INDEX signals_inbox ON perdure.signals USING btree (run_id, name, consumed_at, id);

@@ -58,6 +58,12 @@ CREATE INDEX runs_runnable ON runs (status, lease_until);
 -- index runs_thread_queue
 CREATE UNIQUE INDEX runs_thread_queue ON runs (tenant_id, thread_id, thread_seq);
 
+-- index sessions_by_tenant
+CREATE INDEX sessions_by_tenant ON sessions (tenant_id, created_at);
+
+-- index sessions_open_by_key
+CREATE INDEX sessions_open_by_key ON sessions (key_id) WHERE ended_at IS NULL;
+
 -- index signals_inbox
 CREATE INDEX signals_inbox ON signals (run_id, name, consumed_at, id);
 
@@ -287,6 +293,21 @@ CREATE TABLE savepoints (
     created_at TEXT NOT NULL,
     expires_at TEXT,
     PRIMARY KEY (run_id, label)
+) WITHOUT ROWID;
+
+-- table sessions
+CREATE TABLE sessions (
+    session_id   TEXT PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    key_id       TEXT NOT NULL REFERENCES api_keys (key_id),
+    secret_hash  TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    seen_at      TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    idle_seconds INTEGER NOT NULL CHECK (idle_seconds > 0),
+    ended_at     TEXT,
+    ended_why    TEXT,
+    CHECK ((ended_at IS NULL) = (ended_why IS NULL))
 ) WITHOUT ROWID;
 
 -- table signals

@@ -87,7 +87,7 @@ def server_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def served(server_db: str, clock: FakeClock) -> Iterator[Served]:
     rt = Runtime(server_db, clock=clock, workflows=WORKFLOWS, owner="server")
-    running = start_server(create_app(rt, heartbeat=0.5, poll=0.02))
+    running = start_server(create_app(rt, heartbeat=0.5, poll=0.02, recheck=0.1))
     out = Served(f"http://127.0.0.1:{running.port}", rt)
     for name, (tenant, roles) in KEYS.items():
         out.tokens[name] = rt.create_key(name, tenant=tenant, roles=roles).token

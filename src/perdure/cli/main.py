@@ -46,6 +46,7 @@ LAZY_COMMANDS = {
     "drills": "perdure.cli.drills:drills",
     "serve": "perdure.cli.serve:serve",
     "keys": "perdure.cli.serve:keys",
+    "audit": "perdure.cli.audit:audit",
     "watch": "perdure.cli.watch:watch",
     "history": "perdure.cli.history:history",
     "fork": "perdure.cli.history:fork",

@@ -41,6 +41,12 @@ def log_options(fn: F) -> F:
 @app_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--secure-cookies",
+    is_flag=True,
+    help="Mark the dashboard's cookies Secure (behind a proxy that ends TLS; over HTTPS they "
+    "are anyway).",
+)
 @log_options
 @pass_settings
 @run_command
@@ -49,13 +55,15 @@ def serve(
     app: str | None,
     host: str,
     port: int,
+    secure_cookies: bool,
     log_format: str,
     log_level: str,
 ) -> None:
     """Serve the HTTP API, live event streams, the dashboard and /metrics.
 
-    Requests authenticate with API keys (`perdure keys create`). The server starts runs and
-    records decisions; workers (`perdure worker`) advance the runs.
+    Requests authenticate with API keys (`perdure keys create`); the dashboard logs a person
+    in with a key and keeps a server-side session. The server starts runs and records
+    decisions; workers (`perdure worker`) advance the runs.
     """
     try:
         import uvicorn
@@ -73,7 +81,8 @@ def serve(
     rt = Runtime(settings.db, workflows=load_app(app))
     try:
         # open event streams end 5 s after SIGTERM; clients reconnect with Last-Event-ID
-        config = uvicorn.Config(create_app(rt), log_level="warning", timeout_graceful_shutdown=5)
+        served = create_app(rt, secure_cookies=secure_cookies)
+        config = uvicorn.Config(served, log_level="warning", timeout_graceful_shutdown=5)
         # the socket listens already: a client that read this line can connect at once
         click.echo(f"serving on http://{host}:{port}/ (dashboard at /, API at /v1)")
         uvicorn.Server(config).run(sockets=[sock])

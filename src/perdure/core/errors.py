@@ -224,6 +224,35 @@ class NotAuthenticatedError(PerdureError):
     fix = "send a valid key: `Authorization: Bearer pdk_...` (make one with `perdure keys create`)"
 
 
+class ForgedRequestError(PerdureError):
+    """A state change with a browser's cookie that did not come from the dashboard's own page:
+    another origin (``Origin``, ``Sec-Fetch-Site``), or no valid CSRF token."""
+
+    code = "forged_request"
+    fix = "act from the dashboard's own pages (reload the page and submit again)"
+
+
+class UnsupportedMediaTypeError(PerdureError):
+    """A request body of a type the endpoint does not take (the API takes
+    ``application/json``; the dashboard's forms ``application/x-www-form-urlencoded``)."""
+
+    code = "unsupported_media_type"
+    fix = "send the body as application/json with a matching Content-Type header"
+
+
+class TooManyAttemptsError(PerdureError):
+    """Too many failed logins or key checks from one address or for one key: refused, without
+    looking at the key, until ``retry_after`` seconds have passed."""
+
+    code = "too_many_attempts"
+
+    def __init__(self, message: str, *, retry_after: float, fix: str | None = None) -> None:
+        super().__init__(
+            message, fix=fix or f"wait {max(1, round(retry_after))} s and check the key"
+        )
+        self.retry_after = retry_after
+
+
 class KeyNotFoundError(PerdureError):
     """No API key with this id exists in this tenant."""
 

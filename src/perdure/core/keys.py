@@ -37,8 +37,9 @@ class ApiKey:
 
     @property
     def principal(self) -> Principal:
-        """The principal a request authenticated with this key acts as (subject: its name)."""
-        return Principal(self.tenant_id, self.name, self.roles)
+        """The principal a request authenticated with this key acts as (subject: its name;
+        via: ``key:<key_id>``)."""
+        return Principal(self.tenant_id, self.name, self.roles, via=f"key:{self.key_id}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,11 +238,15 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is acting: a tenant, a subject (a person or a service) and the roles it holds."""
+    """Who is acting: a tenant, a subject (a person or a service) and the roles it holds.
+    ``via`` names the credential the request came through (``key:<key_id>`` or
+    ``session:<session_id>``; None from the command line on the database): a decision records
+    it beside the subject, for the audit trail."""
 
     tenant_id: str
     subject: str
     roles: frozenset[str] = frozenset()
+    via: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

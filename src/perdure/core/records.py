@@ -111,7 +111,8 @@ class RunError:
     the run continues and ``completed_steps`` how far it got. ``unresolved_compensations``
     lists effects that could not be undone and ``kept_effects`` the confirmed effects a cancel
     or failure left in place because they declare no compensator; ``by`` is who failed the
-    run by hand, with the run's ``previous`` error.
+    run by hand and ``via`` the credential the decision came through, with the run's
+    ``previous`` error.
     """
 
     reason: str
@@ -126,6 +127,7 @@ class RunError:
     deleted_messages: int | None = None
     by: str | None = None
     previous: RunError | None = None
+    via: str | None = None
 
     def to_json(self) -> dict[str, JSON]:
         """The error as stored on the run (fields left at their default are omitted)."""
@@ -139,6 +141,7 @@ class RunError:
             "completed_steps": self.completed_steps,
             "deleted_messages": self.deleted_messages,
             "by": self.by,
+            "via": self.via,
             "previous": None if self.previous is None else self.previous.to_json(),
         }
         out.update({k: v for k, v in optional.items() if v is not None})
@@ -170,6 +173,7 @@ class RunError:
             deleted_messages=data.get("deleted_messages"),
             by=data.get("by"),
             previous=cls.from_json(previous) if isinstance(previous, dict) else None,
+            via=data.get("via"),
         )
 
 

@@ -23,7 +23,7 @@ from perdure.runtime.admin.archive import Archive
 from perdure.runtime.admin.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.admin.inspector import Inspector
 from perdure.runtime.admin.operator import Operator
-from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, acting, tenant_of
 from perdure.runtime.admin.resolution import EffectAdmin
 from perdure.runtime.admin.retention import Retainer
 from perdure.runtime.admin.stream_reader import Streams
@@ -178,9 +178,14 @@ class Runtime:
     keys = _verb(Operator.keys, "operator")
     revoke_key = _verb(Operator.revoke_key, "operator")
     authenticate = _verb(Operator.authenticate, "operator")
+    open_session = _verb(Operator.open_session, "operator")
+    session_principal = _verb(Operator.session_principal, "operator")
+    end_session = _verb(Operator.end_session, "operator")
+    sessions = _verb(Operator.sessions, "operator")
     state = _verb(Operator.state, "operator")
     events = _verb(Operator.events, "operator")
     feed = _verb(Operator.feed, "operator")
+    audit = _verb(Operator.audit, "operator")
     run_counts = _verb(Operator.run_counts, "operator")
     effect_counts = _verb(Operator.effect_counts, "operator")
     spend_counts = _verb(Operator.spend_counts, "operator")
@@ -392,10 +397,13 @@ class Runtime:
         confirmed effects with a compensator are compensated newest first, and the run ends
         CANCELLED. A finished run is returned unchanged. Cancelling is idempotent (a repeat
         changes nothing); ``request_id`` is recorded with the request. The run's unsettled
-        child runs (``ctx.spawn``) are cancelled the same way, and theirs in turn.
+        child runs (``ctx.spawn``) are cancelled the same way, and theirs in turn. When
+        ``tenant`` is a principal, its subject and the credential it came through are recorded
+        with the request (the audit trail).
         """
+        by, via = acting(tenant)
         tenant = tenant_of(tenant)
-        run = cancel_run(self.parts, tenant, run_id, reason, request_id)
+        run = cancel_run(self.parts, tenant, run_id, reason, request_id, by=by, via=via)
         for child in self.store.child_runs(tenant, run_id):
             if not child.settled:
                 self.cancel(child.run_id, tenant=tenant, reason=reason or "parent cancelled")

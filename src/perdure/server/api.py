@@ -1,5 +1,7 @@
 """The JSON API under ``/v1``: the Runtime's verbs, scoped to the tenant of the key that
-authenticated and checked against its roles (see :mod:`perdure.server.auth`)."""
+authenticated and checked against its roles (see :mod:`perdure.server.auth`). Only a bearer
+key authenticates here, and a request body is read only when it is declared
+``application/json`` (``unsupported_media_type``, 415, otherwise)."""
 
 from __future__ import annotations
 
@@ -12,13 +14,19 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from perdure.core.budget import Budget
-from perdure.core.errors import DefinitionError, InvalidInputError, PerdureError
+from perdure.core.errors import (
+    DefinitionError,
+    InvalidInputError,
+    PerdureError,
+    UnsupportedMediaTypeError,
+)
 from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Principal
 from perdure.core.shapes import approval_json, effect_json, event_json, iso, run_json
 from perdure.runtime.runtime import Runtime
 from perdure.server import deltas, sse
-from perdure.server.auth import ADMIN, principal_of, require
+from perdure.server.auth import ADMIN, bearer, principal_of, require
+from perdure.server.guard import Credential, Recheck, guarded
 from perdure.server.hub import Hub
 
 T = TypeVar("T")
@@ -34,6 +42,24 @@ def json_response(body: Any, status: int = 200) -> Response:
 async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a blocking Runtime call off the event loop."""
     return await run_in_threadpool(fn, *args, **kwargs)
+
+
+def media_type(request: Request) -> str | None:
+    """The media type the request declares for its body (no parameters), if any."""
+    declared = request.headers.get("content-type")
+    return declared.split(";", 1)[0].strip().lower() if declared is not None else None
+
+
+async def require_media_type(request: Request, accepted: str) -> None:
+    """Refuse (:class:`UnsupportedMediaTypeError`) a body, or a declared type, other than
+    ``accepted``; a request with no body and no type passes."""
+    declared = media_type(request)
+    if declared == accepted or (declared is None and not await request.body()):
+        return
+    raise UnsupportedMediaTypeError(
+        f"a body of type {declared or 'unknown'!r} was refused: this endpoint takes {accepted}",
+        fix=f"send the body as {accepted} with a matching Content-Type header",
+    )
 
 
 async def body_of(request: Request) -> dict[str, Any]:
@@ -78,10 +104,13 @@ Handler = Callable[[Request, Principal, Runtime], Awaitable[Response]]
 
 
 def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """An endpoint that authenticates first and hands the handler the principal and runtime."""
+    """An endpoint that authenticates the bearer key first, refuses a body that is not JSON,
+    and hands the handler the principal and runtime."""
 
     async def wrapped(request: Request) -> Response:
         principal = await principal_of(request)
+        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            await require_media_type(request, "application/json")
         return await handler(request, principal, request.app.state.runtime)
 
     wrapped.__name__ = handler.__name__
@@ -289,17 +318,26 @@ async def list_approvals(request: Request, who: Principal, rt: Runtime) -> Respo
 # -- streams --------------------------------------------------------------------------------------
 
 
-def event_stream(request: Request, source: sse.Source) -> Response:
-    """A text/event-stream response that follows ``source`` from the client's position."""
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def key_of(request: Request) -> Credential:
+    """The credential of an API request (its bearer key; the endpoint checked it)."""
+    return ("key", bearer(request) or "")
+
+
+def event_stream(request: Request, source: sse.Source, credential: Credential) -> Response:
+    """A text/event-stream response that follows ``source`` from the client's position, and
+    closes once ``credential`` no longer holds (see :mod:`perdure.server.guard`)."""
     after = sse.resume_position(
         request.headers.get("last-event-id"), request.query_params.get("after")
     )
     hub: Hub = request.app.state.hub
     heartbeat: float = request.app.state.heartbeat
+    recheck: Recheck = request.app.state.recheck
+    body = sse.stream(source, hub, after, heartbeat=heartbeat)
     return StreamingResponse(
-        sse.stream(source, hub, after, heartbeat=heartbeat),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        guarded(body, recheck, credential), media_type="text/event-stream", headers=STREAM_HEADERS
     )
 
 
@@ -307,7 +345,7 @@ def event_stream(request: Request, source: sse.Source) -> Response:
 async def run_events(request: Request, who: Principal, rt: Runtime) -> Response:
     """The run's events, live (SSE), resumable with Last-Event-ID; ends when the run ends."""
     run = await call(rt.get, run_id_of(request), tenant=who)
-    return event_stream(request, sse.RunEvents(rt, who.tenant_id, run.run_id))
+    return event_stream(request, sse.RunEvents(rt, who.tenant_id, run.run_id), key_of(request))
 
 
 @endpoint
@@ -319,10 +357,12 @@ async def message_deltas(request: Request, who: Principal, rt: Runtime) -> Respo
         request.headers.get("last-event-id"), request.query_params.get("after")
     )
     heartbeat: float = request.app.state.heartbeat
+    recheck: Recheck = request.app.state.recheck
+    body = deltas.message_stream(rt, who.tenant_id, message_id, after, heartbeat=heartbeat)
     return StreamingResponse(
-        deltas.message_stream(rt, who.tenant_id, message_id, after, heartbeat=heartbeat),
+        guarded(body, recheck, key_of(request)),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers=STREAM_HEADERS,
     )
 
 
@@ -335,9 +375,4 @@ async def tenant_events(request: Request, who: Principal, rt: Runtime) -> Respon
         tuple(request.query_params.getlist("type")),
         request.query_params.get("workflow"),
     )
-    return event_stream(request, source)
-
-
-def unexpected(exc: Exception) -> PerdureError:
-    """What an unexpected exception looks like to a client (its traceback stays in the log)."""
-    return PerdureError(f"the server failed: {type(exc).__name__}", fix="see the server's log")
+    return event_stream(request, source, key_of(request))

@@ -1,5 +1,6 @@
 """The ASGI application: the API, the streams, the dashboard and the metrics of one
-:class:`~perdure.runtime.runtime.Runtime`."""
+:class:`~perdure.runtime.runtime.Runtime`, every response with the security headers of
+:mod:`perdure.server.headers`."""
 
 from __future__ import annotations
 
@@ -7,19 +8,27 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from importlib.metadata import PackageNotFoundError, version
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from perdure.core.errors import PerdureError
+from perdure.core.sessions import IDLE, LIFETIME
+from perdure.core.throttle import Throttle
 from perdure.runtime.runtime import Runtime
 from perdure.server import dashboard, metrics
-from perdure.server.api import json_response, unexpected
-from perdure.server.errors import error_body, on_error
+from perdure.server.api import json_response
+from perdure.server.cookies import Cookies
+from perdure.server.errors import on_error
+from perdure.server.guard import Recheck
+from perdure.server.headers import SecurityHeaders
 from perdure.server.hub import Hub
+from perdure.server.policy import Policy
 from perdure.server.routes import ENDPOINTS, openapi
 
 log = logging.getLogger("perdure.server")
@@ -38,17 +47,30 @@ def create_app(
     dashboard_ui: bool = True,
     heartbeat: float = 15.0,
     poll: float = 0.1,
+    secure_cookies: bool = False,
+    session_lifetime: timedelta = LIFETIME,
+    session_idle: timedelta = IDLE,
+    recheck: float = 2.0,
+    throttle: Throttle | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime``: ``/v1`` (JSON API and SSE streams), ``/openapi.json``,
     ``/metrics`` (Prometheus), ``/healthz`` and, unless ``dashboard_ui=False``, the dashboard
-    at ``/``. Every request under ``/v1`` needs an API key (``perdure keys create``).
+    at ``/``. Every request under ``/v1`` needs an API key in ``Authorization: Bearer``
+    (``perdure keys create``); the dashboard logs a person in with a key and keeps a
+    server-side session (see ``docs/server.md``, Security).
 
     ``heartbeat`` is the seconds of silence after which a stream sends a keep-alive comment;
     ``poll`` how often streams look for new events on a store that cannot notify (SQLite).
+    ``secure_cookies`` marks the dashboard's cookies ``Secure`` even when requests reach the
+    app over plain HTTP (behind a proxy that ends TLS); ``session_lifetime`` and
+    ``session_idle`` bound a dashboard session; ``recheck`` is how often, in seconds, an open
+    stream checks that its key or session still holds. ``throttle`` counts failed keys (by
+    default five are free, then the wait doubles from 1 s up to 15 minutes).
     The runtime stays the caller's: close it after the app stops. Mount the app inside
     another ASGI app with ``Mount("/perdure", app=create_app(rt))``.
     """
     hub = Hub(runtime, poll=poll)
+    policy = Policy(secure_cookies, session_lifetime, session_idle, recheck)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -74,16 +96,17 @@ def create_app(
     if dashboard_ui:
         routes += dashboard.routes()
 
-    async def on_unexpected(request: Request, exc: Exception) -> Response:
-        log.exception("request %s %s failed", request.method, request.url.path)
-        return JSONResponse(error_body(unexpected(exc)), status_code=500)
-
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={PerdureError: on_error, Exception: on_unexpected},
+        middleware=[Middleware(SecurityHeaders)],
+        exception_handlers={PerdureError: on_error},
     )
     app.state.runtime = runtime
     app.state.hub = hub
     app.state.heartbeat = heartbeat
+    app.state.policy = policy
+    app.state.cookies = Cookies(policy)
+    app.state.recheck = Recheck(runtime, recheck)
+    app.state.throttle = throttle or Throttle()
     return app

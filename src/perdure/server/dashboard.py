@@ -1,116 +1,116 @@
 """The dashboard: server-rendered pages (Jinja2) for runs, one run's live timeline, approvals
 and what needs a person (stuck runs, ambiguous effects, quarantined runs). A person logs in
-with an API key, kept in an HTTP-only, same-site cookie; every page acts as that key's
-principal, through the same Runtime calls as the API."""
+with an API key (:mod:`perdure.server.login`) and gets a server-side session; the cookie
+carries the session's token, never the key. Every page acts as the session's principal,
+through the same Runtime calls as the API.
+
+Every form that changes something is refused unless it came from a page of this origin
+(``Sec-Fetch-Site``, ``Origin``), is ``application/x-www-form-urlencoded`` and carries the
+CSRF token signed with the session (:mod:`perdure.server.csrf`). The pages' live views follow
+``/events`` and ``/runs/{id}/events`` here, authenticated by the session, never ``/v1``; they
+close when the session ends. A refusal is a page with its real status.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qsl
 
-import orjson
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from perdure.core.effects import EffectStatus
-from perdure.core.errors import NotAuthenticatedError, NotAuthorizedError, PerdureError
+from perdure.core.errors import NotAuthenticatedError, PerdureError
 from perdure.core.model import Principal, RunStatus
 from perdure.core.shapes import iso
 from perdure.runtime.runtime import Runtime
-from perdure.server.api import run_detail
-from perdure.server.auth import ADMIN, COOKIE, principal_of, require
-
-env = Environment(
-    loader=PackageLoader("perdure.server", "templates"), autoescape=select_autoescape()
-)
-env.filters["compact"] = lambda v: "" if v is None else orjson.dumps(v).decode()
-env.filters["when"] = lambda v: "" if v is None else str(v).replace("T", " ")[:19]
+from perdure.server import assets, sse
+from perdure.server.api import call, event_stream, run_detail
+from perdure.server.auth import ADMIN, require
+from perdure.server.cookies import Cookies
+from perdure.server.csrf import check_csrf, csrf_token
+from perdure.server.forms import failure, form_of, render, to
+from perdure.server.login import login, logout
+from perdure.server.origin import require_not_cross_site, require_same_origin
+from perdure.server.policy import Policy
 
 STATUS_ORDER = [s.value for s in RunStatus]
 Page = Callable[[Request, Principal, Runtime], Awaitable[Response]]
 
 
-def render(request: Request, name: str, **context: Any) -> HTMLResponse:
-    """A page of the dashboard."""
-    base = request.scope.get("root_path", "")
-    html = env.get_template(name).render(base=base, request=request, **context)
-    return HTMLResponse(html)
-
-
-def to(request: Request, path: str) -> RedirectResponse:
-    """A redirect (after a form) to ``path`` under the app's root."""
-    return RedirectResponse(request.scope.get("root_path", "") + path, status_code=303)
+async def session_of(request: Request) -> tuple[Principal, str]:
+    """The principal of the browser's session and its token, or
+    :class:`NotAuthenticatedError` (no cookie, or a session that ended)."""
+    cookies: Cookies = request.app.state.cookies
+    token = cookies.session(request)
+    if token is None:
+        raise NotAuthenticatedError("not logged in", fix="log in with an API key at /login")
+    runtime: Runtime = request.app.state.runtime
+    who: Principal = await run_in_threadpool(runtime.session_principal, token)
+    return who, token
 
 
 def page(handler: Page) -> Callable[[Request], Awaitable[Response]]:
-    """A page for a logged-in person: no (or a revoked) key goes to the login page; a refused
-    action or a missing run is shown as a page, never a traceback."""
+    """A page for a logged-in person: without a live session a GET goes to the login page
+    and a POST is refused (401); a POST must pass the origin, media type and CSRF checks
+    first (403, 415); a refused action or a missing run is a page with its status, never a
+    traceback."""
 
     async def wrapped(request: Request) -> Response:
         try:
-            who = await principal_of(request)
-        except NotAuthenticatedError:
-            return to(request, "/login")
-        if request.method == "POST" and not same_origin(request):
-            return render(
-                request,
-                "error.html",
-                who=who,
-                code="not_authorized",
-                message="a form from another site was refused",
-                status=403,
-            )
+            who, token = await session_of(request)
+        except NotAuthenticatedError as exc:
+            if request.method == "GET":
+                away = to(request, "/login")
+                request.app.state.cookies.clear_session(request, away)
+                return away
+            return failure(request, None, exc)
+        request.state.csrf = csrf_token(token, "session")
         try:
+            if request.method == "POST":
+                policy: Policy = request.app.state.policy
+                require_same_origin(request, policy)
+                request.state.form = await form_of(request)
+                check_csrf(token, "session", request.state.form.get("csrf"))
             return await handler(request, who, request.app.state.runtime)
         except PerdureError as exc:
-            response = render(
-                request, "error.html", who=who, code=exc.code, message=exc.message, fix=exc.fix
-            )
-            response.status_code = 403 if isinstance(exc, NotAuthorizedError) else 400
-            return response
+            return failure(request, who, exc)
 
     wrapped.__name__ = handler.__name__
+    wrapped.__doc__ = handler.__doc__
     return wrapped
 
 
-def same_origin(request: Request) -> bool:
-    """True unless the browser says the form came from another origin."""
-    origin = request.headers.get("origin")
-    return origin is None or origin.split("://", 1)[-1] == request.headers.get("host")
+def form(request: Request) -> dict[str, str]:
+    """The fields of the form :func:`page` checked."""
+    fields: dict[str, str] = request.state.form
+    return fields
 
 
-async def form(request: Request) -> dict[str, str]:
-    """The posted form's fields (``application/x-www-form-urlencoded``, at most 64 KiB)."""
-    raw = (await request.body())[:65536].decode("utf-8", "replace")
-    return dict(parse_qsl(raw, keep_blank_values=True))
+async def run_stream(request: Request) -> Response:
+    """The run page's live timeline: the run's events (SSE), as the session's principal."""
+    who, token = await session_of(request)
+    require_not_cross_site(request)
+    rt: Runtime = request.app.state.runtime
+    run = await call(rt.get, str(request.path_params["run_id"]), tenant=who)
+    source = sse.RunEvents(rt, who.tenant_id, run.run_id)
+    return event_stream(request, source, ("session", token))
 
 
-async def login(request: Request) -> Response:
-    """The login form (GET) and its check (POST): the key becomes the session cookie."""
-    if request.method == "GET":
-        return render(request, "login.html", who=None, error=None)
-    token = (await form(request)).get("key", "").strip()
-    runtime: Runtime = request.app.state.runtime
-    try:
-        await run_in_threadpool(runtime.authenticate, token)
-    except NotAuthenticatedError as exc:
-        response = render(request, "login.html", who=None, error=exc.message)
-        response.status_code = 401
-        return response
-    done = to(request, "/")
-    done.set_cookie(COOKIE, token, httponly=True, samesite="strict", max_age=12 * 3600)
-    return done
-
-
-async def logout(request: Request) -> Response:
-    """Forget the session cookie."""
-    response = to(request, "/login")
-    response.delete_cookie(COOKIE)
-    return response
+async def runs_stream(request: Request) -> Response:
+    """The runs page's live view: the tenant's events (SSE), as the session's principal."""
+    who, token = await session_of(request)
+    require_not_cross_site(request)
+    rt: Runtime = request.app.state.runtime
+    source = sse.TenantEvents(
+        rt,
+        who.tenant_id,
+        tuple(request.query_params.getlist("type")),
+        request.query_params.get("workflow"),
+    )
+    return event_stream(request, source, ("session", token))
 
 
 @page
@@ -162,7 +162,7 @@ async def run_page(request: Request, who: Principal, rt: Runtime) -> Response:
 async def decide_page(request: Request, who: Principal, rt: Runtime) -> Response:
     """The approve and reject buttons: decided as the logged-in principal."""
     run_id = str(request.path_params["run_id"])
-    comment = (await form(request)).get("comment") or None
+    comment = form(request).get("comment") or None
     verb = rt.approve if request.url.path.endswith("/approve") else rt.reject
     await run_in_threadpool(lambda: verb(run_id, who, comment=comment))
     return to(request, f"/runs/{run_id}")
@@ -181,7 +181,7 @@ async def cancel_page(request: Request, who: Principal, rt: Runtime) -> Response
 async def repair_page(request: Request, who: Principal, rt: Runtime) -> Response:
     """Hand a run that needs a person back to the workers, or fail it (admin)."""
     run_id = str(request.path_params["run_id"])
-    fields = await form(request)
+    fields = form(request)
     if request.url.path.endswith("/fail"):
         require(who, ADMIN, "failing a run")
         reason = fields.get("reason") or "failed from the dashboard"
@@ -197,7 +197,7 @@ async def repair_page(request: Request, who: Principal, rt: Runtime) -> Response
 async def resolve_page(request: Request, who: Principal, rt: Runtime) -> Response:
     """Record whether an ambiguous effect happened (admin)."""
     require(who, ADMIN, "resolving an effect")
-    fields = await form(request)
+    fields = form(request)
     key = fields.get("key", "")
     await run_in_threadpool(
         lambda: rt.resolve_effect(
@@ -232,18 +232,21 @@ async def attention_page(request: Request, who: Principal, rt: Runtime) -> Respo
 
 
 def routes() -> list[BaseRoute]:
-    """The dashboard's routes."""
+    """The dashboard's routes (its pages, forms, live streams and static files)."""
     post = ["POST"]
     return [
         Route("/", runs_page, methods=["GET"]),
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=post),
         Route("/attention", attention_page, methods=["GET"]),
+        Route("/events", runs_stream, methods=["GET"]),
         Route("/effects/resolve", resolve_page, methods=post),
         Route("/runs/{run_id}", run_page, methods=["GET"]),
+        Route("/runs/{run_id}/events", run_stream, methods=["GET"]),
         Route("/runs/{run_id}/approve", decide_page, methods=post),
         Route("/runs/{run_id}/reject", decide_page, methods=post),
         Route("/runs/{run_id}/cancel", cancel_page, methods=post),
         Route("/runs/{run_id}/resume", repair_page, methods=post),
         Route("/runs/{run_id}/fail", repair_page, methods=post),
+        *assets.routes(),
     ]

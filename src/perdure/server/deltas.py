@@ -14,6 +14,7 @@ a client that goes away closes the reader.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator
 from typing import cast
@@ -39,14 +40,18 @@ async def message_stream(
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[object] = asyncio.Queue()
 
+    def hand(item: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the server stopped
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
     def pump() -> None:
         try:
             for entry in reader:
-                loop.call_soon_threadsafe(queue.put_nowait, entry)
+                hand(entry)
         except Exception as exc:  # handed to the stream, which ends
-            loop.call_soon_threadsafe(queue.put_nowait, exc)
+            hand(exc)
         finally:
-            loop.call_soon_threadsafe(queue.put_nowait, _END)
+            hand(_END)
 
     threading.Thread(target=pump, name=f"perdure-deltas-{message_id}", daemon=True).start()
     try:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from perdure.core.errors import PerdureError, StoreUnavailableError
+from perdure.core.errors import PerdureError, StoreUnavailableError, TooManyAttemptsError
 
 STATUS = {
     "not_authenticated": 401,
     "not_authorized": 403,
+    "forged_request": 403,
+    "unsupported_media_type": 415,
+    "too_many_attempts": 429,
     "run_not_found": 404,
     "effect_not_found": 404,
     "key_not_found": 404,
@@ -41,9 +46,17 @@ def error_body(exc: PerdureError) -> dict[str, dict[str, str]]:
     return {"error": {"code": exc.code, "message": exc.message, "fix": exc.fix}}
 
 
+def error_headers(exc: PerdureError) -> dict[str, str]:
+    """The headers a refusal carries: ``WWW-Authenticate`` on 401, ``Retry-After`` on 429."""
+    if exc.code == "not_authenticated":
+        return {"WWW-Authenticate": "Bearer"}
+    if isinstance(exc, TooManyAttemptsError):
+        return {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
+    return {}
+
+
 async def on_error(request: Request, exc: Exception) -> Response:
     """The exception handler for :class:`PerdureError`."""
     if not isinstance(exc, PerdureError):  # registered for PerdureError only
         raise exc
-    headers = {"WWW-Authenticate": "Bearer"} if exc.code == "not_authenticated" else None
-    return JSONResponse(error_body(exc), status_code=status_of(exc), headers=headers)
+    return JSONResponse(error_body(exc), status_code=status_of(exc), headers=error_headers(exc))

@@ -37,8 +37,9 @@ class AccessStore(Protocol):
         ...
 
     def revoke_key(self, tenant_id: str, key_id: str, now: datetime) -> ApiKey:
-        """Revoke a key (idempotent: a revoked key keeps its first revocation time).
-        Raises :class:`~perdure.core.errors.KeyNotFoundError` for a key of another tenant."""
+        """Revoke a key (idempotent: a revoked key keeps its first revocation time) and, in the
+        same transaction, end its open sessions (``ended_why``: ``revoked``). Raises
+        :class:`~perdure.core.errors.KeyNotFoundError` for a key of another tenant."""
         ...
 
     def tenant_events(

@@ -51,6 +51,7 @@ from perdure.store.capabilities import (
 )
 from perdure.store.conversations import GraphCheckpointStore, StreamsStore, ThreadsStore
 from perdure.store.lifecycle import ArchiveStore, ArtifactLedger, HistoryStore, RetentionStore
+from perdure.store.sessions import SessionStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +148,7 @@ class Store(
     StreamsStore,
     GraphCheckpointStore,
     AccessStore,
+    SessionStore,
     HistoryStore,
     ArtifactLedger,
     RetentionStore,

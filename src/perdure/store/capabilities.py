@@ -137,9 +137,12 @@ class WaitsStore(Protocol):
         comment: str | None,
         request_id: str | None,
         now: datetime,
+        via: str | None = None,
     ) -> tuple[Approval, bool]:
         """Record a decision on a pending approval and move its WAITING_APPROVAL run back to
-        RUNNING (lease free) at ``on_approve`` or ``on_reject``, atomically.
+        RUNNING (lease free) at ``on_approve`` or ``on_reject``, atomically. The
+        ``approval_decided`` event records ``by``, ``role`` and, when given, ``via`` (the
+        credential the decision came through: the audit trail).
 
         Idempotent on ``request_id``: a repeat returns ``(the decided approval, False)``; a first
         decision returns ``(approval, True)``. The caller checked the principal's role. Raises

@@ -11,7 +11,7 @@ from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, RunBusyError, RunClosedError, StaleStateError
 from perdure.core.ids import checked_id, checked_text, new_id
-from perdure.core.model import Durability, Message, Release, Run, RunStatus
+from perdure.core.model import JSON, Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.seal import seal_state
 from perdure.core.settling import kept, needs_a_worker
@@ -119,9 +119,22 @@ def not_claimable(current: Run, now: datetime, holder: str | None = None) -> Run
 
 
 def cancel_run(
-    parts: RuntimeParts, tenant: str, run_id: str, reason: str, request_id: str | None
+    parts: RuntimeParts,
+    tenant: str,
+    run_id: str,
+    reason: str,
+    request_id: str | None,
+    *,
+    by: str | None = None,
+    via: str | None = None,
 ) -> Run:
-    """See :meth:`Runtime.cancel`."""
+    """See :meth:`Runtime.cancel`: the request's ``status`` event records ``by`` and ``via``
+    when given."""
+    asked: dict[str, JSON] = {"reason": reason or "cancel requested", "request_id": request_id}
+    if by is not None:
+        asked["by"] = by
+    if via is not None:
+        asked["via"] = via
     checked_text(reason, "cancel reason")
     if request_id is not None:
         checked_id(request_id, "request id")
@@ -140,7 +153,7 @@ def cancel_run(
                     status=RunStatus.CANCEL_REQUESTED,
                     fence=None,
                     now=parts.clock.now(),
-                    data={"reason": reason or "cancel requested", "request_id": request_id},
+                    data=asked,
                 )
             leased = run.lease_until is not None and run.lease_until > parts.clock.now()
             effects = parts.effects(run)

@@ -4,7 +4,10 @@ speaks for, the event feeds that live views follow, the counts operators watch."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
 
+from perdure.core.audit import AUDITED_TYPES, Decision, decision_of
 from perdure.core.errors import NotAuthenticatedError
 from perdure.core.ids import checked_id
 from perdure.core.keys import ApiKey, NewKey, checked_roles, matches, new_key, parse_token
@@ -12,6 +15,7 @@ from perdure.core.model import JSON, Event, Principal
 from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
 from perdure.core.seal import open_state
 from perdure.core.serde import loads
+from perdure.core.sessions import IDLE, LIFETIME, Session, new_session, parse_session_token
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
 
@@ -56,6 +60,70 @@ class Operator:
             raise NotAuthenticatedError(f"the API key {key_id} was revoked")
         return key.principal
 
+    # -- sessions -------------------------------------------------------------------------------
+
+    def open_session(
+        self, token: str, *, lifetime: timedelta = LIFETIME, idle: timedelta = IDLE
+    ) -> tuple[str, Principal]:
+        """Log in with an API key: a new session of the key's principal, which lasts
+        ``lifetime`` from now and ends after ``idle`` without a request. Returns the session's
+        token (what a cookie carries instead of the key; only its hash is stored) and the
+        principal, whose ``via`` names the session. A malformed, unknown or revoked key is
+        :class:`NotAuthenticatedError`, and nothing is written."""
+        principal = self.authenticate(token)
+        key_id, _ = parse_token(token)
+        now = self.parts.clock.now()
+        session, hashed, session_token = new_session(
+            principal.tenant_id, key_id, now, lifetime=lifetime, idle=idle
+        )
+        self.parts.store.create_session(session, hashed, now)
+        return session_token, replace(principal, via=session.via)
+
+    def session_principal(self, token: str, *, touch: bool = True) -> Principal:
+        """The principal a presented session token speaks for (``via``: the session), or
+        :class:`NotAuthenticatedError` when it is malformed, unknown, ended (logout, its key
+        revoked), expired or idle too long; a session found over is ended here. With
+        ``touch`` the request counts as use (the idle time starts again); a live stream that
+        only checks its session passes ``touch=False``."""
+        session_id, secret = parse_session_token(token)
+        found = self.parts.store.find_session(session_id)
+        if found is None or not matches(secret, found[1]):
+            raise NotAuthenticatedError("the session is unknown", fix="log in again")
+        session, now = found[0], self.parts.clock.now()
+        why = session.over(now)
+        stored = self.parts.store.find_key(session.key_id)
+        key = stored[0] if stored is not None else None
+        if key is None or key.revoked_at is not None:
+            why = why or "revoked"
+        if why is not None or key is None:
+            why = why or "revoked"
+            if session.ended_at is None:
+                self.parts.store.end_session(session.tenant_id, session_id, why, now)
+            raise NotAuthenticatedError(f"the session ended ({why})", fix="log in again")
+        if touch and session.stale(now):
+            self.parts.store.touch_session(session_id, now)
+        return replace(key.principal, via=session.via)
+
+    def end_session(self, token: str) -> Session | None:
+        """Log out: end the session of a presented token (idempotent) and return it; None for
+        a malformed or unknown token (nothing to end)."""
+        try:
+            session_id, secret = parse_session_token(token)
+        except NotAuthenticatedError:
+            return None
+        found = self.parts.store.find_session(session_id)
+        if found is None or not matches(secret, found[1]):
+            return None
+        tenant_id = found[0].tenant_id
+        return self.parts.store.end_session(tenant_id, session_id, "logout", self.parts.clock.now())
+
+    def sessions(
+        self, *, tenant: Tenant = DEFAULT_TENANT, key_id: str | None = None, ended: bool = False
+    ) -> list[Session]:
+        """The tenant's sessions not ended (and ended ones with ``ended``), of one key or all,
+        oldest first (never their secrets)."""
+        return self.parts.store.list_sessions(tenant_of(tenant), key_id=key_id, ended=ended)
+
     def state(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> dict[str, JSON]:
         """The run's current state fields as JSON (opened with the keyring when state is
         sealed; :class:`IntegrityError` when a field was tampered with). Read-only; needs no
@@ -91,6 +159,24 @@ class Operator:
         return self.parts.store.tenant_events(
             tenant_of(tenant), after=after, types=types, workflow=workflow, limit=limit
         )
+
+    def audit(
+        self, *, tenant: Tenant = DEFAULT_TENANT, after: int = 0, limit: int = 100
+    ) -> list[Decision]:
+        """The tenant's audit trail: decisions on its runs (approve, reject, resolve, resume,
+        fail, cancel) with who made them and the credential they came through, oldest first,
+        from event ``after`` on, at most ``limit`` (see :mod:`perdure.core.audit`)."""
+        tenant_id, cursor = tenant_of(tenant), after
+        found: list[Decision] = []
+        while len(found) < limit:
+            page = self.parts.store.tenant_events(
+                tenant_id, after=cursor, types=AUDITED_TYPES, limit=1000
+            )
+            found += [d for e in page if (d := decision_of(e)) is not None]
+            if len(page) < 1000:
+                break
+            cursor = page[-1].seq
+        return found[:limit]
 
     # -- counts ---------------------------------------------------------------------------------
 

@@ -32,6 +32,13 @@ def tenant_of(who: Tenant) -> str:
     return checked_id(who.tenant_id if isinstance(who, Principal) else who, "tenant")
 
 
+def acting(who: Tenant) -> tuple[str | None, str | None]:
+    """Who a call acts as and the credential it came through (``subject``, ``via``) when it
+    names a :class:`~perdure.core.model.Principal`; ``(None, None)`` for a bare tenant id.
+    Decisions record both in their events: the audit trail."""
+    return (who.subject, who.via) if isinstance(who, Principal) else (None, None)
+
+
 class RuntimeParts:
     """The store, clock, owner, keyring, limits and registered workflows of one
     :class:`~perdure.runtime.runtime.Runtime`, and the helpers its parts all use."""
@@ -78,7 +85,12 @@ class RuntimeParts:
         patch: dict[str, Any] | None,
         add_budget: Budget | None,
         by: str | None,
+        *,
+        via: str | None = None,
     ) -> Run:
+        """Bring a run that needs a person back to RUNNING at ``at`` (default: where it
+        stopped), with ``patch`` and ``add_budget``; the ``resumed`` event records ``by`` and,
+        when given, ``via`` (the credential the decision came through)."""
         error = run.error
         step = at or run.next_step or (error and (error.resume_at or error.step))
         if step not in wf.steps:
@@ -130,6 +142,7 @@ class RuntimeParts:
                 "at": step,
                 "patched": sorted(patch or {}),
                 "from": str(run.status),
+                **({"via": via} if via is not None else {}),
             },
         )
 

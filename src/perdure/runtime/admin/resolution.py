@@ -10,7 +10,14 @@ from perdure.core.effects import EffectRecord, EffectStatus
 from perdure.core.errors import EffectNotFoundError, EffectStateError, InvalidInputError
 from perdure.core.ids import checked_text
 from perdure.core.model import RunStatus
-from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, statuses_of, tenant_of
+from perdure.runtime.admin.parts import (
+    DEFAULT_TENANT,
+    RuntimeParts,
+    Tenant,
+    acting,
+    statuses_of,
+    tenant_of,
+)
 
 
 class EffectAdmin:
@@ -52,8 +59,11 @@ class EffectAdmin:
         applied: the step calls the provider again with the same key. Who decided, when and
         why is stored on the effect and in the run's events. A run waiting in
         NEEDS_ATTENTION is moved back to RUNNING for any worker to pick up. A repeated
-        ``request_id`` returns the effect as the first decision left it.
+        ``request_id`` returns the effect as the first decision left it. When ``tenant`` is a
+        principal, the credential it came through is recorded with the decision (``via``: the
+        audit trail).
         """
+        _, via = acting(tenant)
         tenant = tenant_of(tenant)
         checked_text(by, "who decided")
         checked_text(reason, "reason")
@@ -82,6 +92,8 @@ class EffectAdmin:
             "decision": "applied" if applied else "not_applied",
             "request_id": request_id,
         }
+        if via is not None:
+            decision["via"] = via
         updated = self.parts.store.update_effect(
             tenant,
             key,

@@ -15,7 +15,7 @@ from perdure.core.model import TERMINAL, Run, RunStatus
 from perdure.core.reading import Attention, Readable, inspect
 from perdure.core.records import RunError
 from perdure.core.versions import Quarantine
-from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, acting, tenant_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -142,7 +142,9 @@ class Versions:
         """End a run that needs a person (NEEDS_ATTENTION or QUARANTINED) as FAILED.
 
         A run with confirmed effects to compensate is refused: cancel it instead, so its
-        compensations run."""
+        compensations run. When ``tenant`` is a principal, its subject (unless ``by`` names
+        someone) and the credential it came through are recorded (the audit trail)."""
+        subject, via = acting(tenant)
         tenant = tenant_of(tenant)
         checked_text(reason, "reason")
         if by is not None:
@@ -160,7 +162,14 @@ class Versions:
                 fix="cancel it (`perdure cancel RUN`) so they are compensated",
             )
         transitions.check(run.status, RunStatus.FAILED)
-        error = RunError("failed_by_person", reason, run.next_step, by=by, previous=run.error)
+        error = RunError(
+            "failed_by_person",
+            reason,
+            run.next_step,
+            by=by or subject,
+            previous=run.error,
+            via=via,
+        )
         return self.parts.store.set_status(
             tenant,
             run_id,
@@ -185,7 +194,9 @@ class Versions:
     ) -> Run:
         """Bring a QUARANTINED (or NEEDS_ATTENTION) run back to RUNNING without running it:
         at ``at``, with ``patch`` applied (validated against the state type). Any worker (or
-        ``resume``) continues it."""
+        ``resume``) continues it. When ``tenant`` is a principal, its subject (unless ``by``
+        names someone) and the credential it came through are recorded (the audit trail)."""
+        subject, via = acting(tenant)
         tenant = tenant_of(tenant)
         run = self.parts.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
@@ -193,7 +204,8 @@ class Versions:
                 f"run {run_id} is {run.status}; only runs that need a person are repaired",
                 fix="see `perdure show RUN`",
             )
-        return self.parts.reopen(run, self.parts.workflow(run.workflow), at, patch, add_budget, by)
+        wf = self.parts.workflow(run.workflow)
+        return self.parts.reopen(run, wf, at, patch, add_budget, by or subject, via=via)
 
 
 def _describe(found: Readable, wf: Workflow[Any]) -> str:

@@ -84,10 +84,16 @@ class Waits:
                     comment=comment,
                     request_id=request_id,
                     now=self.parts.clock.now(),
+                    via=principal.via,
                 )
                 return decided
         if run.status.terminal:
-            info = {"by": principal.subject, "approve": approve, "comment": comment}
+            info = {
+                "by": principal.subject,
+                "via": principal.via,
+                "approve": approve,
+                "comment": comment,
+            }
             self.parts.store.record_event(
                 tenant, run_id, "late_approval", info, self.parts.clock.now()
             )
@@ -112,6 +118,7 @@ class Waits:
             comment=comment,
             request_id=request_id,
             now=self.parts.clock.now(),
+            via=principal.via,
         )
         return decided
 

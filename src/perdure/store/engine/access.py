@@ -78,6 +78,7 @@ class Access(EngineBase):
         with self.driver.write() as tx:
             if tx.run("revoke_key", params) == 0:
                 raise KeyNotFoundError(f"no API key {key_id} in tenant {tenant_id}")
+            tx.run("end_key_sessions", params)
             row = need(tx, "get_key", params)
         return _key(row, self.driver.when)
 

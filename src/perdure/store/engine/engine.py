@@ -16,6 +16,7 @@ from perdure.store.engine.fleet import Fleet
 from perdure.store.engine.history import History
 from perdure.store.engine.retention import Retention
 from perdure.store.engine.runs import Runs
+from perdure.store.engine.sessions import Sessions
 from perdure.store.engine.streams import Streams
 from perdure.store.engine.threads import Threads
 from perdure.store.engine.versions import Versions
@@ -33,6 +34,7 @@ class Engine(
     Streams,
     GraphCheckpoints,
     Access,
+    Sessions,
     History,
     Artifacts,
     Retention,

@@ -50,6 +50,7 @@ class Waits(EngineBase):
         comment: str | None,
         request_id: str | None,
         now: datetime,
+        via: str | None = None,
     ) -> tuple[Approval, bool]:
         """See :meth:`Store.decide_approval`."""
         d = self.driver
@@ -93,13 +94,15 @@ class Waits(EngineBase):
                 raise ApprovalStateError(
                     f"run {current['run_id']} is {run['status']}, not waiting for an approval"
                 )
-            info = {
+            info: dict[str, JSON] = {
                 "approval": approval_id,
                 "decision": decided["status"],
                 "by": by,
                 "role": role,
                 "comment": comment,
             }
+            if via is not None:
+                info["via"] = via
             event(tx, ids, "approval_decided", decided["step"], None, info, at)
             event(
                 tx,

@@ -1146,6 +1146,38 @@ ORDER BY created_at, key_id;
 UPDATE perdure.api_keys SET revoked_at = COALESCE(revoked_at, %(now)s)
 WHERE tenant_id = %(tenant_id)s AND key_id = %(key_id)s;
 
+-- name: end_key_sessions
+UPDATE perdure.sessions SET ended_at = %(now)s, ended_why = 'revoked'
+WHERE tenant_id = %(tenant_id)s AND key_id = %(key_id)s AND ended_at IS NULL;
+
+-- name: insert_session
+INSERT INTO perdure.sessions (session_id, tenant_id, key_id, secret_hash, created_at, seen_at,
+                              expires_at, idle_seconds)
+VALUES (%(session_id)s, %(tenant_id)s, %(key_id)s, %(secret_hash)s, %(created_at)s,
+        %(created_at)s, %(expires_at)s, %(idle_seconds)s);
+
+-- name: get_session
+SELECT session_id, tenant_id, key_id, secret_hash, created_at, seen_at, expires_at,
+       idle_seconds, ended_at, ended_why
+FROM perdure.sessions WHERE session_id = %(session_id)s;
+
+-- name: touch_session
+UPDATE perdure.sessions SET seen_at = %(now)s
+WHERE session_id = %(session_id)s AND ended_at IS NULL AND seen_at < %(now)s;
+
+-- name: end_session
+UPDATE perdure.sessions
+SET ended_at = COALESCE(ended_at, %(now)s), ended_why = COALESCE(ended_why, %(why)s)
+WHERE tenant_id = %(tenant_id)s AND session_id = %(session_id)s;
+
+-- name: list_sessions
+SELECT session_id, tenant_id, key_id, secret_hash, created_at, seen_at, expires_at,
+       idle_seconds, ended_at, ended_why
+FROM perdure.sessions
+WHERE tenant_id = %(tenant_id)s AND (%(key_id)s::text IS NULL OR key_id = %(key_id)s)
+  AND (%(ended)s OR ended_at IS NULL)
+ORDER BY created_at, session_id;
+
 -- name: tenant_events
 SELECT e.run_id, e.seq, e.type, e.step, e.fence, e.data, e.at
 FROM perdure.events e JOIN perdure.runs r ON r.run_id = e.run_id

@@ -790,6 +790,33 @@ ORDER BY created_at, key_id;
 UPDATE api_keys SET revoked_at = COALESCE(revoked_at, :now)
 WHERE tenant_id = :tenant_id AND key_id = :key_id;
 
+-- name: end_key_sessions
+UPDATE sessions SET ended_at = :now, ended_why = 'revoked'
+WHERE tenant_id = :tenant_id AND key_id = :key_id AND ended_at IS NULL;
+
+-- name: insert_session
+INSERT INTO sessions (session_id, tenant_id, key_id, secret_hash, created_at, seen_at,
+                      expires_at, idle_seconds)
+VALUES (:session_id, :tenant_id, :key_id, :secret_hash, :created_at, :created_at,
+        :expires_at, :idle_seconds);
+
+-- name: get_session
+SELECT * FROM sessions WHERE session_id = :session_id;
+
+-- name: touch_session
+UPDATE sessions SET seen_at = :now
+WHERE session_id = :session_id AND ended_at IS NULL AND seen_at < :now;
+
+-- name: end_session
+UPDATE sessions SET ended_at = COALESCE(ended_at, :now), ended_why = COALESCE(ended_why, :why)
+WHERE tenant_id = :tenant_id AND session_id = :session_id;
+
+-- name: list_sessions
+SELECT * FROM sessions
+WHERE tenant_id = :tenant_id AND (:key_id IS NULL OR key_id = :key_id)
+  AND (:ended OR ended_at IS NULL)
+ORDER BY created_at, session_id;
+
 -- name: tenant_events
 SELECT e.* FROM events e JOIN runs r ON r.run_id = e.run_id
 WHERE e.tenant_id = :tenant_id AND e.seq > :after
