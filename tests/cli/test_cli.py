@@ -14,6 +14,7 @@ APP = "tests.apps.counting"
 
 
 def test_an_unknown_run_is_one_line_with_a_fix(db_url: str) -> None:
+    assert run_cli(db_url, "migrate").returncode == 0  # reads need a database
     out = run_cli(db_url, "show", "no-such-run")
     assert out.returncode == 1
     assert out.stderr.strip().count("\n") == 0
@@ -36,6 +37,7 @@ def test_a_missing_app_says_how_to_load_one(db_url: str) -> None:
 
 
 def test_an_unknown_status_filter_lists_the_valid_ones(db_url: str) -> None:
+    assert run_cli(db_url, "migrate").returncode == 0  # reads need a database
     out = run_cli(db_url, "runs", "--status", "DONE")
     assert out.returncode == 1
     assert "SUCCEEDED" in out.stderr

@@ -41,6 +41,7 @@ def one_line_error(out: object, code: str) -> str:
 def test_ids_that_are_not_utf8_text_are_refused_in_one_line(
     db_url: str, args: tuple[str, ...]
 ) -> None:
+    assert run_cli(db_url, "migrate").returncode == 0  # reads need a database
     one_line_error(run_cli(db_url, *args), "invalid_input")
     listed = run_cli(db_url, "runs", "--json")
     assert json.loads(listed.stdout) == [], "nothing was created"

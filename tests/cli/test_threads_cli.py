@@ -44,6 +44,7 @@ def test_a_busy_thread_queues_refuses_and_shows_its_runs(db_url: str) -> None:
 def test_stream_prints_nothing_for_an_unknown_message_and_refuses_bad_input(
     db_url: str,
 ) -> None:
+    assert run_cli(db_url, "migrate").returncode == 0  # reads need a database
     empty = run_cli(db_url, "stream", "no-such-message")
     assert (empty.returncode, empty.stdout) == (0, "")
     bad = run_cli(db_url, "stream", "m", "--after", "-3")
