@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CLI = "import sys; from perdure.cli.main import run; sys.argv = ['perdure', *sys.argv[1:]]; run()"
+CLI = "import sys; from perdure.cli.entry import run; sys.argv = ['perdure', *sys.argv[1:]]; run()"
 
 
 ENV: dict[str, str] = {}

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from perdure import FakeClock, Runtime
 from perdure.runtime.clock import TEST_CLOCK_VARIABLE
 from perdure.store.sqlite.store import SqliteStore
 from perdure.testing import FileClock
+from tests import processes
 from tests.backends import PgServer, pg_server_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +55,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.pg)
         if folder in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
+
+
+processes.count_started_processes()
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every process a test started is gone after it (see tests/processes.py): one still
+    running is stopped with SIGTERM and reported (a warning); one that SIGTERM did not stop
+    within the grace period is killed and fails the test, since a perdure process that ignores
+    SIGTERM is a bug. Costs nothing for a test that started no process."""
+    owner = f"{os.getpid()}-{id(request)}-{time.monotonic_ns()}"
+    before_started, before_children = processes.started(), processes.children()
+    previous = os.environ.get(processes.OWNER_VARIABLE)
+    os.environ[processes.OWNER_VARIABLE] = owner
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(processes.OWNER_VARIABLE, None)
+        else:
+            os.environ[processes.OWNER_VARIABLE] = previous
+    if processes.started() == before_started and not processes.children() - before_children:
+        return
+    left = processes.stop(processes.left_behind(owner, before_children))
+    if not left:
+        return
+    lines = "\n".join(
+        f"  pid {p.pid}: {p.command} ({'stopped by SIGTERM' if p.stopped_by_sigterm else 'KILLED'})"
+        for p in left
+    )
+    if all(p.stopped_by_sigterm for p in left):
+        warnings.warn(f"the test left processes running:\n{lines}", stacklevel=1)
+    else:
+        pytest.fail(f"the test left processes that SIGTERM did not stop:\n{lines}")
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """``python -m perdure`` runs the command line."""
 
-from perdure.cli.main import run
+from perdure.cli.entry import run
 
 run()

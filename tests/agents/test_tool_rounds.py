@@ -162,3 +162,45 @@ def test_the_model_never_sees_or_sets_the_key() -> None:
         @tools.tool
         def lookup(order: str, idempotency_key: str) -> str:
             return order
+
+
+def test_a_side_effecting_tool_with_a_retry_policy_is_sent_again_after_a_timeout(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    sent: list[str] = []
+    tools = ToolRegistry()
+
+    @tools.tool(side_effect=True, retry=RetryPolicy(max_attempts=3, jitter=False))
+    def send_email(to: str) -> dict[str, Any]:
+        """Send an email."""
+        if not sent:
+            sent.append("timed out")
+            raise TransientError("timeout", "the mail server did not answer")
+        sent.append(to)
+        return {"sent_to": to}
+
+    call = (ToolCall("c1", "send_email", {"to": "ana@example.com"}),)
+
+    @step
+    def act(ctx: Context, s: S):  # type: ignore[no-untyped-def]
+        (result,) = run_tools(ctx, Message("assistant", "", call), tools)
+        return done(result.content)
+
+    run = runtime.start(Workflow("act", state=S, steps=[act]))
+    runtime.run_until_idle()
+    assert sent == ["timed out"], "the second attempt waits for its (durable) delay"
+    clock.advance(60)
+    runtime.run_until_idle()
+    view = runtime.get(run.run_id)
+    assert view.status is RunStatus.SUCCEEDED, view.error
+    assert view.result == '{"sent_to":"ana@example.com"}'
+    assert sent == ["timed out", "ana@example.com"]
+
+
+def test_only_a_side_effecting_tool_takes_a_retry_policy() -> None:
+    tools = ToolRegistry()
+    with pytest.raises(DefinitionError, match="only a side-effecting tool has a retry"):
+
+        @tools.tool(retry=RetryPolicy())
+        def search(query: str) -> str:
+            return query

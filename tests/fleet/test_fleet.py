@@ -119,8 +119,20 @@ class Fleet:
         assert worker.proc.wait(timeout=10) == -signal.SIGKILL
 
     def stop(self) -> dict[int, int]:
-        """SIGTERM every live worker (thawing frozen ones) and return each one's exit code."""
+        """SIGTERM every live worker (thawing frozen ones) and return each one's exit code.
+
+        A worker spawned a moment ago is first let reach its serving line (bounded): a SIGTERM
+        that comes while the interpreter itself starts, before any perdure code runs, ends any
+        Python process with -15 (one that comes later, while it imports its app or opens the
+        store, ends it with 0: tests/cli/test_stopping_cli.py)."""
         codes: dict[int, int] = {}
+        for w in self.alive():
+            w.proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(
+            "serving" not in w.stdout() for w in self.alive()
+        ):
+            time.sleep(0.05)
         for w in self.alive():
             w.proc.send_signal(signal.SIGCONT)
             w.proc.send_signal(signal.SIGTERM)

@@ -29,28 +29,54 @@ def split_target(target: str) -> tuple[str, str]:
 )
 @click.option("--only", metavar="NAMES", help="Comma-separated drills to run (e.g. crash,unknown).")
 @click.option(
+    "--effect",
+    "effects",
+    metavar="PATTERN",
+    multiple=True,
+    help="Aim the effect drills at the effects this fnmatch pattern of STEP/NAME names "
+    "(e.g. 'act/tool.*'); repeatable. Default: every effect of the reference run.",
+)
+@click.option(
     "--pg",
     metavar="URL",
     help="A PostgreSQL database to throw away: the database drill ends its connections.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per row.")
 @run_command
 def drills(
-    target: str, input_json: str | None, approve_as: str | None, only: str | None, pg: str | None
+    target: str,
+    input_json: str | None,
+    approve_as: str | None,
+    only: str | None,
+    effects: tuple[str, ...],
+    pg: str | None,
+    as_json: bool,
 ) -> None:
-    """Run the ten fault drills against a workflow; print what happened and whether it held.
+    """Run the fault drills against a workflow; print what happened and whether it held.
 
-    Model call times out, crash after a tool succeeded before the write, duplicate delivery, a
-    late message to a finished run, approval after hours, cancel mid-step, unknown external
-    status, database briefly unavailable (SQLite's write lock held by another connection; with
-    --pg, every connection to that PostgreSQL database ended for a while),
-    artifact corrupted or lost (its objects overwritten, then deleted), budget exhausted. Each drill
-    runs in a fresh folder, SQLite database and test clock, in real processes.
+    Three drills run once for each effect the uninterrupted reference run made (model calls,
+    side-effecting tools, ctx.effect calls) or each one --effect names: the call times out
+    before it is sent; the process is killed after the call succeeded, before its outcome is
+    written; the call goes through but its reply is lost (unknown external status). Each row
+    names its effect by step and name (act/tool.call_1; think#3/model.1 when a step runs more
+    than once, numbered as perdure history numbers steps).
+
+    The others drill the whole run: duplicate delivery, a late message to a finished run,
+    approval after hours, cancel mid-step, database briefly unavailable (SQLite's write lock
+    held by another connection; with --pg, every connection to that PostgreSQL database ended
+    for a while), artifact corrupted or lost (its objects overwritten, then deleted), budget
+    exhausted. Each drill runs in a fresh folder, SQLite database and test clock, in real
+    processes.
+
+    When a run goes to a person for a reason a policy would have absorbed (a timeout without a
+    retry= policy), its row says which. With --json, one object per row: drill, title, effect,
+    held (true, false, or null when the drill does not apply) and what_happened.
 
     Exits non-zero when a drill did not hold (an effect called more often than in the
     uninterrupted reference run, or an outcome that is neither the reference's nor a typed
     hand-off to a person).
     """
-    from perdure.drills import format_drills, run_drills
+    from perdure.drills import format_drills, format_drills_json, run_drills
 
     module, workflow = split_target(target)
     names = tuple(n.strip() for n in (only or "").split(",") if n.strip())
@@ -61,10 +87,14 @@ def drills(
         approve_as=approve_as,
         only=names,
         pg=pg,
+        effects=effects,
     )
-    click.echo(format_drills(results))
     failed = [r for r in results if r.held is False]
-    applied = sum(r.held is not None for r in results)
-    click.echo(f"\n{len(results)} drills, {applied} applied, {len(failed)} did not hold")
+    if as_json:
+        click.echo(format_drills_json(results))
+    else:
+        click.echo(format_drills(results))
+        applied = sum(r.held is not None for r in results)
+        click.echo(f"\n{len(results)} drills, {applied} applied, {len(failed)} did not hold")
     if failed:
         sys.exit(1)

@@ -183,7 +183,9 @@ def start(
 @click.option("--thread", help="Filter by thread id.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--watch", "watching", is_flag=True, help="Refresh every second until Ctrl-C.")
+@click.option(
+    "--watch", "watching", is_flag=True, help="Refresh every second until Ctrl-C or SIGTERM."
+)
 @click.option("--parent", "parent", help="Only the child runs of this run (by key).")
 @pass_settings
 @run_command

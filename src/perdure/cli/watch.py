@@ -12,6 +12,7 @@ import orjson
 
 from perdure.cli import render
 from perdure.cli.client import Client
+from perdure.cli.stops import until_stopped
 from perdure.cli.support import Settings, exit_for, pass_settings, run_command
 from perdure.core.model import Run, RunStatus
 from perdure.core.shapes import event_json
@@ -65,8 +66,16 @@ def watch(
     """Follow RUN_ID live: one line per event, a progress line while it waits, until it ends.
 
     Exits like `perdure resume`: 1 when it ends FAILED (3 needs a person, 4 quarantined do not
-    end a watch: it keeps following).
+    end a watch: it keeps following). SIGTERM or SIGINT (Ctrl-C) stops watching: exit 0.
     """
+    with until_stopped():
+        follow_run(settings, run_id, server, key, after, poll)
+
+
+def follow_run(
+    settings: Settings, run_id: str, server: str | None, key: str | None, after: int, poll: float
+) -> None:
+    """What ``perdure watch`` does until the run ends (see :func:`watch`)."""
     if server:
         client = Client(server, key)
         for event in client.events(run_id, after):
@@ -120,25 +129,23 @@ def watch_runs(
     limit: int,
     interval: float = 1.0,
 ) -> None:
-    """``perdure runs --watch``: the runs table, redrawn when it changes, until Ctrl-C."""
+    """``perdure runs --watch``: the runs table, redrawn when it changes, until SIGTERM or
+    SIGINT (Ctrl-C), which end it with exit 0."""
     shown = ""
-    with settings.reader() as rt:
-        try:
-            while True:
-                found = rt.runs(
-                    tenant=settings.tenant,
-                    status=statuses,
-                    workflow=workflow,
-                    thread=thread,
-                    limit=limit,
-                )
-                table = render.runs_table(found)
-                if table != shown:
-                    if sys.stdout.isatty():
-                        click.echo("\x1b[H\x1b[2J", nl=False)
-                    click.echo(table)
-                    shown = table
-                if rt.wait_for_events(interval) is None:
-                    time.sleep(interval)
-        except KeyboardInterrupt:
-            return
+    with until_stopped(), settings.reader() as rt:
+        while True:
+            found = rt.runs(
+                tenant=settings.tenant,
+                status=statuses,
+                workflow=workflow,
+                thread=thread,
+                limit=limit,
+            )
+            table = render.runs_table(found)
+            if table != shown:
+                if sys.stdout.isatty():
+                    click.echo("\x1b[H\x1b[2J", nl=False)
+                click.echo(table)
+                shown = table
+            if rt.wait_for_events(interval) is None:
+                time.sleep(interval)

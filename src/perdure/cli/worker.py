@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import click
 
+from perdure.cli import stops
 from perdure.cli.serve import log_options, serve_metrics
 from perdure.cli.support import Settings, app_option, load_app, pass_settings, run_command
 from perdure.core.history import Retention
@@ -79,7 +80,11 @@ def worker(
     With ``--respawn`` this process imports everything, then forks the worker and forks another
     the moment it dies (SIGKILL, out of memory, a crash in native code): the new one takes the
     dead one's runs over at once, without waiting for their leases to run out
-    (:mod:`perdure.runtime.supervisor`)."""
+    (:mod:`perdure.runtime.supervisor`).
+
+    A SIGTERM that comes before the worker serves (while it imports the app, opens or migrates
+    the store) ends it with exit 0 and one line: it has claimed nothing yet."""
+    stops.hold_sigterm()  # first: a SIGTERM from here on is remembered, not fatal
     from perdure.cli.history import duration
 
     configure_logs(log_format, log_level.upper())
@@ -89,6 +94,8 @@ def worker(
 
     def body(ready: Callable[[], None]) -> int:
         """The worker itself: a runtime on ``settings.db`` serving ``workflows``."""
+        if stops.sigterm_came():
+            return stopped_early()
         rt = Runtime(
             settings.db, workflows=workflows, lease_seconds=lease_seconds, group_commit=grouping
         )
@@ -107,7 +114,10 @@ def worker(
             retention=retention,
             on_gc=click.echo,
         )
-        w.install_signal_handlers()
+        w.install_signal_handlers()  # from here on SIGTERM drains
+        if stops.sigterm_came():
+            rt.close()
+            return stopped_early()
         ready()
         serving = ", ".join(sorted(rt.workflows))
         click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
@@ -122,6 +132,15 @@ def worker(
         body(lambda: None)
         return
     opener(settings.db)  # the store's modules too are imported once, here, before any fork
+    if stops.sigterm_came():
+        stopped_early()
+        return
     code = Supervisor(run_command(body), on_event=click.echo).run()
     if code:
         raise SystemExit(code)
+
+
+def stopped_early() -> int:
+    """Say that a SIGTERM came before the worker served; its exit code (0)."""
+    click.echo("worker stopped before it served: SIGTERM came while it was starting")
+    return 0

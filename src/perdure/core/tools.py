@@ -4,7 +4,9 @@ A tool's schema comes from its type hints (``str``, ``int``, ``float``, ``bool``
 ``dict``, ``Literal[...]``, ``X | None``, defaults make a parameter optional) or, when its one
 parameter is a pydantic model, from that model. ``side_effect=True`` marks a tool that changes
 the world: the round runner (:mod:`perdure.runtime.step.tools`) makes it an effect, so a re-executed
-step never repeats it; ``reconcile=`` may say what happened after a crash during the call.
+step never repeats it; ``reconcile=`` may say what happened after a crash during the call, and
+``retry=`` (a :class:`~perdure.core.retry.RetryPolicy`) sends a call that failed transiently (a
+timeout, a rate limit) again after a durable wait instead of asking a person.
 Read-only tools run directly, or once per distinct arguments with ``cache=True``.
 
 A tool run as an effect (``side_effect=True`` or ``cache=True``) may declare a parameter named
@@ -32,6 +34,7 @@ from typing import Any, Literal, TypeVar, get_args, get_origin, overload
 
 from perdure.core.chat import ToolSpec
 from perdure.core.errors import DefinitionError, PerdureError
+from perdure.core.retry import RetryPolicy
 from perdure.core.values import JSON
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -106,6 +109,9 @@ class Tool:
     model: Any = None
     takes_key: bool = False
     """The function declares :data:`KEY_PARAMETER` and is given its effect's key."""
+    retry: RetryPolicy | None = None
+    """How a side-effecting call that failed transiently is tried again (None: a person
+    decides)."""
 
     @property
     def spec(self) -> ToolSpec:
@@ -174,6 +180,7 @@ def make_tool(
     side_effect: bool = False,
     cache: bool = False,
     reconcile: Callable[..., Any] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> Tool:
     """A :class:`Tool` from a typed function (see the module docstring)."""
     tool_name = name or fn.__name__
@@ -181,6 +188,12 @@ def make_tool(
         raise DefinitionError(f"tool name {tool_name!r} is not valid", fix="use [A-Za-z0-9_-]")
     if side_effect and cache:
         raise DefinitionError(f"tool {tool_name}: a side-effecting tool cannot be cached")
+    if retry is not None and not side_effect:
+        raise DefinitionError(
+            f"tool {tool_name}: only a side-effecting tool has a retry= policy",
+            fix="mark it side_effect=True, or drop retry= (a read-only tool's error goes to "
+            "the model)",
+        )
     hints = typing.get_type_hints(fn)
     params = [p for p in inspect.signature(fn).parameters.values() if p.name != "return"]
     takes_key = any(p.name == KEY_PARAMETER for p in params)
@@ -195,7 +208,9 @@ def make_tool(
     if len(params) == 1 and hasattr(hints.get(params[0].name), "model_json_schema"):
         model = hints[params[0].name]
         found = typing.cast(dict[str, JSON], model.model_json_schema())
-        return Tool(tool_name, text, found, fn, side_effect, cache, reconcile, model, takes_key)
+        return Tool(
+            tool_name, text, found, fn, side_effect, cache, reconcile, model, takes_key, retry
+        )
     props: dict[str, JSON] = {}
     required: list[JSON] = []
     for p in params:
@@ -205,7 +220,7 @@ def make_tool(
         if p.default is inspect.Parameter.empty:
             required.append(p.name)
     schema: dict[str, JSON] = {"type": "object", "properties": props, "required": required}
-    return Tool(tool_name, text, schema, fn, side_effect, cache, reconcile, None, takes_key)
+    return Tool(tool_name, text, schema, fn, side_effect, cache, reconcile, None, takes_key, retry)
 
 
 class ToolRegistry:
@@ -235,6 +250,7 @@ class ToolRegistry:
         side_effect: bool = False,
         cache: bool = False,
         reconcile: Callable[..., Any] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -245,6 +261,7 @@ class ToolRegistry:
         side_effect: bool = False,
         cache: bool = False,
         reconcile: Callable[..., Any] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> Any:
         """Register a typed function as a tool; the function itself is returned unchanged."""
 
@@ -256,6 +273,7 @@ class ToolRegistry:
                 side_effect=side_effect,
                 cache=cache,
                 reconcile=reconcile,
+                retry=retry,
             )
             self.add(made)
             return f

@@ -1,9 +1,9 @@
-"""What every drill runs on: :class:`Drills`, one workflow's reference run, the folders
-(rows of :func:`perdure.testing.run_matrix`) the drills start from, how a drill is judged
-against the reference, and the drills that need nothing more; :class:`DrillResult`, one line
-of the table. The database drill (:mod:`perdure.drills.outage`) and the artifact drill
-(:mod:`perdure.drills.artifacts`) are written beside it, as functions of a :class:`Drills`;
-:mod:`perdure.drills` lists them all and runs them."""
+"""What every drill runs on: :class:`Drills`, one workflow's reference run and the effects it
+made, the folders (rows of :func:`perdure.testing.run_matrix`) the drills start from, how a
+drill is judged against the reference, and the drills that need nothing more. The database
+drill (:mod:`perdure.drills.outage`) and the artifact drill (:mod:`perdure.drills.artifacts`)
+are written beside it, as functions of a :class:`Drills`; :mod:`perdure.drills` lists them all
+and runs them."""
 
 from __future__ import annotations
 
@@ -14,37 +14,33 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import orjson
 
 from perdure.core.budget import Budget
+from perdure.core.chat import MODEL_TARGET
 from perdure.core.model import JSON
 from perdure.core.workflow import Workflow
+from perdure.drills.effects import DrilledEffect, chosen, labelled
 from perdure.runtime.runtime import Runtime
 from perdure.testing import _Observed, _Row
 
 HOURS_LATER = 6
 """How late (test-clock hours) the approval-after-hours drill approves."""
 
+TOOL_TARGET = "tool"
+"""The effect target of a side-effecting tool run by ``run_tools``."""
 
-@dataclass(frozen=True, slots=True)
-class DrillResult:
-    """One line of the drills table; ``held`` is None when the drill does not apply."""
-
-    drill: str
-    happened: str
-    held: bool | None
-
-    @property
-    def verdict(self) -> str:
-        return "n/a" if self.held is None else "yes" if self.held else "NO"
+Outcome = tuple[str, bool | None]
+"""What a drill reports: what happened, and whether it held (None: it does not apply)."""
 
 
 class Drills:
-    """The drills of one workflow; :meth:`run` runs them all, each in its own folder."""
+    """The drills of one workflow: :meth:`reference` runs it once uninterrupted; each drill
+    then runs in its own folder. ``effects``: fnmatch patterns of the effects the effect drills
+    aim at (default: every effect the reference made; see :mod:`perdure.drills.effects`)."""
 
     def __init__(
         self,
@@ -56,45 +52,41 @@ class Drills:
         approve_as: str | None = None,
         durability: str = "sync",
         pg: str | None = None,
+        effects: Sequence[str] = (),
     ) -> None:
         self.app, self.workflow, self.durability, self.pg = app, workflow, durability, pg
         self.input = input if input is not None else {}
         self.input_json = orjson.dumps(self.input).decode()
         self.workdir, self.approve_as = workdir, approve_as
+        self.patterns = tuple(effects)
+        self.effects: list[DrilledEffect] = []
+        """The effects the effect drills aim at, in the order the reference made them."""
 
     def row(self, name: str, *, start: bool = True) -> _Row:
         folder = self.workdir / name
         return _Row(folder, self.app, self.workflow, self.input_json, self.durability, start=start)
 
-    def run(self, drills: Sequence[Drill], only: Sequence[str] = ()) -> list[DrillResult]:
-        """Run the reference, then every drill of ``drills`` (or those whose short names are
-        in ``only``); a drill that cannot run says why (held: no)."""
+    def reference(self) -> None:
+        """Run the reference to its end (or to a person), and list the effects it made that
+        the patterns name (a pattern that names none is a ``ConfigError``)."""
         ref_row = self.row("reference")
         ref_row.resume()
         self.ref_row = ref_row
         self.ref, self.ref_seen = ref_row.settle(self.approve_as)
-        self.effects = [n for n in self.ref.calls if not n.endswith(".compensate")]
-        results = []
-        for short, name, drill in drills:
-            if only and short not in only:
-                continue
-            try:
-                results.append(DrillResult(name, *drill(self)))
-            except Exception as exc:
-                results.append(
-                    DrillResult(name, f"could not run: {type(exc).__name__}: {exc}", False)
-                )
-        return results
+        with Runtime(ref_row.db, migrate=False, clock=ref_row.clock) as rt:
+            records = rt.effects(run_id=ref_row.run_id)
+        self.effects = chosen(labelled(records, self.ref.steps), self.patterns)
 
     # -- judging -------------------------------------------------------------------------------
 
-    def duplicated(self, seen: _Observed) -> list[str]:
-        """Effects called more often than in the reference (a compensation: than its effect)."""
+    def duplicated(self, seen: _Observed, allow: Mapping[str, int] | None = None) -> list[str]:
+        """Effects called more often than in the reference (a compensation: than its effect);
+        ``allow``: extra calls a drill expects of an effect (a call that timed out counts)."""
         over = []
         for name, n in seen.calls.items():
             limit = seen.calls.get(name.removesuffix(".compensate"), 0)
             if not name.endswith(".compensate"):
-                limit = self.ref.calls.get(name, 0)
+                limit = self.ref.calls.get(name, 0) + (allow or {}).get(name, 0)
             if n > limit:
                 over.append(f"{name} {n}x")
         return over
@@ -102,9 +94,11 @@ class Drills:
     def matches(self, seen: _Observed) -> bool:
         return (seen.status, seen.result) == (self.ref.status, self.ref.result)
 
-    def judge(self, seen: _Observed, what: str) -> tuple[str, bool]:
+    def judge(
+        self, seen: _Observed, what: str, allow: Mapping[str, int] | None = None
+    ) -> tuple[str, bool]:
         """Held: nothing duplicated, and the reference outcome or a person asked."""
-        over = self.duplicated(seen)
+        over = self.duplicated(seen, allow)
         if over:
             return f"{what}; DUPLICATED: {', '.join(over)}", False
         if self.matches(seen):
@@ -116,32 +110,79 @@ class Drills:
             return f"{what}; ended {seen.status} with {got}, the reference with {ref}", False
         return f"{what}; ended {seen.status} ({seen.error}), not as the reference", False
 
-    # -- the drills ----------------------------------------------------------------------------
+    def judge_timeout(
+        self, seen: _Observed, what: str, effect: DrilledEffect | None = None
+    ) -> Outcome:
+        """:meth:`judge` for a call (or a step) that timed out: the call that timed out counts;
+        a run that went to a person says which policy would have kept it going."""
+        allow = {effect.name: 1} if effect is not None else None
+        if seen.status != "NEEDS_ATTENTION" or self.duplicated(seen, allow):
+            return self.judge(seen, what, allow)
+        why = absorbed(seen.error, effect)
+        return f"{what}; needs a person: timeout ({seen.error}); {why} ({calls(seen)})", True
 
-    def model_timeout(self) -> tuple[str, bool | None]:
-        first = self.ref.steps[0] if self.ref.steps else None
-        if first is None:
-            return "not applicable: the run completes no step", None
-        row = self.row("model-timeout")
-        if not self.inject(row, fault={"PERDURE_FAULT_AT": f"timeout:{first}"}):
-            return f"not run: the run never reached step {first}", None
+    # -- the effect drills: one row per effect ---------------------------------------------------
+
+    def call_times_out(self, effect: DrilledEffect) -> Outcome:
+        """The effect's call raises ``TimeoutError`` before anything is sent."""
+        row = self.row(f"timeout-{effect.slug}")
+        if not self.inject(row, fault={"PERDURE_FAULT_AT": f"timeout:{effect.point}"}):
+            return self.not_reached(effect), None
         seen, _ = row.settle(self.approve_as)
-        return self.judge(seen, f"step {first} raised TimeoutError once")
+        return self.judge_timeout(seen, f"{effect.label} timed out before it was sent", effect)
 
-    def crash_after_tool(self) -> tuple[str, bool | None]:
-        if not self.effects:
-            return "not applicable: the run makes no effect", None
-        effect = self.effects[0]
-        row = self.row("crash-after-tool")
-        if not self.inject(row, crash=f"after_call:{effect}"):
-            return f"not run: the run never called {effect} (pass --approve-as ROLE?)", None
+    def crash_after_call(self, effect: DrilledEffect) -> Outcome:
+        """The process dies right after the effect's call returned, before its outcome."""
+        row = self.row(f"crash-{effect.slug}")
+        if not self.inject(row, crash=f"after_call:{effect.point}"):
+            return self.not_reached(effect), None
         at = row.observe().next_step
         seen, _ = row.settle(self.approve_as)
         return self.judge(
-            seen, f"killed after {effect} returned, before its outcome; resumed at {at}"
+            seen, f"killed after {effect.label} returned, before its outcome; resumed at {at}"
         )
 
-    def duplicate_delivery(self) -> tuple[str, bool | None]:
+    def unknown_status(self, effect: DrilledEffect) -> Outcome:
+        """The effect's call goes through, its reply is lost: reconciled or a person; a model
+        call may be made again (it changes nothing)."""
+        row = self.row(f"unknown-{effect.slug}")
+        if not self.inject(row, fault={"PERDURE_FAULT_AT": f"unknown:{effect.point}"}):
+            return self.not_reached(effect), None
+        seen, _ = row.settle(self.approve_as)
+        model = effect.target == MODEL_TARGET
+        what, held = self.judge(
+            seen,
+            f"{effect.label} was applied but its reply was lost",
+            {effect.name: 1} if model else None,
+        )
+        if model and held and seen.status == "NEEDS_ATTENTION":
+            what += (
+                "; a model call changes nothing: a retry= policy on it that retries this kind "
+                "of failure would have made it again"
+            )
+        return what, held
+
+    def no_effect(self, short: str) -> Outcome:
+        """An effect drill on a run that makes no effect: the timeout drill times the first
+        step out instead; the others do not apply."""
+        if short != "timeout":
+            return "not applicable: the run makes no effect", None
+        first = self.ref.steps[0] if self.ref.steps else None
+        if first is None:
+            return "not applicable: the run completes no step", None
+        row = self.row("step-timeout")
+        if not self.inject(row, fault={"PERDURE_FAULT_AT": f"timeout:{first}"}):
+            return f"not run: the run never reached step {first}", None
+        seen, _ = row.settle(self.approve_as)
+        return self.judge_timeout(seen, f"step {first} raised TimeoutError once")
+
+    def not_reached(self, effect: DrilledEffect) -> str:
+        hint = " (pass --approve-as ROLE?)" if self.approve_as is None else ""
+        return f"not run: the run never called {effect.label}{hint}"
+
+    # -- the drills of the whole run -----------------------------------------------------------
+
+    def duplicate_delivery(self) -> Outcome:
         row = self.row("duplicate-delivery", start=False)
         key = ("--idempotency-key", "drill-duplicate")
         ids = {row.start(self.workflow, self.input_json, self.durability, *key) for _ in range(2)}
@@ -155,7 +196,7 @@ class Drills:
         )
         return text, held and len(ids) == 1
 
-    def late_message(self) -> tuple[str, bool | None]:
+    def late_message(self) -> Outcome:
         if self.ref.status not in ("SUCCEEDED", "FAILED", "CANCELLED"):
             return f"not applicable: the run does not finish (it ends {self.ref.status})", None
         row = self.ref_row
@@ -170,7 +211,7 @@ class Drills:
         what = f"signal: {said(signal, row.run_id)}; cancel: {said(cancel, row.run_id)}"
         return f"{what}; the run stayed {after.status}, result unchanged" if same else what, same
 
-    def approval_after_hours(self) -> tuple[str, bool | None]:
+    def approval_after_hours(self) -> Outcome:
         if "WAITING_APPROVAL" not in self.ref_seen:
             return "not applicable: the run never waits for an approval", None
         if self.approve_as is None:
@@ -182,7 +223,7 @@ class Drills:
         seen, _ = row.settle(self.approve_as)
         return self.judge(seen, f"approved as {self.approve_as} {HOURS_LATER} h later")
 
-    def cancel_mid_step(self) -> tuple[str, bool | None]:
+    def cancel_mid_step(self) -> Outcome:
         if not self.ref.steps:
             return "not applicable: the run completes no step", None
         step = self.ref.steps[-1]
@@ -200,17 +241,7 @@ class Drills:
             return f"{what}; DUPLICATED: {', '.join(over)}", False
         return f"{what}; ended {seen.status}", seen.status == "CANCELLED"
 
-    def unknown_status(self) -> tuple[str, bool | None]:
-        if not self.effects:
-            return "not applicable: the run makes no effect", None
-        effect = self.effects[0]
-        row = self.row("unknown-status")
-        if not self.inject(row, fault={"PERDURE_FAULT_AT": f"unknown:{effect}"}):
-            return f"not run: the run never called {effect} (pass --approve-as ROLE?)", None
-        seen, _ = row.settle(self.approve_as)
-        return self.judge(seen, f"{effect} was applied but its reply was lost")
-
-    def budget_exhausted(self) -> tuple[str, bool | None]:
+    def budget_exhausted(self) -> Outcome:
         limit = len(self.ref.steps) // 2
         row = self.row("budget-exhausted", start=False)
         wf = self.load()
@@ -271,8 +302,26 @@ class Drills:
         raise LookupError(f"module {self.app} defines no workflow {self.workflow!r}")
 
 
-Drill = tuple[str, str, Callable[[Drills], tuple[str, bool | None]]]
-"""A drill: its short name, its title, and its body (what happened, and whether it held)."""
+RunDrill = Callable[[Drills], Outcome]
+"""A drill of the whole run: what happened, and whether it held."""
+EffectDrill = Callable[[Drills, DrilledEffect], Outcome]
+"""A drill of one effect of the run: what happened, and whether it held."""
+
+
+def absorbed(reason: str | None, effect: DrilledEffect | None) -> str:
+    """What would have kept a run going that went to a person (for ``reason``) after a call of
+    ``effect`` (None: its step) timed out."""
+    if effect is None:
+        return "a retry= policy on the step would have retried it"
+    where = {TOOL_TARGET: "the tool", MODEL_TARGET: "the model call"}.get(
+        effect.target, "the effect"
+    )
+    if reason == "ambiguous_effect":
+        return (
+            f"a reconcile= on {where} would have found it was never sent, "
+            "and a retry= policy would have sent it again"
+        )
+    return f"a retry= policy on {where} would have retried it"
 
 
 def calls(seen: _Observed) -> str:

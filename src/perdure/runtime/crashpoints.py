@@ -12,13 +12,22 @@ the step's boundary records it (named by the step); ``group_begin`` and ``group_
 a group commit of two or more runs is written and after it is durable, before any of its runs
 hears so (named by the group's number in the process: ``group_durable:3`` is the third group).
 
+An effect's name repeats across steps (every step's first model call is ``model.1``), so an
+effect point may name one occurrence: ``<effect>@<step>`` is the effect of that step only, and
+``<effect>@<step>#<seq>`` the one of the run's ``<seq>``-th step (numbered from 1, as
+``perdure history`` numbers them), for a step that runs more than once. ``after_call:model.1``
+still means every effect so named.
+
 Fault points, for the fault drills (``perdure drills``): ``PERDURE_FAULT_AT=<fault>:<name>``
 injects one fault, once per process: ``timeout:<step>`` makes the step's call raise
-``TimeoutError`` (a model call that timed out) before the step's code runs; ``unknown:<effect>``
-treats the effect's answer as an unknown outcome after ``execute`` returned (the provider acted,
-the reply was lost); ``hold:<step>`` waits, before the step's code runs, until the file named by
-``PERDURE_FAULT_GATE`` can be locked shared (the drill holds it exclusively). When a fault fires,
-the file named by ``PERDURE_FAULT_MARK`` (if set) is created first, so the drill knows.
+``TimeoutError`` (a model call that timed out) before the step's code runs, and
+``timeout:<effect>@<step>[#<seq>]`` makes that effect's call raise ``TimeoutError`` before
+anything is sent (the provider never took it); ``unknown:<effect>`` (or
+``unknown:<effect>@<step>[#<seq>]``) treats the effect's answer as an unknown outcome after
+``execute`` returned (the provider acted, the reply was lost); ``hold:<step>`` waits, before the
+step's code runs, until the file named by ``PERDURE_FAULT_GATE`` can be locked shared (the drill
+holds it exclusively). When a fault fires, the file named by ``PERDURE_FAULT_MARK`` (if set) is
+created first, so the drill knows.
 """
 
 from __future__ import annotations
@@ -45,15 +54,48 @@ def arm(spec: str | None) -> None:
     _point, _, _name = (spec or "").partition(":")
 
 
+def effect_target(name: str, step: str, seq: int | None = None) -> str:
+    """How a crash or fault point names effect ``name`` of ``step`` (of the run's ``seq``-th
+    step when given): ``name@step`` or ``name@step#seq``."""
+    return f"{name}@{step}" if seq is None else f"{name}@{step}#{seq}"
+
+
+def selects(wanted: str, name: str | None, step: str | None = None, seq: int | None = None) -> bool:
+    """True if the name part of a point (``wanted``; empty: any) selects ``name``, reached in
+    ``step`` (the run's ``seq``-th step) when the point is an effect's. A qualified ``wanted``
+    (``name@step[#seq]``) selects only effects."""
+    if not wanted:
+        return True
+    base, at, where = wanted.partition("@")
+    if base != name:
+        return False
+    if not at:
+        return True
+    if step is None:
+        return False
+    want_step, hash_, want_seq = where.partition("#")
+    return want_step == step and (not hash_ or want_seq == str(seq))
+
+
 _fault_kind, _, _fault_name = (os.environ.get("PERDURE_FAULT_AT") or "").partition(":")
 _fault_fired = False
 
 
-def fault(kind: str, name: str) -> bool:
-    """True (once per process) if ``PERDURE_FAULT_AT`` selects this fault for ``name``; a
-    ``hold`` fault has waited at its gate when this returns."""
+def fault(
+    kind: str,
+    name: str,
+    step: str | None = None,
+    seq: int | None = None,
+    *,
+    qualified: bool = False,
+) -> bool:
+    """True (once per process) if ``PERDURE_FAULT_AT`` selects this fault for ``name`` (an
+    effect of ``step``, the run's ``seq``-th step; ``qualified``: only when the variable names
+    the step too); a ``hold`` fault has waited at its gate when this returns."""
     global _fault_fired  # noqa: PLW0603 (one process-wide setting, like the variable)
-    if _fault_fired or kind != _fault_kind or (_fault_name and name != _fault_name):
+    if _fault_fired or kind != _fault_kind or not selects(_fault_name, name, step, seq):
+        return False
+    if qualified and "@" not in _fault_name:
         return False
     _fault_fired = True
     mark = os.environ.get("PERDURE_FAULT_MARK")
@@ -67,9 +109,12 @@ def fault(kind: str, name: str) -> bool:
     return True
 
 
-def crashpoint(point: str, name: str | None = None) -> None:
-    """Exit the process at once if ``PERDURE_CRASH_AT`` selects this point (and name)."""
-    if _spec is None or point != _point or (_name and name != _name):
+def crashpoint(
+    point: str, name: str | None = None, step: str | None = None, seq: int | None = None
+) -> None:
+    """Exit the process at once if ``PERDURE_CRASH_AT`` selects this point (and name; for an
+    effect's point, ``step`` and ``seq`` say which step occurrence it belongs to)."""
+    if _spec is None or point != _point or not selects(_name, name, step, seq):
         return
     sys.stdout.flush()
     sys.stderr.write(f"CRASH {point}{':' + name if name else ''}\n")

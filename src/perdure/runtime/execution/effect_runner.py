@@ -178,7 +178,8 @@ class EffectRunner:
         retry: RetryPolicy | None,
         deadline: float | None,
     ) -> Generator[Any, None, JSON]:
-        crashpoint("before_intent", new.name)
+        where = (new.name, new.step, new.step_seq)
+        crashpoint("before_intent", *where)
         if record is None:
             run = self.claim.run
             plan = EffectPlan(run.tenant_id, run.run_id, run.fence, new)
@@ -186,7 +187,7 @@ class EffectRunner:
                 lambda: self.plans.submit(plan, self.clock.now()),
                 lambda: self.outcomes.landed(plan),
             )
-        crashpoint("after_intent", new.name)
+        crashpoint("after_intent", *where)
         until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
         record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
         try:
@@ -194,21 +195,23 @@ class EffectRunner:
             with self.telemetry.effect(
                 run, new.step, new.key, new.name, new.target, new.operation
             ) as report:
+                if fault("timeout", *where, qualified=True):
+                    raise TimeoutError("fault drill: the call timed out before it was sent")
                 out = yield from self._call(execute, new, deadline)
                 out = (yield from out) if isinstance(out, Generator) else self.outcomes.awaited(out)
-                if fault("unknown", new.name):
+                if fault("unknown", *where):
                     raise UnknownOutcomeError("unknown_status", "fault drill: the reply was lost")
                 report.result = out
         except Exception as exc:
-            crashpoint("after_call", new.name)
+            crashpoint("after_call", *where)
             return self.outcomes.failed(record, exc, reconcile, retry)
-        crashpoint("after_call", new.name)
+        crashpoint("after_call", *where)
         result, receipt = (
             (out.result, out.receipt) if isinstance(out, EffectResult) else (out, None)
         )
         kept = storable(result)
         self.outcomes.move(record, S.CONFIRMED, result=kept, receipt=receipt)
-        crashpoint("after_outcome", new.name)
+        crashpoint("after_outcome", *where)
         if kept is not result:
             raise InvalidInputError(
                 f"effect {new.key} returned a value that is not JSON; it was recorded as text",

@@ -6,7 +6,8 @@ tool message per call, with the call's id, in the order of the calls.
 * a ``side_effect=True`` tool runs as an effect named ``tool.<call id>`` (target ``tool``,
   operation the tool's name): a re-executed step gets its recorded result, a crash during it is
   reconciled (the tool's ``reconcile=``) or handed to a person, never repeated blindly; a
-  rejected effect becomes an error message for the model;
+  transient failure is tried again under the tool's ``retry=`` policy (without one, a person
+  decides); a rejected effect becomes an error message for the model;
 * a ``cache=True`` tool runs once per distinct arguments in a step (an effect keyed by the
   arguments' hash), other read-only tools simply run; an exception they raise becomes an error
   message for the model.
@@ -103,6 +104,7 @@ def run_tools(ctx: Context, message: Message, tools: ToolRegistry) -> list[Messa
                 request={"arguments": arguments},
                 execute=partial(_execute, tool, arguments),
                 reconcile=tool.reconcile,
+                retry=tool.retry,
             )
         except EffectRejectedError as exc:
             result = _failed(exc)
@@ -140,6 +142,7 @@ async def arun_tools(ctx: Context, message: Message, tools: ToolRegistry) -> lis
                     request={"arguments": arguments},
                     execute=partial(_execute, tool, arguments),
                     reconcile=tool.reconcile,
+                    retry=tool.retry,
                 )
             )
         try:
