@@ -435,6 +435,13 @@ def test_login_and_logout_cannot_be_forged(
     run_attack(victim, attacker, host, barrage_page([Shot(base + "/logout", {})]))
     assert top_level(victim, attacker, host, Shot(base + "/logout", {})) in (401, 403)
     assert all(status != 303 for method, _, status in answers if method == "POST"), answers
+    # A link from another page: a navigation (cross-site, it carries no cookie) must not make
+    # the browser forget its session.
+    attacker.pages["/link"] = f"{HEAD}<script>location.href = {json.dumps(base + '/')}</script>"
+    away = victim.new_page()
+    away.goto(attacker.url(host, "/link"))
+    expect(away).to_have_url(re.compile(re.escape(base) + "/(login)?$"))
+    away.close()
     (session,) = target.runtime.sessions(tenant="t1")
     assert session.ended_at is None
     page.goto(base + "/")

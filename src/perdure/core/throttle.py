@@ -11,14 +11,10 @@ so a flood of addresses cannot grow the table without bound.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-
-@dataclass(slots=True)
-class _Record:
-    failures: int
-    until: datetime
+Record = tuple[int, datetime]
+"""What is remembered of a subject: its failures, and until when it waits."""
 
 
 class Throttle:
@@ -39,7 +35,7 @@ class Throttle:
         self.cap = cap
         self.forget = timedelta(seconds=forget)
         self.size = size
-        self._seen: dict[str, _Record] = {}
+        self._seen: dict[str, Record] = {}
 
     def wait(self, subjects: Iterable[str], now: datetime) -> float:
         """Seconds the longest-waiting of ``subjects`` must still wait (0: go ahead)."""
@@ -47,19 +43,18 @@ class Throttle:
         for subject in subjects:
             found = self._live(subject, now)
             if found is not None:
-                longest = max(longest, (found.until - now).total_seconds())
+                longest = max(longest, (found[1] - now).total_seconds())
         return longest
 
     def failed(self, subjects: Iterable[str], now: datetime) -> None:
         """Count one failure of each subject at ``now``."""
         for subject in subjects:
-            found = self._live(subject, now) or _Record(0, now)
-            found.failures += 1
-            over = found.failures - self.free
+            failures, until = self._live(subject, now) or (0, now)
+            failures += 1
+            over = failures - self.free
             delay = 0.0 if over <= 0 else min(self.first * 2 ** (over - 1), self.cap)
-            found.until = max(found.until, now + timedelta(seconds=delay))
             self._seen.pop(subject, None)  # the newest go last: eviction takes the quietest
-            self._seen[subject] = found
+            self._seen[subject] = (failures, max(until, now + timedelta(seconds=delay)))
         while len(self._seen) > self.size:
             self._seen.pop(next(iter(self._seen)))
 
@@ -67,9 +62,9 @@ class Throttle:
         """Forget a subject's failures (a key that was just presented correctly)."""
         self._seen.pop(subject, None)
 
-    def _live(self, subject: str, now: datetime) -> _Record | None:
+    def _live(self, subject: str, now: datetime) -> Record | None:
         found = self._seen.get(subject)
-        if found is not None and now - found.until >= self.forget:
+        if found is not None and now - found[1] >= self.forget:
             del self._seen[subject]
             return None
         return found

@@ -62,11 +62,13 @@ def page(handler: Page) -> Callable[[Request], Awaitable[Response]]:
         try:
             who, token = await session_of(request)
         except NotAuthenticatedError as exc:
-            if request.method == "GET":
-                away = to(request, "/login")
-                request.app.state.cookies.clear_session(request, away)
-                return away
-            return failure(request, None, exc)
+            if request.method != "GET":
+                return failure(request, None, exc)
+            away = to(request, "/login")
+            cookies: Cookies = request.app.state.cookies
+            if cookies.session(request) is not None:  # a cookie of a session that ended
+                cookies.clear_session(request, away)
+            return away
         request.state.csrf = csrf_token(token, "session")
         try:
             if request.method == "POST":
