@@ -22,7 +22,7 @@ from perdure import (
     goto,
     step,
 )
-from perdure.core.errors import InvalidInputError
+from perdure.core.errors import InvalidInputError, MemoryNotFoundError
 
 Body = Callable[[Context], Any]
 
@@ -254,3 +254,26 @@ def test_values_limits_and_ttls_that_cannot_be_stored_are_refused(runtime: Runti
 
     result_of(runtime, one_step("bad", bad))
     assert codes == ["invalid_input"] * 5
+
+
+def test_the_runtime_lists_shows_and_erases_a_tenants_memory(runtime: Runtime) -> None:
+    def remember(ctx: Context) -> Any:
+        ctx.memory.put(("user", "u1"), "a", {"kind": "fact"})
+        ctx.memory.put(("user", "u1", "notes"), "b", {"kind": "pref"})
+        ctx.memory.put(("user", "u2"), "c", 3)
+
+    result_of(runtime, one_step("remember", remember), tenant="acme")
+    assert [i.key for i in runtime.memory("user", tenant="acme")] == ["a", "b", "c"]
+    assert [i.key for i in runtime.memory(("user",), tenant="acme", filter={"kind": "pref"})] == [
+        "b"
+    ]
+    assert runtime.memory(tenant="globex") == []
+    assert runtime.memory_item("user/u1", "a", tenant="acme").version == 1
+    with pytest.raises(MemoryNotFoundError):
+        runtime.memory_item(("user", "u1"), "a", tenant="globex")
+    with pytest.raises(InvalidInputError):
+        runtime.erase_memory((), tenant="acme")
+    with pytest.raises(InvalidInputError):
+        runtime.memory("user", tenant="acme", limit=0)
+    assert runtime.erase_memory("user/u1", tenant="acme") == 2
+    assert [i.key for i in runtime.memory(tenant="acme")] == ["c"]

@@ -224,6 +224,14 @@ class NotAuthenticatedError(PerdureError):
     fix = "send a valid key: `Authorization: Bearer pdk_...` (make one with `perdure keys create`)"
 
 
+class MemoryNotFoundError(PerdureError):
+    """No live memory item with this namespace and key exists for this tenant (an expired
+    item is absent)."""
+
+    code = "memory_not_found"
+    fix = "list what the tenant holds with `perdure memory list NAMESPACE_PREFIX`"
+
+
 class KeyNotFoundError(PerdureError):
     """No API key with this id exists in this tenant."""
 
