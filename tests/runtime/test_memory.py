@@ -4,6 +4,7 @@ prefix and filter, hostile namespaces refused."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from perdure import (
+    AsyncRuntime,
     Context,
     FakeClock,
     MemoryItem,
@@ -277,3 +279,18 @@ def test_the_runtime_lists_shows_and_erases_a_tenants_memory(runtime: Runtime) -
         runtime.memory("user", tenant="acme", limit=0)
     assert runtime.erase_memory("user/u1", tenant="acme") == 2
     assert [i.key for i in runtime.memory(tenant="acme")] == ["c"]
+
+
+def test_an_async_handler_lists_shows_and_erases_memory(runtime: Runtime) -> None:
+    def remember(ctx: Context) -> Any:
+        ctx.memory.put(("user", "u1"), "a", 1)
+
+    result_of(runtime, one_step("remember", remember))
+
+    async def handler(art: AsyncRuntime) -> list[Any]:
+        listed = [i.key for i in await art.memory("user")]
+        item = await art.memory_item(("user", "u1"), "a")
+        erased = await art.erase_memory("user")
+        return [listed, item.value, erased]
+
+    assert asyncio.run(handler(AsyncRuntime(runtime, threads=1))) == [["a"], 1, 1]
