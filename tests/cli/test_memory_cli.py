@@ -36,7 +36,7 @@ def test_a_person_lists_shows_and_erases_what_a_run_remembered(db_url: str) -> N
     text = run_cli(db_url, "memory", "show", "user/u1", "visits").stdout
     assert "version 1" in text and f"run {run_id}" in text
 
-    erased = run_cli(db_url, "memory", "erase", "user/u1")
+    erased = run_cli(db_url, "memory", "erase", "user/u1", "--as", "dpo")
     assert erased.returncode == 0, erased.stderr
     assert erased.stdout.strip() == "erased 1 memory item(s) under user/u1"
     gone = run_cli(db_url, "memory", "show", "user/u1", "visits")

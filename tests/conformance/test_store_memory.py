@@ -12,6 +12,7 @@ from perdure.core.errors import LeaseLostError
 from perdure.core.memory import MemoryWrite
 from perdure.core.model import Run, RunStatus
 from perdure.store.base import CommitRequest, Store
+from tests.backends import rows_mentioning
 from tests.conformance.conftest import boundary, claim, claimed, new_run
 
 
@@ -138,10 +139,13 @@ def test_erase_deletes_a_prefix_and_below_only(store: Store, clock: FakeClock) -
         put(("user", "u1", "notes"), "b", 2),
         put(("user", "u10"), "c", 3),
     )
-    assert store.erase_memory("t2", ("user",)) == 0
-    assert store.erase_memory("t1", ("user", "u1")) == 2
-    assert store.erase_memory("t1", ("user", "u1")) == 0
+    now = clock.now()
+    assert store.erase_memory("t2", ("user",), by="dpo", now=now) == 0
+    assert store.erase_memory("t1", ("user", "u1"), by="dpo", now=now) == 2
+    assert store.erase_memory("t1", ("user", "u1"), by="dpo", now=now) == 0
     assert [i.key for i in store.search_memory("t1", (), clock.now())] == ["c"]
+    assert rows_mentioning(store.url, "dpo") == {"erasures": 3}, "who asked, each time"
+    assert rows_mentioning(store.url, "user") == {"memory": 1}, "the record keeps no namespace"
 
 
 def test_a_group_commit_writes_each_runs_memory(store: Store, clock: FakeClock) -> None:

@@ -84,11 +84,12 @@ def show_memory(settings: Settings, namespace: str, key: str, as_json: bool) -> 
 
 @memory.command("erase")
 @click.argument("namespace_prefix")
+@click.option("--as", "by", help="Who asked (recorded with the erasure).")
 @pass_settings
 @run_command
-def erase_memory(settings: Settings, namespace_prefix: str) -> None:
+def erase_memory(settings: Settings, namespace_prefix: str, by: str | None) -> None:
     """Erase every item of NAMESPACE_PREFIX (e.g. user/u1) and the namespaces below it, expired
     or not, at once (the right to delete). Items a step commits later are written again."""
     with settings.runtime() as rt:
-        erased = rt.erase_memory(namespace_prefix, tenant=settings.tenant)
+        erased = rt.erase_memory(namespace_prefix, tenant=settings.tenant, by=by)
     click.echo(f"erased {erased} memory item(s) under {namespace_prefix}")

@@ -41,10 +41,12 @@ class MemoryStore(Protocol):
         the filter is applied as the rows are read, so its cost is the prefix's size."""
         ...
 
-    def erase_memory(self, tenant_id: str, prefix: Namespace) -> int:
+    def erase_memory(self, tenant_id: str, prefix: Namespace, *, by: str, now: datetime) -> int:
         """Delete every item of namespace ``prefix`` and below (``()``: every item of the
-        tenant), expired or not, in one transaction; return how many. Idempotent: a second
-        call deletes nothing. Items a step commits afterwards are written again."""
+        tenant), expired or not, and record an ``erasures`` row (who asked, ``{"memory": n}``;
+        never the namespace or a value), in one transaction; return how many items went.
+        Idempotent but for the record: a second call deletes nothing. Items a step commits
+        afterwards are written again."""
         ...
 
     def expire_memory(self, now: datetime, *, limit: int) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perdure.core.errors import InvalidInputError, MemoryNotFoundError
+from perdure.core.ids import checked_id
 from perdure.core.memory import (
     MemoryItem,
     checked_key,
@@ -58,9 +59,19 @@ class MemoryAdmin:
             raise MemoryNotFoundError(f"no memory item {k!r} in namespace {namespace_text(ns)!r}")
         return item
 
-    def erase_memory(self, prefix: Sequence[str] | str, *, tenant: Tenant = DEFAULT_TENANT) -> int:
+    def erase_memory(
+        self,
+        prefix: Sequence[str] | str,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        by: str | None = None,
+    ) -> int:
         """Delete every item of namespace ``prefix`` and below, expired or not, in one
-        transaction; return how many (0 when there were none). The prefix may not be empty: to
-        erase a whole tenant, erase each of its top-level namespaces."""
+        transaction; return how many (0 when there were none). A record that it happened (who
+        asked, ``by``, default this runtime's owner, and the count; never the namespace) is
+        kept, as for an erased thread. The prefix may not be empty: to erase a whole tenant,
+        erase each of its top-level namespaces."""
         ns = checked_namespace(prefix)
-        return self.parts.store.erase_memory(tenant_of(tenant), ns)
+        who = checked_id(by, "--as") if by is not None else self.parts.owner
+        now = self.parts.clock.now()
+        return self.parts.store.erase_memory(tenant_of(tenant), ns, by=who, now=now)

@@ -67,12 +67,22 @@ class Memory(EngineBase):
                         break
         return found
 
-    def erase_memory(self, tenant_id: str, prefix: Namespace) -> int:
+    def erase_memory(self, tenant_id: str, prefix: Namespace, *, by: str, now: datetime) -> int:
         """See :meth:`MemoryStore.erase_memory`."""
         with self.driver.write() as tx:
-            return tx.run(
+            erased = tx.run(
                 "erase_memory", {"tenant_id": tenant_id, "prefix": namespace_text(prefix)}
             )
+            record = {
+                "tenant_id": tenant_id,
+                "thread_id": None,
+                "run_id": None,
+                "counts": to_json({"memory": erased}),
+                "by": by,
+                "now": self.driver.stamp(now),
+            }
+            tx.run("insert_erasure", record)
+        return erased
 
     def expire_memory(self, now: datetime, *, limit: int) -> int:
         """See :meth:`MemoryStore.expire_memory`."""
