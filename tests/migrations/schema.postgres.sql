@@ -169,6 +169,22 @@ CREATE TABLE perdure.graph_writes (
     CONSTRAINT graph_writes_pkey PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 );
 
+-- table memory
+CREATE TABLE perdure.memory (
+    tenant_id text NOT NULL,
+    namespace text NOT NULL,
+    key text NOT NULL,
+    value json NOT NULL,
+    version bigint NOT NULL,
+    run_id text,
+    step_seq integer,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone,
+    CONSTRAINT memory_pkey PRIMARY KEY (tenant_id, namespace, key),
+    CONSTRAINT memory_version_check CHECK ((version >= 1))
+);
+
 -- table messages
 CREATE TABLE perdure.messages (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -447,6 +463,9 @@ CREATE INDEX forks_by_source ON perdure.forks USING btree (tenant_id, source_run
 
 -- index graph_checkpoints_by_run
 CREATE INDEX graph_checkpoints_by_run ON perdure.graph_checkpoints USING btree (tenant_id, graph_run_id);
+
+-- index memory_by_expiry
+CREATE INDEX memory_by_expiry ON perdure.memory USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 
 -- index runs_by_tenant
 CREATE INDEX runs_by_tenant ON perdure.runs USING btree (tenant_id, created_at);

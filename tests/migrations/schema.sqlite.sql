@@ -31,6 +31,9 @@ CREATE INDEX forks_by_source ON forks (tenant_id, source_run_id);
 -- index graph_checkpoints_by_run
 CREATE INDEX graph_checkpoints_by_run ON graph_checkpoints (tenant_id, graph_run_id);
 
+-- index memory_by_expiry
+CREATE INDEX memory_by_expiry ON memory (expires_at) WHERE expires_at IS NOT NULL;
+
 -- index runs_by_tenant
 CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at);
 
@@ -224,6 +227,21 @@ CREATE TABLE graph_writes (
     task_path     TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 ) WITHOUT ROWID;
+
+-- table memory
+CREATE TABLE memory (
+    tenant_id   TEXT NOT NULL,
+    namespace   TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    version     INTEGER NOT NULL CHECK (version >= 1),
+    run_id      TEXT,
+    step_seq    INTEGER,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    expires_at  TEXT,
+    PRIMARY KEY (tenant_id, namespace, key)
+);
 
 -- table messages
 CREATE TABLE messages (

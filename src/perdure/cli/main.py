@@ -54,6 +54,7 @@ LAZY_COMMANDS = {
     "gc": "perdure.cli.retention:gc",
     "delete": "perdure.cli.retention:delete",
     "restore": "perdure.cli.retention:restore",
+    "memory": "perdure.cli.memory:memory",
     "worker": "perdure.cli.worker:worker",
     "workflows": "perdure.cli.workflows:workflows",
 }

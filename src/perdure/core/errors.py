@@ -253,6 +253,14 @@ class TooManyAttemptsError(PerdureError):
         self.retry_after = retry_after
 
 
+class MemoryNotFoundError(PerdureError):
+    """No live memory item with this namespace and key exists for this tenant (an expired
+    item is absent)."""
+
+    code = "memory_not_found"
+    fix = "list what the tenant holds with `perdure memory list NAMESPACE_PREFIX`"
+
+
 class KeyNotFoundError(PerdureError):
     """No API key with this id exists in this tenant."""
 

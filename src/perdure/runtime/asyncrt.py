@@ -78,6 +78,9 @@ class AsyncRuntime:
     delete_thread = _offload(Runtime.delete_thread)
     delete_run = _offload(Runtime.delete_run)
     get_artifact = _offload(Runtime.get_artifact)
+    memory = _offload(Runtime.memory)
+    memory_item = _offload(Runtime.memory_item)
+    erase_memory = _offload(Runtime.erase_memory)
 
     thread = _offload(Runtime.thread)
     set_thread_policy = _offload(Runtime.set_thread_policy)

@@ -22,6 +22,7 @@ from perdure.core.workflow import Workflow
 from perdure.runtime.admin.archive import Archive
 from perdure.runtime.admin.control import StartOptions, cancel_run, new_run, not_claimable
 from perdure.runtime.admin.inspector import Inspector
+from perdure.runtime.admin.memory import MemoryAdmin
 from perdure.runtime.admin.operator import Operator
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, acting, tenant_of
 from perdure.runtime.admin.resolution import EffectAdmin
@@ -147,6 +148,7 @@ class Runtime:
         self.effect_admin = EffectAdmin(parts)
         self.versions = Versions(parts)
         self.threads = Threads(parts)
+        self.memory_admin = MemoryAdmin(parts)
         self.streams = Streams(parts, self.shutdown)
         self.fleet = Fleet(store, parts.clock, parts.owner)
         self.operator = Operator(parts)
@@ -204,6 +206,9 @@ class Runtime:
     delete_run = _verb(Retainer.delete_run, "retainer")
     restore = _verb(Archive.restore, "archive")
     archived = _verb(Archive.archived, "archive")
+    memory = _verb(MemoryAdmin.memory, "memory_admin")
+    memory_item = _verb(MemoryAdmin.memory_item, "memory_admin")
+    erase_memory = _verb(MemoryAdmin.erase_memory, "memory_admin")
 
     def register(self, *workflows: Workflow[Any]) -> None:
         """Make workflows runnable by this runtime (by name)."""

@@ -30,6 +30,7 @@ from perdure.core.budget import BudgetState
 from perdure.core.errors import PerdureError
 from perdure.core.history import Lineage, SavepointMark
 from perdure.core.logs import StoredFields
+from perdure.core.memory import MemoryWrite
 from perdure.core.model import (
     JSON,
     Event,
@@ -51,6 +52,7 @@ from perdure.store.capabilities import (
 )
 from perdure.store.conversations import GraphCheckpointStore, StreamsStore, ThreadsStore
 from perdure.store.lifecycle import ArchiveStore, ArtifactLedger, HistoryStore, RetentionStore
+from perdure.store.memory import MemoryStore
 from perdure.store.sessions import SessionStore
 
 
@@ -125,6 +127,9 @@ class Boundary:
     :mod:`perdure.core.logs`); their earlier tails go."""
     appends: dict[str, bytes] = field(default_factory=dict)
     """Fields kept as logs that this step only appended to, each with its tail."""
+    memory: tuple[MemoryWrite, ...] = ()
+    """The step's writes to its tenant's memory (see :mod:`perdure.store.memory`), in order;
+    committed in the boundary's transaction, so a boundary that does not commit writes none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +159,7 @@ class Store(
     RetentionStore,
     ArchiveStore,
     ChildrenStore,
+    MemoryStore,
     Protocol,
 ):
     """Persistent home of runs, steps, state, events and thread messages: the run methods here,

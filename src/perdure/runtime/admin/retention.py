@@ -35,8 +35,9 @@ class Retainer:
         self, retention: Retention | None = None, *, objects: bool = True, archive: bool = False
     ) -> GcReport:
         """Delete what expired under ``retention`` (default :class:`Retention`: finished runs
-        after 30 days), then orphaned artifact uploads, then (with ``objects``) artifact
-        objects nothing references that are older than ``retention.orphan_grace``. With
+        after 30 days), then expired memory items (``rows["memory"]``), then orphaned artifact
+        uploads, then (with ``objects``) artifact objects nothing references that are older
+        than ``retention.orphan_grace``. With
         ``archive``, each expired run is first written to the archive (see
         :mod:`perdure.runtime.admin.archive`), from where ``restore`` brings it back."""
         policy = retention or Retention()
@@ -74,6 +75,11 @@ class Retainer:
                 pruned += n
             if pruned:
                 removed = removed.plus(Removed({part: pruned}))
+        expired = 0
+        while n := self.parts.store.expire_memory(now, limit=policy.batch):
+            expired += n
+        if expired:
+            removed = removed.plus(Removed({"memory": expired}))
         orphans = 0
         while True:
             found = self.parts.store.orphan_uploads(limit=policy.batch)

@@ -244,6 +244,7 @@ class Execution:
             fields.update(changed)
             crashpoint("before_commit", boundary.step)
             self.committer.submit(boundary)
+            self.host.memory_submitted(durable=self.committer.mode is Durability.SYNC)
             if self.committer.mode is Durability.SYNC:
                 self.host.reread_thread()  # the boundary may have let waiting messages in
             self.seq += 1
@@ -371,6 +372,7 @@ class Execution:
             "savepoints": tuple(self.host.savepoints),
             "logs": write.logs,
             "appends": write.appends,
+            "memory": self.host.step_memory(),
         }
         boundary = to_boundary(outcome, common, self.clock.now())
         if unresolved and boundary.error is not None:

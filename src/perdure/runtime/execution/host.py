@@ -26,6 +26,14 @@ from perdure.core.effect_calls import Compensate, Execute, Reconcile
 from perdure.core.effects import EffectRecord, NewEffect
 from perdure.core.errors import StreamClosedError
 from perdure.core.history import SavepointMark
+from perdure.core.memory import (
+    MemoryItem,
+    MemoryWrite,
+    Namespace,
+    matches,
+    namespace_text,
+    under,
+)
 from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
 from perdure.core.reducers import Reducer
 from perdure.core.retry import RetryPolicy
@@ -81,6 +89,12 @@ class ExecutionHost:
         self._approvals: list[Approval] | None = None
         self._signals: list[Signal] | None = None
         self.streams: list[DurableStream] = []
+        self.memory_writes: dict[tuple[Namespace, str], MemoryWrite] = {}
+        """The running step's memory writes, the last of each item (committed with its
+        boundary)."""
+        self._unflushed: dict[tuple[Namespace, str], MemoryItem | None] = {}
+        """Items as this execution's submitted steps left them while their boundaries may not
+        be durable yet (``async``/``exit`` durability); None: deleted."""
 
     # -- read by the context ----------------------------------------------------------------------
 
@@ -275,6 +289,93 @@ class ExecutionHost:
             evidence: dict[str, JSON] = {"message_id": sink.message_id, "error": exc.message}
             raise Escalate("needs_attention", exc.code, evidence, exc.message) from exc
 
+    # -- long-term memory -------------------------------------------------------------------------
+
+    def memory_get(self, namespace: Namespace, key: str) -> MemoryItem | None:
+        now = self.clock.now()
+        touched, found = self._mine(namespace, key, now)
+        if touched:
+            return found
+        return self.store.get_memory(self.claim.tenant_id, namespace, key, now)
+
+    def memory_search(
+        self, prefix: Namespace, filter: dict[str, JSON] | None, limit: int
+    ) -> list[MemoryItem]:
+        now = self.clock.now()
+        keys = [k for k in (*self._unflushed, *self.memory_writes) if under(k[0], prefix)]
+        stored = self.store.search_memory(
+            self.claim.tenant_id, prefix, now, filter=filter, limit=limit + len(keys)
+        )
+        items = {(i.namespace, i.key): i for i in stored}
+        for ns, key in keys:
+            _, mine = self._mine(ns, key, now)
+            if mine is not None and matches(mine.value, filter):
+                items[(ns, key)] = mine
+            else:
+                items.pop((ns, key), None)
+        ordered = sorted(items.values(), key=lambda i: (namespace_text(i.namespace), i.key))
+        return ordered[:limit]
+
+    def memory_write(self, write: MemoryWrite) -> None:
+        key = (write.namespace, write.key)
+        self.memory_writes.pop(key, None)  # the last write of an item goes last
+        self.memory_writes[key] = write
+
+    def _mine(
+        self, namespace: Namespace, key: str, now: datetime
+    ) -> tuple[bool, MemoryItem | None]:
+        """Whether this execution's own writes touched the item, and the item as they leave it
+        (None: deleted or expired)."""
+        k = (namespace, key)
+        write = self.memory_writes.get(k)
+        if write is None:
+            if k not in self._unflushed:
+                return False, None
+            item = self._unflushed[k]
+        else:
+            item = self._written(write, now)
+        if item is None or (item.expires_at is not None and item.expires_at <= now):
+            return True, None
+        return True, item
+
+    def _written(self, write: MemoryWrite, now: datetime) -> MemoryItem | None:
+        """The item a write of the running step makes (its version one above what it
+        replaces)."""
+        if write.deleted:
+            return None
+        k = (write.namespace, write.key)
+        before = (
+            self._unflushed[k]
+            if k in self._unflushed
+            else self.store.get_memory(self.claim.tenant_id, write.namespace, write.key, now)
+        )
+        return MemoryItem(
+            namespace=write.namespace,
+            key=write.key,
+            value=write.value,
+            version=before.version + 1 if before is not None else 1,
+            created_at=before.created_at if before is not None else now,
+            updated_at=now,
+            expires_at=write.expires_at,
+            run_id=self.claim.run_id,
+        )
+
+    def step_memory(self) -> tuple[MemoryWrite, ...]:
+        """The running step's memory writes, for its boundary."""
+        return tuple(self.memory_writes.values())
+
+    def memory_submitted(self, durable: bool) -> None:
+        """The step's boundary went to the committer: when it is ``durable`` (committed
+        already) the store has its writes, and those of earlier steps; otherwise later steps
+        of this execution read them from here until the execution ends."""
+        if durable:
+            self._unflushed.clear()
+        else:
+            now = self.clock.now()
+            for k, write in self.memory_writes.items():
+                self._unflushed[k] = self._written(write, now)
+        self.memory_writes = {}
+
     # -- kept by the execution --------------------------------------------------------------------
 
     def begin_step(self, step: str = "", step_seq: int = 0) -> None:
@@ -284,6 +385,7 @@ class ExecutionHost:
         self.uploads = []
         self.savepoints = []
         self.streams = []
+        self.memory_writes = {}
 
     def step_done(self, messages: list[Message]) -> None:
         """A step ended: the thread as this execution sees it gains the step's messages."""

@@ -31,6 +31,7 @@ from perdure.core.tokens import TokenCounter
 from perdure.core.tools import ToolRegistry
 from perdure.core.workflow import Workflow
 from perdure.runtime.step.host import StepHost
+from perdure.runtime.step.memory import StepMemory
 from perdure.runtime.step.model_calls import (
     AsyncModelStream,
     CallSpec,
@@ -65,6 +66,10 @@ class Context:
         self._host = host
         self.new_messages: list[Message] = []
         self._model_calls = 0
+        self.memory = StepMemory(host)
+        """The tenant's long-term memory: ``get``, ``put``, ``delete``, ``search`` by
+        namespace; writes commit with this step's boundary
+        (:class:`~perdure.runtime.step.memory.StepMemory`)."""
 
     def now(self) -> datetime:
         """The runtime clock's current time (use this, not ``datetime.now()``)."""

@@ -20,6 +20,7 @@ from perdure.core.children import ChildRecord
 from perdure.core.effect_calls import Compensate, Execute, Reconcile
 from perdure.core.effects import EffectRecord, NewEffect
 from perdure.core.history import SavepointMark
+from perdure.core.memory import MemoryItem, MemoryWrite, Namespace
 from perdure.core.model import JSON, Approval, Message, Release, Signal
 from perdure.core.reducers import Reducer
 from perdure.core.retry import RetryPolicy
@@ -182,4 +183,23 @@ class StepHost(Protocol):
 
     def mark_savepoint(self, mark: SavepointMark) -> None:
         """Mark the state this step commits as a savepoint."""
+        ...
+
+    # -- long-term memory -----------------------------------------------------------------------
+
+    def memory_get(self, namespace: Namespace, key: str) -> MemoryItem | None:
+        """The tenant's item as committed, with the writes of this execution's steps not yet
+        durable applied over it (a put as the next version, a delete as absent)."""
+        ...
+
+    def memory_search(
+        self, prefix: Namespace, filter: dict[str, JSON] | None, limit: int
+    ) -> list[MemoryItem]:
+        """The tenant's items under ``prefix`` (see
+        :meth:`perdure.store.memory.MemoryStore.search_memory`), with the same writes applied."""
+        ...
+
+    def memory_write(self, write: MemoryWrite) -> None:
+        """Keep a write of the running step, committed with its boundary (the last write of
+        each item counts)."""
         ...

@@ -19,6 +19,7 @@ from perdure.store.driver import Driver, NumberingConflictError, Tx
 from perdure.store.engine import children, threads
 from perdure.store.engine.base import EngineBase
 from perdure.store.engine.history import commit_marks
+from perdure.store.engine.memory import write_memory
 from perdure.store.engine.plain_steps import commit_plain, plain
 from perdure.store.engine.tx import (
     event,
@@ -167,7 +168,7 @@ def _ids(request: CommitRequest) -> Params:
 
 def _rows(tx: Tx, stamp: Stamp, request: CommitRequest, row: Row, at: Any) -> None:
     """The rows of one request whose guard passed (``row``: the run after it), as statements
-    whose results are not read: steps, fields, messages, artifacts and savepoints, events,
+    whose results are not read: steps, fields, messages, artifacts and savepoints, memory, events,
     then the thread's waiting input."""
     tenant_id, run_id, fence = request.tenant_id, request.run_id, request.fence
     ids = _ids(request)
@@ -191,6 +192,7 @@ def _rows(tx: Tx, stamp: Stamp, request: CommitRequest, row: Row, at: Any) -> No
         finished = step["finished_at"]  # stamped once per boundary
         write_messages(tx, tenant_id, thread, run_id, b.messages, finished, seq)
         commit_marks(tx, ids, b, seq, fence, at, stamp)
+        write_memory(tx, ids, b.memory, seq, at, stamp)
         event(tx, ids, "step_completed", b.step, fence, step_completed(seq, b), at)
     # messages added from outside while the step ran join the thread after its own (the guard
     # says whether any may wait: on SQLite it knows, on PostgreSQL it always says yes)

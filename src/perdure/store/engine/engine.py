@@ -14,6 +14,7 @@ from perdure.store.engine.commits import Commits
 from perdure.store.engine.effects import Effects
 from perdure.store.engine.fleet import Fleet
 from perdure.store.engine.history import History
+from perdure.store.engine.memory import Memory
 from perdure.store.engine.retention import Retention
 from perdure.store.engine.runs import Runs
 from perdure.store.engine.sessions import Sessions
@@ -40,6 +41,7 @@ class Engine(
     Retention,
     Archive,
     Children,
+    Memory,
 ):
     """:class:`~perdure.store.base.Store` on any database a :class:`Driver` reaches:
     ``Engine(driver)``. Each base class brings the methods of one capability; they share only

@@ -39,7 +39,8 @@ from perdure.store.rows import (
 
 def plain(request: CommitRequest) -> bool:
     """Whether a request is plain: one boundary, after which the run goes on, carrying nothing
-    but its step, changed fields and messages. ``commit_steps`` writes such a request whole
+    but its step, changed fields and messages (no artifacts, savepoints, field logs or memory
+    writes, which the transaction path writes). ``commit_steps`` writes such a request whole
     (PostgreSQL); on SQLite its run update is ``advance_plain``."""
     if len(request.boundaries) != 1:
         return False
@@ -50,6 +51,7 @@ def plain(request: CommitRequest) -> bool:
         and not b.savepoints
         and not b.logs
         and not b.appends
+        and not b.memory
     )
 
 

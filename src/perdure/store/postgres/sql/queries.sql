@@ -1668,3 +1668,48 @@ SELECT set_config('lock_timeout', %(timeout)s, true);
 
 -- name: feed_barrier
 LOCK TABLE perdure.events IN SHARE MODE;
+
+-- Memory (0018) ------------------------------------------------------------------------------
+
+-- name: upsert_memory
+-- A step's put, in its boundary's transaction: a new item at version 1, or the next version.
+INSERT INTO perdure.memory (tenant_id, namespace, key, value, version, run_id, step_seq,
+                            created_at, updated_at, expires_at)
+VALUES (%(tenant_id)s, %(namespace)s, %(key)s, %(value)s::json, 1, %(run_id)s, %(step_seq)s,
+        %(now)s, %(now)s, %(expires_at)s::timestamptz)
+ON CONFLICT (tenant_id, namespace, key) DO UPDATE
+SET value = excluded.value, version = perdure.memory.version + 1, run_id = excluded.run_id,
+    step_seq = excluded.step_seq, updated_at = excluded.updated_at,
+    expires_at = excluded.expires_at;
+
+-- name: delete_memory
+DELETE FROM perdure.memory
+WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s;
+
+-- name: get_memory
+SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at
+FROM perdure.memory
+WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s
+  AND (expires_at IS NULL OR expires_at > %(now)s);
+
+-- name: search_memory
+-- Every live item of a namespace and the namespaces below it ('' : all of the tenant's).
+SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at
+FROM perdure.memory
+WHERE tenant_id = %(tenant_id)s
+  AND (%(prefix)s::text = '' OR namespace = %(prefix)s::text
+       OR substr(namespace, 1, length(%(prefix)s::text) + 1) = %(prefix)s::text || '/')
+  AND (expires_at IS NULL OR expires_at > %(now)s)
+ORDER BY namespace, key;
+
+-- name: erase_memory
+DELETE FROM perdure.memory
+WHERE tenant_id = %(tenant_id)s
+  AND (%(prefix)s::text = '' OR namespace = %(prefix)s::text
+       OR substr(namespace, 1, length(%(prefix)s::text) + 1) = %(prefix)s::text || '/');
+
+-- name: expire_memory
+DELETE FROM perdure.memory
+WHERE (tenant_id, namespace, key) IN (SELECT tenant_id, namespace, key FROM perdure.memory
+                                      WHERE expires_at IS NOT NULL AND expires_at <= %(now)s
+                                      LIMIT %(limit)s);

@@ -1275,3 +1275,46 @@ DELETE FROM state_tails WHERE run_id IN (SELECT value FROM json_each(:run_ids));
 -- name: export_state_tails
 SELECT * FROM state_tails WHERE tenant_id = :tenant_id AND run_id = :run_id
 ORDER BY field, step_seq;
+
+-- Memory (0018) ------------------------------------------------------------------------------
+
+-- name: upsert_memory
+-- A step's put, in its boundary's transaction: a new item at version 1, or the next version.
+INSERT INTO memory (tenant_id, namespace, key, value, version, run_id, step_seq, created_at,
+                    updated_at, expires_at)
+VALUES (:tenant_id, :namespace, :key, :value, 1, :run_id, :step_seq, :now, :now, :expires_at)
+ON CONFLICT (tenant_id, namespace, key) DO UPDATE
+SET value = excluded.value, version = memory.version + 1, run_id = excluded.run_id,
+    step_seq = excluded.step_seq, updated_at = excluded.updated_at,
+    expires_at = excluded.expires_at;
+
+-- name: delete_memory
+DELETE FROM memory WHERE tenant_id = :tenant_id AND namespace = :namespace AND key = :key;
+
+-- name: get_memory
+SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at
+FROM memory
+WHERE tenant_id = :tenant_id AND namespace = :namespace AND key = :key
+  AND (expires_at IS NULL OR expires_at > :now);
+
+-- name: search_memory
+-- Every live item of a namespace and the namespaces below it ('' : all of the tenant's).
+SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at
+FROM memory
+WHERE tenant_id = :tenant_id
+  AND (:prefix = '' OR namespace = :prefix
+       OR substr(namespace, 1, length(:prefix) + 1) = :prefix || '/')
+  AND (expires_at IS NULL OR expires_at > :now)
+ORDER BY namespace, key;
+
+-- name: erase_memory
+DELETE FROM memory
+WHERE tenant_id = :tenant_id
+  AND (:prefix = '' OR namespace = :prefix
+       OR substr(namespace, 1, length(:prefix) + 1) = :prefix || '/');
+
+-- name: expire_memory
+DELETE FROM memory
+WHERE (tenant_id, namespace, key) IN (SELECT tenant_id, namespace, key FROM memory
+                                      WHERE expires_at IS NOT NULL AND expires_at <= :now
+                                      LIMIT :limit);
