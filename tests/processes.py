@@ -24,6 +24,12 @@ OWNER_VARIABLE = "TESTS_PROCESS_OWNER"
 """The environment variable that marks the processes a test started (its value: the test's)."""
 
 PROC = Path("/proc")
+HELPERS = (
+    b"from multiprocessing.resource_tracker import main",
+    b"from multiprocessing.forkserver import main",
+)
+"""Command lines of this process's own helpers, which multiprocessing starts on first use and
+which live (ignoring SIGTERM) until this process ends: never a test's leftover."""
 GRACE_SECONDS = 10.0
 """How long a process left behind has after SIGTERM before it is killed."""
 
@@ -72,6 +78,14 @@ def _alive(pid: int) -> bool:
     return found is not None and found[0] not in ("Z", "X")
 
 
+def _helper(pid: int) -> bool:
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(h in raw.replace(b"\0", b" ") for h in HELPERS)
+
+
 def command_line(pid: int) -> str:
     try:
         raw = (PROC / str(pid) / "cmdline").read_bytes()
@@ -111,6 +125,8 @@ def left_behind(owner: str, before: set[int]) -> set[int]:
         except OSError:
             continue
     roots = children() - before
+    found = {p for p in found if not _helper(p)}
+    roots = {p for p in roots if not _helper(p)}
     for pid in parents:
         seen: set[int] = set()
         at = pid

@@ -40,7 +40,7 @@ class Stopped(BaseException):
 @contextlib.contextmanager
 def until_stopped() -> Iterator[None]:
     """Run the block until SIGTERM or SIGINT ends it (even a SIGINT the process was started
-    ignoring); the block is left quietly, and the handlers are put back when no signal came."""
+    ignoring); the block is left quietly, and the handlers are put back."""
 
     def stop(signum: int, frame: FrameType | None) -> None:
         for s in STOPPING:  # a second signal while the block unwinds changes nothing
@@ -51,9 +51,10 @@ def until_stopped() -> Iterator[None]:
     try:
         yield
     except Stopped:
-        return
-    for s, handler in previous.items():
-        signal.signal(s, handler)
+        pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def hold_sigterm() -> None:
