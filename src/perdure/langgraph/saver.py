@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
@@ -215,7 +215,7 @@ class PerdureSaver(ThreadedAsync):
                 "checkpoint_id": checkpoint["id"],
                 "step": _int(meta.get("step")),
                 "source": _str(meta.get("source")),
-                "durability": _str(conf.get("__pregel_durability")),
+                "durability": _durability(conf, meta),
             },
         )
         self.store.put_graph_checkpoint(put, held_by(config), self.runtime.clock.now())
@@ -370,6 +370,16 @@ class AsyncPerdureSaver(PerdureSaver):
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _durability(conf: Mapping[str, Any], meta: Mapping[str, Any]) -> str | None:
+    """The durability mode of the invocation that put a checkpoint: LangGraph passes it only
+    when ``invoke``/``stream`` was given ``durability=``; otherwise the mode is its default,
+    ``async``. A checkpoint of ``update_state`` was written by no invocation (None)."""
+    mode = _str(conf.get("__pregel_durability"))
+    if mode is None and meta.get("source") != "update":
+        return "async"
+    return mode
 
 
 def _str(value: Any) -> str | None:
