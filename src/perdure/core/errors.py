@@ -235,6 +235,19 @@ class GraphInterruptAnsweredError(PerdureError):
     fix = "the first answer stands: continue the thread with graph.invoke(None, config)"
 
 
+class ToolEffectAmbiguousError(PerdureError):
+    """A LangGraph tool that runs as a perdure effect stopped during its call (or its outcome
+    is unknown) and no reconciler could tell what the provider did: it is not called again
+    until a person decides."""
+
+    code = "ambiguous_effect"
+    fix = (
+        "ask the provider what it did under the effect's key, record it with `perdure effects "
+        "resolve KEY --confirmed|--not-applied --as NAME --reason TEXT`, then invoke the graph "
+        "again"
+    )
+
+
 class NotAuthenticatedError(PerdureError):
     """A request carried no API key, a malformed one, or one that is unknown or revoked."""
 
