@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "store": {"core"},
     "runtime": {"core", "store"},
-    "cli": {"core", "store", "runtime", "demos", "testing", "drills", "server"},
+    "cli": {"core", "store", "runtime", "demos", "testing", "drills", "server", "langgraph"},
     "demos": {"core", "store", "runtime", "cli", "providers", "langgraph"},
     "server": {"core", "store", "runtime"},
     "testing": {"core", "store", "runtime"},

@@ -54,6 +54,7 @@ LAZY_COMMANDS = {
     "delete": "perdure.cli.retention:delete",
     "restore": "perdure.cli.retention:restore",
     "worker": "perdure.cli.worker:worker",
+    "graph": "perdure.cli.graphs:graph",
 }
 
 

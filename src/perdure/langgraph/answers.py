@@ -27,17 +27,22 @@ _CONTROL = frozenset({ERROR, INTERRUPT, RESUME, "__error_source_node__"})
 """Writes that say what happened to a task rather than what it produced."""
 
 
-def pending_interrupt_ids(writes: Sequence[tuple[str, str, Any]]) -> list[str]:
-    """The ids of the interrupts waiting for an answer: the latest interrupt of each task that
-    has no output write (LangGraph's rule: a task with an output write finished)."""
+def pending_interrupts(writes: Sequence[tuple[str, str, Any]]) -> list[Any]:
+    """The interrupts waiting for an answer (LangGraph's ``Interrupt``: ``id``, ``value``): the
+    latest interrupt of each task that has no output write (LangGraph's rule: a task with an
+    output write finished)."""
     finished = {task for task, channel, _ in writes if channel not in _CONTROL}
-    found: list[str] = []
+    found: list[Any] = []
     for task, channel, value in writes:
         if channel != INTERRUPT or task == NULL_TASK_ID or task in finished:
             continue
-        for one in value if isinstance(value, (list, tuple)) else [value]:
-            found.append(str(getattr(one, "id", "")))
+        found.extend(value if isinstance(value, (list, tuple)) else [value])
     return found
+
+
+def pending_interrupt_ids(writes: Sequence[tuple[str, str, Any]]) -> list[str]:
+    """The ids of :func:`pending_interrupts`."""
+    return [str(getattr(one, "id", "")) for one in pending_interrupts(writes)]
 
 
 def recorded_answer(writes: Sequence[tuple[str, str, Any]]) -> tuple[bool, Any]:

@@ -41,7 +41,12 @@ from perdure.core.graph import (
 )
 from perdure.core.ids import checked_id
 from perdure.langgraph.aio import ThreadedAsync
-from perdure.langgraph.answers import NULL_TASK_ID, needs_write, recorded_answer
+from perdure.langgraph.answers import (
+    NULL_TASK_ID,
+    needs_write,
+    pending_interrupts,
+    recorded_answer,
+)
 from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, json_object, preview
 from perdure.langgraph.hold import Holds, held_by, where
 from perdure.langgraph.recorder import with_recorder
@@ -286,6 +291,15 @@ class PerdureSaver(ThreadedAsync):
                 f"thread {thread}: another answer ({stored!r}) was recorded first"
             )
         return True
+
+    def waiting(self, config: RunnableConfig) -> tuple[Sequence[Any], bool]:
+        """What the config's thread waits for: the interrupts of its newest checkpoint that
+        wait for an answer (LangGraph's ``Interrupt``: ``id``, ``value``), and whether an
+        answer is recorded for them already (the next run hands it over)."""
+        thread, _, _ = where(config)
+        found = self.get_tuple({"configurable": {"thread_id": thread}})
+        writes = [] if found is None else found.pending_writes or []
+        return pending_interrupts(writes), recorded_answer(writes)[0]
 
     def _same(self, a: Any, b: Any) -> bool:
         """Whether two answers are the same once stored (a tuple reads back as a list)."""
