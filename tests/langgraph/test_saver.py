@@ -208,18 +208,33 @@ def test_prune_keeps_the_interrupted_checkpoint_and_the_graph_still_resumes(
 # -- durability ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "checkpoints"), [("sync", 6), ("async", 6), ("exit", 1)])
+@pytest.mark.parametrize(
+    ("mode", "checkpoints"), [("sync", 6), ("async", 6), ("exit", 1), (None, 6)]
+)
 def test_langgraph_durability_modes_decide_how_many_checkpoints_are_committed(
-    saver: PerdureSaver, mode: str, checkpoints: int
+    saver: PerdureSaver, mode: str | None, checkpoints: int
 ) -> None:
-    assert to_interrupt(saver, durability=mode)["messages"] == PAUSED
+    given = {} if mode is None else {"durability": mode}
+    assert to_interrupt(saver, **given)["messages"] == PAUSED
     assert len(list(saver.list(cfg()))) == checkpoints
-    run = saver.store.get_run("default", graph_run_id("default", "t1"))
-    recorded = [
-        e.data for e in saver.store.events("default", run.run_id) if e.type == "graph_checkpoint"
-    ]
-    assert {d["durability"] for d in recorded} == {mode}  # type: ignore[index]
+    # LangGraph's default mode (no durability= given) is async, and recorded so
+    assert recorded_modes(saver) == [mode or "async"] * checkpoints
     assert approve(saver)["messages"] == DONE
+
+
+def recorded_modes(saver: PerdureSaver) -> list[str | None]:
+    run = saver.store.get_run("default", graph_run_id("default", "t1"))
+    return [
+        e.data["durability"]  # type: ignore[index]
+        for e in saver.store.events("default", run.run_id)
+        if e.type == "graph_checkpoint"
+    ]
+
+
+def test_a_checkpoint_of_update_state_records_no_durability_mode(saver: PerdureSaver) -> None:
+    to_interrupt(saver, durability="sync")
+    build(saver).update_state(cfg(), {"approved": "maybe"})
+    assert recorded_modes(saver) == ["sync"] * 6 + [None]
 
 
 # -- async --------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def test_every_command_still_listed_and_its_help_works() -> None:
         shown = runner.invoke(main, [name, "--help"])
         assert shown.exit_code == 0, (name, shown.output)
         assert f"Usage: main {name}" in shown.output
-    for name in ("agent", "refund", "gate", "brightness"):
+    for name in ("agent", "refund", "gate", "brightness", "langgraph"):
         shown = runner.invoke(main, ["demo", name, "--help"])
         assert shown.exit_code == 0, (name, shown.output)
 

@@ -57,6 +57,7 @@ LAZY_COMMANDS = {
     "memory": "perdure.cli.memory:memory",
     "worker": "perdure.cli.worker:worker",
     "workflows": "perdure.cli.workflows:workflows",
+    "graph": "perdure.cli.graphs:graph",
 }
 
 

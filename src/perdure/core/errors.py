@@ -217,6 +217,37 @@ class GraphCheckpointUnreadableError(PerdureError):
     )
 
 
+class GraphNotInterruptedError(PerdureError):
+    """A resume was given for a LangGraph thread that has no pending interrupt to answer."""
+
+    code = "not_interrupted"
+    fix = (
+        "see what the thread waits for with graph.get_state(config); continue it with "
+        "graph.invoke(None, config)"
+    )
+
+
+class GraphInterruptAnsweredError(PerdureError):
+    """The LangGraph thread's pending interrupt already has a recorded answer that differs from
+    this one; the graph may have acted on the first, so it is not replaced."""
+
+    code = "interrupt_answered"
+    fix = "the first answer stands: continue the thread with graph.invoke(None, config)"
+
+
+class ToolEffectAmbiguousError(PerdureError):
+    """A LangGraph tool that runs as a perdure effect stopped during its call (or its outcome
+    is unknown) and no reconciler could tell what the provider did: it is not called again
+    until a person decides."""
+
+    code = "ambiguous_effect"
+    fix = (
+        "ask the provider what it did under the effect's key, record it with `perdure effects "
+        "resolve KEY --confirmed|--not-applied --as NAME --reason TEXT`, then invoke the graph "
+        "again"
+    )
+
+
 class NotAuthenticatedError(PerdureError):
     """A request carried no API key, a malformed one, or one that is unknown or revoked."""
 

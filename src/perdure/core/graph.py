@@ -15,6 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
+from perdure.core.effects import NewEffect
 from perdure.core.model import RunStatus
 
 GRAPH_WORKFLOW = "langgraph"
@@ -28,6 +29,21 @@ def graph_run_id(tenant_id: str, thread_id: str) -> str:
     """The id of the perdure run that represents ``thread_id`` in ``tenant_id``."""
     digest = hashlib.sha256(f"{tenant_id}\0{thread_id}".encode()).digest()
     return "lg_" + base64.b32encode(digest[:15]).decode().lower()
+
+
+def graph_effect_key(tenant_id: str, thread_id: str, checkpoint_ns: str, call_id: str) -> str:
+    """The effect key of tool call ``call_id`` made in namespace ``checkpoint_ns`` of a thread:
+    ``tenant/langgraph/<thread's run>/<node path>/tool.<call id>``. The node path is the
+    namespace without its task ids (``tools``, ``outer|tools``), so the key is the same each
+    time the node runs the call again: after an interrupt, after a crash, in a new process."""
+    run_id = graph_run_id(tenant_id, thread_id)
+    return f"{tenant_id}/{GRAPH_WORKFLOW}/{run_id}/{node_path(checkpoint_ns)}/tool.{call_id}"
+
+
+def node_path(checkpoint_ns: str) -> str:
+    """A LangGraph checkpoint namespace without its task ids: ``tools:1f…`` is ``tools``,
+    ``outer:2a…|tools:9c…`` is ``outer|tools``, the root namespace is ``-``."""
+    return "|".join(part.split(":", 1)[0] for part in checkpoint_ns.split("|")) or "-"
 
 
 class PruneStrategy(StrEnum):
@@ -117,3 +133,17 @@ class GraphThreadState:
 
     status: RunStatus | None
     reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphToolCall:
+    """A tool call of a LangGraph thread made as a perdure effect: the thread's run that owns
+    it, the fence its records are written under (the invocation's hold, or the thread's
+    current fence for an unheld invocation), the run's status, and the effect's intent."""
+
+    tenant_id: str
+    thread_id: str
+    run_id: str
+    fence: int
+    status: RunStatus
+    effect: NewEffect

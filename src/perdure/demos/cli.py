@@ -47,6 +47,7 @@ def run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temper
         "agent": "perdure.demos.agent_cli:agent_demo",
         "refund": "perdure.demos.refund_cli:refund_demo",
         "gate": "perdure.demos.gate:demo_gate",
+        "langgraph": "perdure.demos.graph_cli:graph_demo",
     },
 )
 @click.pass_context

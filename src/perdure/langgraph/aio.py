@@ -1,10 +1,11 @@
 """The async half of the checkpointer contract: each ``a``-method runs its sync twin in a worker
-thread (``asyncio.to_thread``), so there is one implementation of every method."""
+thread (``asyncio.to_thread``), so there is one implementation of every method; a write that
+carries a person's answer is committed before ``aput_writes`` returns (see there)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -15,6 +16,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
 )
+from langgraph.checkpoint.serde.types import RESUME
 
 
 class ThreadedAsync(BaseCheckpointSaver[str]):
@@ -50,15 +52,23 @@ class ThreadedAsync(BaseCheckpointSaver[str]):
         """:meth:`put`, from async code."""
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
-    async def aput_writes(
+    def aput_writes(
         self,
         config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
-    ) -> None:
-        """:meth:`put_writes`, from async code."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+    ) -> Coroutine[Any, Any, None]:
+        """:meth:`put_writes`, from async code. Writes that carry a person's answer (channel
+        ``__resume__``: a ``Command(resume=...)``, or the task that consumed it) are committed
+        before this returns its awaitable, on the caller's thread: LangGraph's loop asks for
+        them where it would only schedule them, and runs the interrupted node right after, so
+        no node can act on an answer that is not durable yet. Other writes go to a worker
+        thread when awaited."""
+        if any(channel == RESUME for channel, _ in writes):
+            self.put_writes(config, writes, task_id, task_path)
+            return _done()
+        return asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """:meth:`delete_thread`, from async code."""
@@ -75,3 +85,7 @@ class ThreadedAsync(BaseCheckpointSaver[str]):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """:meth:`prune`, from async code."""
         await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+
+
+async def _done() -> None:
+    """An awaitable of a write that is committed already."""

@@ -26,7 +26,7 @@ from perdure.core.errors import (
 )
 from perdure.core.graph import GRAPH_WORKFLOW, GraphHold, graph_run_id
 from perdure.core.ids import checked_id
-from perdure.core.model import RunStatus
+from perdure.core.model import Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.transitions import allowed
 from perdure.runtime.execution.leases import Lease, is_dead_local_owner
@@ -127,6 +127,30 @@ class Holds:
         }
         held: RunnableConfig = {**config, "configurable": conf}
         return held, Held(thread, run_id, claimed.fence, lease)
+
+    def writer(self, config: RunnableConfig) -> tuple[Run, int]:
+        """The config's thread's run (created if needed) and the fence a write of this
+        invocation goes under: its hold's, or for an unheld invocation the thread's current
+        fence — refused with :class:`GraphThreadBusyError` while another invocation holds the
+        thread, as its checkpoints are."""
+        thread, _, _ = where(config)
+        run_id, now = graph_run_id(self.tenant, thread), self.runtime.clock.now()
+        try:
+            run = self.store.get_run(self.tenant, run_id)
+        except RunNotFoundError:
+            self.store.open_graph_thread(self.tenant, thread, now)
+            run = self.store.get_run(self.tenant, run_id)
+        if run.status is RunStatus.QUARANTINED:
+            raise GraphThreadQuarantinedError(f"thread {thread} is quarantined")
+        hold = held_by(config)
+        if hold is not None and hold.fence is not None:
+            return run, hold.fence  # the store compares it with the run's on every write
+        if run.owner is not None and run.lease_until is not None and run.lease_until >= now:
+            raise GraphThreadBusyError(
+                f"thread {thread} is held by another invocation ({run.owner}, fence "
+                f"{run.fence}) until {run.lease_until.isoformat()}"
+            )
+        return run, run.fence
 
     def give_back(self, held: Held) -> None:
         """Stop renewing and release the lease (a no-op when it was taken over meanwhile)."""

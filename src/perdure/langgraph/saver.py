@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
@@ -24,10 +24,12 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.types import INTERRUPT
+from langgraph.checkpoint.serde.types import INTERRUPT, RESUME
 
 from perdure.core.errors import (
     GraphCheckpointUnreadableError,
+    GraphInterruptAnsweredError,
+    GraphNotInterruptedError,
     InvalidInputError,
 )
 from perdure.core.graph import (
@@ -39,8 +41,15 @@ from perdure.core.graph import (
 )
 from perdure.core.ids import checked_id
 from perdure.langgraph.aio import ThreadedAsync
+from perdure.langgraph.answers import (
+    NULL_TASK_ID,
+    needs_write,
+    pending_interrupts,
+    recorded_answer,
+)
 from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, json_object, preview
 from perdure.langgraph.hold import Holds, held_by, where
+from perdure.langgraph.recorder import with_recorder
 from perdure.runtime.admin.parts import DEFAULT_TENANT, Tenant, tenant_of
 from perdure.runtime.runtime import Runtime
 from perdure.store.base import Store
@@ -114,10 +123,12 @@ class PerdureSaver(ThreadedAsync):
         """Hold the config's thread for one invocation: ``with saver.hold(cfg) as cfg:
         graph.invoke(x, cfg)``. A second invocation on a held thread gets
         :class:`~perdure.core.errors.GraphThreadBusyError`; once another invocation took the
-        thread over, this one's writes get :class:`~perdure.core.errors.LeaseLostError`."""
+        thread over, this one's writes get :class:`~perdure.core.errors.LeaseLostError`.
+        ``graph.invoke(Command(resume=value), cfg)`` on the held config commits the answer
+        (:meth:`record_resume`) before the graph starts."""
         held, lease = self.holds.take(config)
         try:
-            yield held
+            yield with_recorder(held, self.record_resume)
         finally:
             self.holds.give_back(lease)
 
@@ -126,7 +137,7 @@ class PerdureSaver(ThreadedAsync):
         """:meth:`hold` for ``await graph.ainvoke(x, cfg)``."""
         held, lease = await asyncio.to_thread(self.holds.take, config)
         try:
-            yield held
+            yield with_recorder(held, self.record_resume)
         finally:
             await asyncio.to_thread(self.holds.give_back, lease)
 
@@ -215,7 +226,7 @@ class PerdureSaver(ThreadedAsync):
                 "checkpoint_id": checkpoint["id"],
                 "step": _int(meta.get("step")),
                 "source": _str(meta.get("source")),
-                "durability": _str(conf.get("__pregel_durability")),
+                "durability": _durability(conf, meta),
             },
         )
         self.store.put_graph_checkpoint(put, held_by(config), self.runtime.clock.now())
@@ -237,10 +248,75 @@ class PerdureSaver(ThreadedAsync):
         """Store a task's pending writes on the config's checkpoint. Idempotent per (task,
         index); writes of special channels (errors, interrupts, resumes) replace earlier ones.
         An interrupt is recorded on the thread's run (``perdure show``)."""
+        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        self._put_writes(config, writes, task_id, task_path, replace=replace)
+
+    def record_resume(
+        self, config: RunnableConfig, value: Any, *, interrupt_id: str | None = None
+    ) -> bool:
+        """Record ``value`` as the answer to the interrupt the config's thread waits for, and
+        return once it is durable: the write LangGraph makes for ``Command(resume=value)``
+        (null task, channel ``__resume__``) on the thread's newest checkpoint, so the next
+        ``graph.invoke(None, config)`` — in this process or another after a crash — hands it
+        to the interrupt. Returns True when written, False when this answer was recorded
+        already. The first answer stands: another one raises
+        :class:`~perdure.core.errors.GraphInterruptAnsweredError`; a thread that waits for no
+        answer (or whose waiting interrupt is not ``interrupt_id``, when given) raises
+        :class:`~perdure.core.errors.GraphNotInterruptedError`. Guarded by the config's hold
+        like every write."""
+        thread, ns, checkpoint_id = where(config)
+        if ns:
+            raise InvalidInputError(
+                "an answer is recorded on the thread, not on a subgraph's namespace",
+                fix="drop checkpoint_ns from the config: the answer reaches subgraphs",
+            )
+        found = self.get_tuple({"configurable": {"thread_id": thread}})
+        if found is None:
+            raise GraphNotInterruptedError(f"thread {thread} has no checkpoint to answer")
+        newest = found.config["configurable"]["checkpoint_id"]
+        if checkpoint_id is not None and checkpoint_id != newest:
+            raise InvalidInputError(
+                f"checkpoint {checkpoint_id} is not thread {thread}'s newest ({newest})",
+                fix="drop checkpoint_id: an answer goes to the newest checkpoint",
+            )
+        if not needs_write(found.pending_writes or [], value, self._same, interrupt_id):
+            return False
+        conf = {**(config.get("configurable") or {}), **found.config["configurable"]}
+        self._put_writes({**config, "configurable": conf}, [(RESUME, value)], NULL_TASK_ID)
+        # the first answer stands: the write above kept an answer recorded meanwhile
+        again = self.get_tuple(found.config)
+        _, stored = recorded_answer(again.pending_writes or [] if again is not None else [])
+        if not self._same(stored, value):
+            raise GraphInterruptAnsweredError(
+                f"thread {thread}: another answer ({stored!r}) was recorded first"
+            )
+        return True
+
+    def waiting(self, config: RunnableConfig) -> tuple[Sequence[Any], bool]:
+        """What the config's thread waits for: the interrupts of its newest checkpoint that
+        wait for an answer (LangGraph's ``Interrupt``: ``id``, ``value``), and whether an
+        answer is recorded for them already (the next run hands it over)."""
+        thread, _, _ = where(config)
+        found = self.get_tuple({"configurable": {"thread_id": thread}})
+        writes = [] if found is None else found.pending_writes or []
+        return pending_interrupts(writes), recorded_answer(writes)[0]
+
+    def _same(self, a: Any, b: Any) -> bool:
+        """Whether two answers are the same once stored (a tuple reads back as a list)."""
+        return bool(a == b) or self.serde.dumps_typed(a) == self.serde.dumps_typed(b)
+
+    def _put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+        *,
+        replace: bool = False,
+    ) -> None:
         thread, ns, checkpoint_id = where(config)
         if checkpoint_id is None:
             raise InvalidInputError("put_writes needs a config with a checkpoint_id")
-        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         records = []
         interrupts: list[Any] = []
         for idx, (channel, value) in enumerate(writes):
@@ -370,6 +446,16 @@ class AsyncPerdureSaver(PerdureSaver):
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _durability(conf: Mapping[str, Any], meta: Mapping[str, Any]) -> str | None:
+    """The durability mode of the invocation that put a checkpoint: LangGraph passes it only
+    when ``invoke``/``stream`` was given ``durability=``; otherwise the mode is its default,
+    ``async``. A checkpoint of ``update_state`` was written by no invocation (None)."""
+    mode = _str(conf.get("__pregel_durability"))
+    if mode is None and meta.get("source") != "update":
+        return "async"
+    return mode
 
 
 def _str(value: Any) -> str | None:
