@@ -31,6 +31,8 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "providers": {"core"},
     "langgraph": {"core", "store", "runtime"},
+    "pydantic_ai": {"core", "store", "runtime"},
+    "openai_agents": {"core", "store", "runtime"},
 }
 PURE_CORE_FORBIDDEN = {"sqlite3", "psycopg", "psycopg_pool", "socket", "subprocess", "urllib"}
 
