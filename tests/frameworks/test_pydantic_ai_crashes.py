@@ -6,11 +6,7 @@ counts), and the tool's key is the effect's key."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,9 +14,10 @@ import pytest
 from perdure.providers.stub import StubServer, openai_reply, openai_stream
 from perdure.runtime.step.model_calls import reply_message_id
 from tests.apps.pydantic_ai_app import sent
-from tests.conftest import ROOT, cli_env, perdure_cmd, run_cli
+from tests.conftest import run_cli
+from tests.frameworks.support import App, effects, show
 
-APP = "tests.apps.pydantic_ai_app"
+APP = App("tests.apps.pydantic_ai_app")
 EMAIL = ("call_1", "send_email", '{"to": "ana@example.com", "body": "hello"}')
 
 
@@ -30,29 +27,6 @@ def script(stub: StubServer, stream: bool = False) -> None:
         stub.script(openai_stream([], [EMAIL]), openai_stream(["Sent ", "it."]))
     else:
         stub.script(openai_reply("", [EMAIL]), openai_reply("Sent it."))
-
-
-def start(db_url: str, workflow: str, outbox: Path, **extra: object) -> str:
-    state = json.dumps({"outbox": str(outbox), **extra})
-    out = run_cli(db_url, "start", workflow, "--app", APP, "--input", state)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.split()[1]
-
-
-def resume(
-    db_url: str, run_id: str, stub: StubServer, **env: str
-) -> subprocess.CompletedProcess[str]:
-    return run_cli(
-        db_url, "resume", run_id, "--app", APP, env=cli_env(AGENT_STUB_URL=stub.url, **env)
-    )
-
-
-def show(db_url: str, run_id: str) -> dict:  # type: ignore[type-arg]
-    return json.loads(run_cli(db_url, "show", run_id, "--json").stdout)  # type: ignore[no-any-return]
-
-
-def effects(shown: dict) -> dict[str, dict]:  # type: ignore[type-arg]
-    return {e["name"]: e for e in shown["effects"]}
 
 
 @pytest.mark.parametrize(
@@ -65,13 +39,15 @@ def test_a_crash_after_the_tool_call_completed_never_calls_the_tool_again(
 ) -> None:
     script(stub, stream)
     outbox = tmp_path / "outbox.jsonl"
-    run_id = start(db_url, workflow, outbox, stream=stream)
-    crashed = resume(db_url, run_id, stub, PERDURE_CRASH_AT="after_call:pydantic_ai.tool.call_1")
+    run_id = APP.start(db_url, workflow, outbox, stream=stream)
+    crashed = APP.resume(
+        db_url, run_id, stub, PERDURE_CRASH_AT="after_call:pydantic_ai.tool.call_1"
+    )
     assert crashed.returncode == 75, crashed.stdout + crashed.stderr
     assert len(sent(str(outbox))) == 1
     assert stub.count == 1
 
-    resumed = resume(db_url, run_id, stub)
+    resumed = APP.resume(db_url, run_id, stub)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = show(db_url, run_id)
     assert final["status"] == "SUCCEEDED"
@@ -97,13 +73,13 @@ def test_a_crash_after_a_model_reply_replays_it_without_a_new_request(
 ) -> None:
     script(stub)
     outbox = tmp_path / "outbox.jsonl"
-    run_id = start(db_url, "pyd_mail", outbox)
-    crashed = resume(db_url, run_id, stub, PERDURE_CRASH_AT="after_outcome:pydantic_ai.model.1")
+    run_id = APP.start(db_url, "pyd_mail", outbox)
+    crashed = APP.resume(db_url, run_id, stub, PERDURE_CRASH_AT="after_outcome:pydantic_ai.model.1")
     assert crashed.returncode == 75, crashed.stdout + crashed.stderr
     assert stub.count == 1
     assert sent(str(outbox)) == []
 
-    resumed = resume(db_url, run_id, stub)
+    resumed = APP.resume(db_url, run_id, stub)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert stub.count == 2, "model.1 came from its record"
     final = show(db_url, run_id)
@@ -120,11 +96,11 @@ def test_a_crash_before_the_boundary_replays_every_call(
 ) -> None:
     script(stub)
     outbox = tmp_path / "outbox.jsonl"
-    run_id = start(db_url, "pyd_mail", outbox)
-    crashed = resume(db_url, run_id, stub, PERDURE_CRASH_AT="before_commit:work")
+    run_id = APP.start(db_url, "pyd_mail", outbox)
+    crashed = APP.resume(db_url, run_id, stub, PERDURE_CRASH_AT="before_commit:work")
     assert crashed.returncode == 75, crashed.stdout + crashed.stderr
     assert (stub.count, len(sent(str(outbox)))) == (2, 1)
-    resumed = resume(db_url, run_id, stub)
+    resumed = APP.resume(db_url, run_id, stub)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert (stub.count, len(sent(str(outbox)))) == (2, 1), "nothing was called again"
     assert show(db_url, run_id)["result"] == {"output": "Sent it."}
@@ -135,35 +111,11 @@ def test_a_sigkill_inside_the_tool_is_reconciled_and_the_tool_received_its_key(
 ) -> None:
     script(stub)
     outbox = tmp_path / "outbox.jsonl"
-    run_id = start(db_url, "pyd_mail", outbox)
-    hold = tmp_path / "hold"
-    held = open(hold, "a")  # noqa: SIM115 - the tool waits at this gate until it is killed
-    fcntl.flock(held, fcntl.LOCK_EX)
-    worker = subprocess.Popen(
-        perdure_cmd(db_url, "resume", run_id, "--app", APP),
-        env=cli_env(AGENT_STUB_URL=stub.url, AGENT_HOLD=str(hold)),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        reached = tmp_path / "hold.reached"
-        for _ in range(1200):  # bounded: the tool reaches its hold after writing the message
-            if reached.exists():
-                break
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.wait(timeout=0.05)
-            assert worker.poll() is None, worker.communicate()[1]
-        assert reached.exists()
-        worker.send_signal(signal.SIGKILL)
-        worker.wait(timeout=30)
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-        held.close()
+    run_id = APP.start(db_url, "pyd_mail", outbox)
+    APP.kill_in_tool(db_url, run_id, stub, tmp_path)
     assert effects(show(db_url, run_id))["pydantic_ai.tool.call_1"]["status"] == "executing"
 
-    resumed = resume(db_url, run_id, stub)
+    resumed = APP.resume(db_url, run_id, stub)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = show(db_url, run_id)
     assert final["status"] == "SUCCEEDED"
@@ -182,8 +134,8 @@ def test_an_approved_tool_killed_after_its_call_runs_once(
 ) -> None:
     script(stub)
     outbox = tmp_path / "outbox.jsonl"
-    run_id = start(db_url, "pyd_approval", outbox)
-    waiting = resume(db_url, run_id, stub)
+    run_id = APP.start(db_url, "pyd_approval", outbox)
+    waiting = APP.resume(db_url, run_id, stub)
     assert waiting.returncode == 0, waiting.stdout + waiting.stderr
     shown = show(db_url, run_id)
     assert shown["status"] == "WAITING_APPROVAL"
@@ -191,12 +143,12 @@ def test_an_approved_tool_killed_after_its_call_runs_once(
     approved = run_cli(db_url, "approve", run_id, "--as", "maria", "--role", "ops")
     assert approved.returncode == 0, approved.stdout + approved.stderr
 
-    crashed = resume(
+    crashed = APP.resume(
         db_url, run_id, stub, PERDURE_CRASH_AT="after_call:pydantic_ai.tool.call_1.approved"
     )
     assert crashed.returncode == 75, crashed.stdout + crashed.stderr
     assert len(sent(str(outbox))) == 1
-    resumed = resume(db_url, run_id, stub)
+    resumed = APP.resume(db_url, run_id, stub)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = show(db_url, run_id)
     assert final["status"] == "SUCCEEDED"
