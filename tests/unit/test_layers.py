@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"core"},
     "runtime": {"core", "store"},
     "cli": {"core", "store", "runtime", "demos", "testing", "drills", "server"},
-    "demos": {"core", "store", "runtime", "cli", "providers"},
+    "demos": {"core", "store", "runtime", "cli", "providers", "pydantic_ai", "openai_agents"},
     "server": {"core", "store", "runtime"},
     "testing": {"core", "store", "runtime"},
     "drills": {"core", "store", "runtime", "testing"},

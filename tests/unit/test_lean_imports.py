@@ -38,6 +38,9 @@ NOT_LOADED = (
     "perdure.store.postgres",
     "perdure.demos.agent_cli",
     "perdure.demos.refund_cli",
+    "perdure.demos.framework_demo",
+    "perdure.demos.pydantic_ai_app",
+    "perdure.demos.openai_agents_app",
     "perdure.cli.serve_app",
 )
 
@@ -120,6 +123,6 @@ def test_every_command_still_listed_and_its_help_works() -> None:
         shown = runner.invoke(main, [name, "--help"])
         assert shown.exit_code == 0, (name, shown.output)
         assert f"Usage: main {name}" in shown.output
-    for name in ("agent", "refund", "gate", "brightness"):
+    for name in ("agent", "refund", "gate", "brightness", "pydantic-ai", "openai-agents"):
         shown = runner.invoke(main, ["demo", name, "--help"])
         assert shown.exit_code == 0, (name, shown.output)

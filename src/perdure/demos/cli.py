@@ -47,6 +47,8 @@ def run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temper
         "agent": "perdure.demos.agent_cli:agent_demo",
         "refund": "perdure.demos.refund_cli:refund_demo",
         "gate": "perdure.demos.gate:demo_gate",
+        "pydantic-ai": "perdure.demos.framework_demo:pydantic_ai_demo",
+        "openai-agents": "perdure.demos.framework_demo:openai_agents_demo",
     },
 )
 @click.pass_context
