@@ -23,8 +23,11 @@ from __future__ import annotations
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from weakref import WeakKeyDictionary
+
+if TYPE_CHECKING:  # imported where used: a sync-only process never loads asyncio
+    import asyncio
 
 from perdure.core.chat import MODEL_TARGET, TokenUsage
 from perdure.core.effect_calls import Reconcile
@@ -39,6 +42,11 @@ from perdure.runtime.step.model_calls import MODEL_RETRY, classified, drain, rep
 T = TypeVar("T")
 
 _CALLS: WeakKeyDictionary[Context, FrameworkCalls] = WeakKeyDictionary()
+
+_INSIDE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "perdure_framework_call", default=None
+)
+"""The effect whose call is running in this context (a call cannot record another one)."""
 
 _DONE = object()
 
@@ -85,6 +93,7 @@ class FrameworkCalls:
         self._host = ctx._host
         self._counts: dict[str, int] = {}
         self._cached: dict[str, JSON] = {}
+        self._flying: dict[str, asyncio.Future[JSON]] = {}
 
     @classmethod
     def of(cls, ctx: Context) -> FrameworkCalls:
@@ -128,18 +137,26 @@ class FrameworkCalls:
         key)`` makes it (on the runtime's event loop, in the caller's context variables); a
         re-executed step gets the recorded result. With ``cache``, a second call under the
         same name in this occurrence returns the first one's result (a cached read-only tool)."""
-        if cache and name in self._cached:
-            return self._cached[name]
-        run = self._within(execute)
+        _not_nested(name)
+        run = self._within(name, execute)
 
         def job() -> JSON:
             self._host.flush_streams()
             new = self._host.new_effect(name, target, operation, request, None)
             return drain(self._host.drive_effect(new, run, reconcile, retry))
 
-        result = await self._serve(job)
-        if cache:
-            self._cached[name] = result
+        if not cache:
+            return await self._serve(job)
+        if name in self._cached:
+            return self._cached[name]
+        import asyncio
+
+        flying = self._flying.get(name)  # the same call already under way (a parallel round)
+        if flying is None or flying.get_loop() is not asyncio.get_running_loop():
+            flying = self._flying[name] = asyncio.ensure_future(self._serve(job))
+        result = await asyncio.shield(flying)
+        self._cached[name] = result
+        self._flying.pop(name, None)
         return result
 
     async def model_call(
@@ -166,7 +183,8 @@ class FrameworkCalls:
                 raise classified(exc) from exc
             return reply.to_json()
 
-        run = self._within(execute)
+        _not_nested(name)
+        run = self._within(name, execute)
         host = self._host
 
         def job() -> JSON:
@@ -200,6 +218,7 @@ class FrameworkCalls:
         event, only its record."""
         import asyncio
 
+        _not_nested(name)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[object] = asyncio.Queue()
         called = [False]
@@ -212,7 +231,7 @@ class FrameworkCalls:
         def execute(_request: JSON, key: str) -> Generator[Any, None, JSON]:
             called[0] = True
             sink = host.open_stream(reply_message_id(key), DEFAULT_BATCH, reopen=True)
-            return self._pump(captured, stream, text, sink)
+            return self._pump(name, captured, stream, text, sink)
 
         def job() -> JSON:
             host.flush_streams()
@@ -232,6 +251,7 @@ class FrameworkCalls:
 
     def _pump(
         self,
+        name: str,
         captured: contextvars.Context,
         stream: Callable[[], AsyncIterator[Any]],
         text: Callable[[Any], str],
@@ -245,6 +265,7 @@ class FrameworkCalls:
         channel: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
 
         async def produce() -> None:
+            _INSIDE.set(name)
             try:
                 async for item in stream():
                     channel.put(("item", item))
@@ -295,16 +316,17 @@ class FrameworkCalls:
         return job()
 
     def _within(
-        self, execute: Callable[[JSON, str], Awaitable[T]]
+        self, name: str, execute: Callable[[JSON, str], Awaitable[T]]
     ) -> Callable[[JSON, str], Awaitable[T]]:
-        """``execute`` run in a copy of the caller's context variables (taken now)."""
+        """``execute`` run in a copy of the caller's context variables (taken now), marked as
+        the call of effect ``name``."""
         captured = contextvars.copy_context()
 
         async def run(request: JSON, key: str) -> T:
             import asyncio
 
             task = asyncio.get_running_loop().create_task(
-                _awaited(execute(request, key)), context=captured.copy()
+                _inside(name, execute(request, key)), context=captured.copy()
             )
             return await task
 
@@ -316,5 +338,18 @@ def _call_again(_request: Any, _key: str) -> Reconciled:
     return Reconciled.not_found()
 
 
-async def _awaited(value: Awaitable[T]) -> T:
+async def _inside(name: str, value: Awaitable[T]) -> T:
+    _INSIDE.set(name)
     return await value
+
+
+def _not_nested(name: str) -> None:
+    """Refuse to record an effect inside another one's call: the thread that records them is
+    waiting for that call to end (it would wait for ever)."""
+    outer = _INSIDE.get()
+    if outer is not None:
+        raise DefinitionError(
+            f"effect {name!r} would be recorded inside the call of effect {outer!r}",
+            fix="do not declare the outer tool side-effecting or cached, or run the inner "
+            "agent in a step of its own (a child run)",
+        )
