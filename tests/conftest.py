@@ -33,7 +33,7 @@ TESTS = ROOT / "tests"
 # them (registered in pyproject.toml; the fast inner loop is ``pytest -m "not pg and not slow"``).
 PG_FIXTURES = {"pg_server", "pg_url", "pg_empty_url"}
 PG_FOLDERS = {"outage"}  # starts its own PostgreSQL server
-SLOW_FOLDERS = {"cli", "crash", "fleet", "outage", "browser"}  # processes, kills, a browser
+SLOW_FOLDERS = {"cli", "crash", "fleet", "outage", "browser", "frameworks"}  # processes, kills
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

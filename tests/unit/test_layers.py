@@ -23,7 +23,16 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"core"},
     "runtime": {"core", "store"},
     "cli": {"core", "store", "runtime", "demos", "testing", "drills", "server", "langgraph"},
-    "demos": {"core", "store", "runtime", "cli", "providers", "langgraph"},
+    "demos": {
+        "core",
+        "store",
+        "runtime",
+        "cli",
+        "providers",
+        "langgraph",
+        "pydantic_ai",
+        "openai_agents",
+    },
     "server": {"core", "store", "runtime"},
     "testing": {"core", "store", "runtime"},
     "drills": {"core", "store", "runtime", "testing"},
@@ -31,6 +40,8 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "providers": {"core"},
     "langgraph": {"core", "store", "runtime"},
+    "pydantic_ai": {"core", "store", "runtime"},
+    "openai_agents": {"core", "store", "runtime"},
 }
 PURE_CORE_FORBIDDEN = {"sqlite3", "psycopg", "psycopg_pool", "socket", "subprocess", "urllib"}
 

@@ -22,6 +22,8 @@ NOT_LOADED = (
     "boto3",
     "botocore",
     "langgraph",
+    "pydantic_ai",
+    "agents",
     "starlette",
     "uvicorn",
     "openai",
@@ -30,9 +32,15 @@ NOT_LOADED = (
     "perdure.server",
     "perdure.providers",
     "perdure.langgraph",
+    "perdure.pydantic_ai",
+    "perdure.openai_agents",
+    "perdure.runtime.step.frameworks",
     "perdure.store.postgres",
     "perdure.demos.agent_cli",
     "perdure.demos.refund_cli",
+    "perdure.demos.framework_demo",
+    "perdure.demos.pydantic_ai_app",
+    "perdure.demos.openai_agents_app",
     "perdure.cli.serve_app",
 )
 
@@ -115,7 +123,15 @@ def test_every_command_still_listed_and_its_help_works() -> None:
         shown = runner.invoke(main, [name, "--help"])
         assert shown.exit_code == 0, (name, shown.output)
         assert f"Usage: main {name}" in shown.output
-    for name in ("agent", "refund", "gate", "brightness", "langgraph"):
+    for name in (
+        "agent",
+        "refund",
+        "gate",
+        "brightness",
+        "langgraph",
+        "pydantic-ai",
+        "openai-agents",
+    ):
         shown = runner.invoke(main, ["demo", name, "--help"])
         assert shown.exit_code == 0, (name, shown.output)
 

@@ -48,6 +48,8 @@ def run_of(rt: Runtime, settings: Settings, thread: str, workflow: str = "temper
         "refund": "perdure.demos.refund_cli:refund_demo",
         "gate": "perdure.demos.gate:demo_gate",
         "langgraph": "perdure.demos.graph_cli:graph_demo",
+        "pydantic-ai": "perdure.demos.framework_demo:pydantic_ai_demo",
+        "openai-agents": "perdure.demos.framework_demo:openai_agents_demo",
     },
 )
 @click.pass_context
