@@ -100,7 +100,7 @@ class DurableModel(WrapperModel):
             text=text_of,
             retry=self.retry,
         )
-        yield RecordedStream(model_request_parameters, events, self, self.calls.context.now())
+        yield RecordedStream(model_request_parameters, events, self, self.calls.now())
 
     def _reply(self, response: ModelResponse) -> FrameworkReply:
         data: JSON = reply_json(response)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -89,8 +90,7 @@ class FrameworkCalls:
     """Records the model and tool calls of framework runs inside one step occurrence."""
 
     def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
-        self._host = ctx._host
+        self._host = ctx._host  # not the context itself: it keys this object's weak entry
         self._counts: dict[str, int] = {}
         self._cached: dict[str, JSON] = {}
         self._flying: dict[str, asyncio.Future[JSON]] = {}
@@ -108,10 +108,9 @@ class FrameworkCalls:
             found = _CALLS[ctx] = cls(ctx)
         return found
 
-    @property
-    def context(self) -> Context:
-        """The step's context."""
-        return self._ctx
+    def now(self) -> datetime:
+        """The runtime clock's current time."""
+        return self._host.now()
 
     def next_name(self, prefix: str) -> str:
         """``prefix.N``: the next number in call order under ``prefix`` in this occurrence."""
