@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from perdure.store.sqlite.store import SqliteStore
 from perdure.testing import FileClock
 from tests import processes
 from tests.backends import PgServer, pg_server_or_skip
+from tests.waypoints import Waypoint
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -175,17 +177,20 @@ def perdure_cmd(db_url: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "perdure", "--db", db_url, *args]
 
 
-def read_until(proc: subprocess.Popen[str], *texts: str, seconds: float = 60) -> list[str]:
-    """Lines of ``proc``'s stdout until each of ``texts`` was printed, the last of them ending
-    the list (bounded: a reader thread, so a process that never prints one fails the test
-    instead of hanging it)."""
+def read_until(
+    proc: subprocess.Popen[str], *texts: str, seconds: float = 60, stderr: bool = False
+) -> list[str]:
+    """Lines of ``proc``'s stdout (``stderr``: its stderr) until each of ``texts`` was printed,
+    the last of them ending the list (bounded: a reader thread, so a process that never prints
+    one fails the test instead of hanging it)."""
     lines: queue.Queue[str | None] = queue.Queue()
     wanted = set(texts)
+    stream = proc.stderr if stderr else proc.stdout
 
     def read() -> None:
-        assert proc.stdout is not None
+        assert stream is not None
         missing = set(wanted)
-        for line in proc.stdout:
+        for line in stream:
             lines.put(line)
             missing = {t for t in missing if t not in line}
             if not missing:
@@ -217,12 +222,28 @@ def start_worker(
     )
 
 
-def wait_for_file(path: Path, seconds: float = 60) -> None:
-    """Wait until a process under test creates ``path`` (observing it, bounded)."""
-    deadline = time.monotonic() + seconds
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists(), f"{path} did not appear"
+def kill_at_hold(db_url: str, app: str, run_id: str, folder: Path, **env: str) -> None:
+    """Resume ``run_id`` in a new process that stops at its app's hold (``AGENT_HOLD=<hold>``:
+    the app reaches the waypoint ``<hold>.reached`` and waits at the gate ``<hold>``, which this
+    process holds), and SIGKILL it there."""
+    hold = folder / "hold"
+    with open(hold, "a") as held, Waypoint(folder / "hold.reached") as reached:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        worker = subprocess.Popen(
+            perdure_cmd(db_url, "resume", run_id, "--app", app),
+            env=cli_env(AGENT_HOLD=str(hold), **env),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            reached.wait(worker)
+        except AssertionError as exc:
+            worker.kill()
+            raise AssertionError(f"{exc}: {worker.communicate()[1]!r}") from None
+        worker.send_signal(signal.SIGKILL)
+        worker.communicate(timeout=30)
+        assert worker.returncode == -signal.SIGKILL
 
 
 def run_cli(

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.waypoints import still_running
 
 OWNER_VARIABLE = "TESTS_PROCESS_OWNER"
 """The environment variable that marks the processes a test started (its value: the test's)."""
@@ -149,10 +150,7 @@ def stop(pids: Iterable[int]) -> list[Leftover]:
                 os.kill(pid, signum)
             except OSError:
                 break
-    deadline = time.monotonic() + GRACE_SECONDS
-    while any(_alive(p) for p in commands) and time.monotonic() < deadline:
-        time.sleep(0.05)  # bounded by the grace period
-    killed = {p for p in commands if _alive(p)}
+    killed = {p for p in still_running(commands, GRACE_SECONDS) if _alive(p)}
     for pid in killed:
         try:
             os.kill(pid, signal.SIGKILL)

@@ -1,20 +1,20 @@
 """A one-step agent whose model is the official OpenAI SDK pointed at a stub server
-(``AGENT_STUB_URL``), for crash tests. ``AGENT_HOLD=<path>``: after the model call the step
-creates ``<path>.reached`` and waits for a shared lock on ``<path>``, which the test holds
-exclusively (so a test can SIGKILL it there; no polling).
-``stream`` in the input streams the reply."""
+(``AGENT_STUB_URL``), for crash tests. ``AGENT_HOLD=<path>``: after the model call the step reaches
+the waypoint ``<path>.reached`` (``tests.waypoints``) and waits for a shared lock on ``<path>``,
+which the test holds exclusively (so a test can SIGKILL it there; no polling). ``stream`` in the
+input streams the reply."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from perdure import Context, Message, Workflow, done, step
 from perdure.core.chat import Pricing
 from perdure.core.workflow import Outcome
 from perdure.providers.openai import OpenAIModel
+from tests.waypoints import reach
 
 
 @dataclass
@@ -33,7 +33,7 @@ def hold() -> None:
     where = os.environ.get("AGENT_HOLD")
     if not where:
         return
-    Path(where + ".reached").touch()
+    reach(where + ".reached")
     with open(where, "a") as gate:  # the test holds it exclusively and kills the process here
         fcntl.flock(gate, fcntl.LOCK_SH)
 

@@ -1,16 +1,16 @@
-"""An OpenAI Agents SDK agent run in a perdure step, for process-level tests: its model is the
-SDK's chat-completions model on the official OpenAI client, pointed at a stub server
-(``AGENT_STUB_URL``); a triage agent hands off to a mailer agent whose one side-effecting tool,
-``send_email``, appends to an outbox that keeps every message with the key it was sent under
-(no deduplication); its reconciler finds a message by that key. Tracing is off (no network).
+"""An OpenAI Agents SDK agent run in a perdure step, for process-level tests: its model is the SDK's
+chat-completions model on the official OpenAI client, pointed at a stub server (``AGENT_STUB_URL``);
+a triage agent hands off to a mailer agent whose one side-effecting tool, ``send_email``, appends to
+an outbox that keeps every message with the key it was sent under (no deduplication); its reconciler
+finds a message by that key. Tracing is off (no network).
 
-``AGENT_HOLD=<path>``: inside the tool, after the message is written, the process creates
-``<path>.reached`` and waits for a shared lock on ``<path>`` (the test SIGKILLs it there).
+``AGENT_HOLD=<path>``: inside the tool, after the message is written, the process reaches the
+waypoint ``<path>.reached`` (``tests.waypoints``) and waits for a shared lock on ``<path>`` (the
+test SIGKILLs it there).
 
-Workflows: ``oai_mail`` (an ``async def`` step: ``run`` or ``run_streamed``), ``oai_mail_sync``
-(a plain step: ``run_sync``), ``oai_approval`` (the tool ``needs_approval``: the step waits for
-a person, then resumes the SDK's run).
-"""
+Workflows: ``oai_mail`` (an ``async def`` step: ``run`` or ``run_streamed``), ``oai_mail_sync`` (a
+plain step: ``run_sync``), ``oai_approval`` (the tool ``needs_approval``: the step waits for a
+person, then resumes the SDK's run)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from perdure.core.chat import Pricing
 from perdure.core.effects import Reconciled
 from perdure.core.workflow import Outcome
 from perdure.openai_agents import PendingApproval, PerdureRunner
+from tests.waypoints import reach
 
 PRICING = Pricing(input_per_million=1_000_000, output_per_million=1_000_000)
 CONFIG = RunConfig(tracing_disabled=True)
@@ -54,7 +55,7 @@ def _hold() -> None:
     where = os.environ.get("AGENT_HOLD")
     if not where:
         return
-    Path(where + ".reached").touch()
+    reach(where + ".reached")
     with open(where, "a") as gate:  # the test holds it exclusively and kills the process here
         fcntl.flock(gate, fcntl.LOCK_SH)
 

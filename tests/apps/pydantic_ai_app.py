@@ -1,16 +1,15 @@
 """A pydantic-ai agent run in a perdure step, for process-level tests: its model is pydantic-ai's
 OpenAI model on the official SDK, pointed at a stub server (``AGENT_STUB_URL``); its one
-side-effecting tool, ``send_email``, appends to an outbox that keeps every message with the key
-it was sent under (no deduplication), and its reconciler finds a message by that key.
+side-effecting tool, ``send_email``, appends to an outbox that keeps every message with the key it
+was sent under (no deduplication), and its reconciler finds a message by that key.
 
-``AGENT_HOLD=<path>``: inside the tool, after the message is written, the process creates
-``<path>.reached`` and waits for a shared lock on ``<path>`` (the test holds it exclusively and
-SIGKILLs the process there).
+``AGENT_HOLD=<path>``: inside the tool, after the message is written, the process reaches the
+waypoint ``<path>.reached`` (``tests.waypoints``) and waits for a shared lock on ``<path>`` (the
+test holds it exclusively and SIGKILLs the process there).
 
 Workflows: ``pyd_mail`` (an ``async def`` step, ``agent.run`` or ``run_stream``), ``pyd_mail_sync``
-(a plain step, ``agent.run_sync``), ``pyd_approval`` (the tool needs a person's approval: the
-step waits for it, then runs the agent on).
-"""
+(a plain step, ``agent.run_sync``), ``pyd_approval`` (the tool needs a person's approval: the step
+waits for it, then runs the agent on)."""
 
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ from perdure.core.chat import Pricing
 from perdure.core.effects import Reconciled
 from perdure.core.workflow import Outcome
 from perdure.pydantic_ai import PendingApproval, PerdureDurability
+from tests.waypoints import reach
 
 PRICING = Pricing(input_per_million=1_000_000, output_per_million=1_000_000)
 
@@ -56,7 +56,7 @@ def _hold() -> None:
     where = os.environ.get("AGENT_HOLD")
     if not where:
         return
-    Path(where + ".reached").touch()
+    reach(where + ".reached")
     with open(where, "a") as gate:  # the test holds it exclusively and kills the process here
         fcntl.flock(gate, fcntl.LOCK_SH)
 

@@ -10,13 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests import processes
 from tests.conftest import ROOT, cli_env, perdure_cmd, read_until, run_cli
+from tests.waypoints import Waypoint
 
 APP = "tests.apps.server_app"
 STOPS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]
@@ -67,7 +67,7 @@ def test_a_worker_sigtermed_while_it_imports_its_app_exits_0_with_one_line(
 ) -> None:
     db_url = f"sqlite:///{tmp_path / 'perdure.db'}"
     gate = tmp_path / "gate"
-    with open(gate, "a") as held:
+    with open(gate, "a") as held, Waypoint(Path(f"{gate}.reached")) as importing:
         fcntl.flock(held, fcntl.LOCK_EX)
         proc = subprocess.Popen(
             perdure_cmd(db_url, "worker", "--app", "tests.apps.slow_start_app"),
@@ -77,11 +77,7 @@ def test_a_worker_sigtermed_while_it_imports_its_app_exits_0_with_one_line(
             stderr=subprocess.PIPE,
             text=True,
         )
-        reached = Path(f"{gate}.reached")
-        deadline = time.monotonic() + 60
-        while not reached.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)  # bounded: the worker reaches the app's import or exits
-        assert reached.exists(), "the worker never imported its app"
+        importing.wait(proc)  # the worker is importing its app
         proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)  # the gate is open: the import goes on
     assert proc.returncode == 0, (out, err)
@@ -92,42 +88,45 @@ def test_a_worker_sigtermed_while_it_imports_its_app_exits_0_with_one_line(
 
 
 def test_a_process_left_behind_is_found_even_orphaned_and_one_deaf_to_sigterm_is_killed(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     owner = os.environ[processes.OWNER_VARIABLE]
     before = processes.children()
-    sleeper = "import time; print('ready', flush=True); time.sleep(300)"
-    orphaned = subprocess.run(  # its parent exits at once: the sleeper is reparented
-        [
-            sys.executable,
-            "-c",
-            f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {sleeper!r}])",
-        ],
-        check=True,
-        timeout=60,
+    # each waits for a signal without a timer: it tells the test it started, then pauses
+    waiter = (
+        "import signal, sys; open(sys.argv[1], 'w').write('ready\\n'); "
+        "signal.signal(signal.SIGTERM, {}); signal.pause()"
     )
-    assert orphaned.returncode == 0
-    deaf = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); " + sleeper,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    read_until(deaf, "ready")
-    found: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(found) < 2 and time.monotonic() < deadline:  # bounded: the orphan starts
-        found = processes.left_behind(owner, before)
-        time.sleep(0.02)
+    with (
+        Waypoint(tmp_path / "orphan") as orphan_started,
+        Waypoint(tmp_path / "deaf") as deaf_started,
+    ):
+        orphaned = subprocess.run(  # its parent exits at once: the waiter is reparented
+            [
+                sys.executable,
+                "-c",
+                "import subprocess, sys; subprocess.Popen(sys.argv[1:])",
+                sys.executable,
+                "-c",
+                waiter.format("signal.SIG_DFL"),
+                str(orphan_started.path),
+            ],
+            check=True,
+            timeout=60,
+        )
+        assert orphaned.returncode == 0
+        deaf = subprocess.Popen(
+            [sys.executable, "-c", waiter.format("signal.SIG_IGN"), str(deaf_started.path)]
+        )
+        orphan_started.wait()
+        deaf_started.wait(deaf)
+    found = processes.left_behind(owner, before)
     assert deaf.pid in found and len(found) == 2, found
-    monkeypatch.setattr(processes, "GRACE_SECONDS", 1.0)
-    left = {p.pid: p.stopped_by_sigterm for p in processes.stop(found)}
-    assert left.pop(deaf.pid) is False, "SIGTERM did not stop it: killed"
-    assert list(left.values()) == [True], "the orphan was stopped by SIGTERM"
+    (orphan,) = found - {deaf.pid}
+    (stopped,) = processes.stop([orphan])
+    assert stopped.stopped_by_sigterm, "the orphan was stopped by SIGTERM"
+    monkeypatch.setattr(processes, "GRACE_SECONDS", 0.0)  # the deaf one is not waited for
+    (killed,) = processes.stop([deaf.pid])
+    assert not killed.stopped_by_sigterm, "SIGTERM did not stop it: killed"
     assert deaf.wait(timeout=10) == -signal.SIGKILL
-    assert deaf.stdout is not None
-    deaf.stdout.close()
     assert processes.left_behind(owner, before) == set()

@@ -19,7 +19,8 @@ from perdure.core.effects import EffectStatus
 from perdure.core.model import RunStatus
 from perdure.demos.light import SmartLight
 from tests.apps.cancel_app import booking, trip
-from tests.conftest import Gates, cli_env, run_cli, start_worker, wait_for_file
+from tests.conftest import Gates, cli_env, run_cli, start_worker
+from tests.waypoints import Waypoint
 
 APP = "tests.apps.cancel_app"
 S = EffectStatus
@@ -253,15 +254,17 @@ def test_a_drain_lets_the_effect_in_flight_finish_and_commit_before_the_worker_l
     )
     run_id = started.stdout.split()[1]
     gates = Gates(tmp_path / "gates", "charge")
+    in_flight = Waypoint(gates.folder / "charge.reached")
     env = cli_env(**gates.env("charge"))
     worker = start_worker(db_url, "tests.apps.outage_app", "--poll", "0.05", env=env)
     try:
-        wait_for_file(gates.folder / "charge.reached")  # the call is in flight
+        in_flight.wait(worker)  # the call is in flight
         worker.send_signal(signal.SIGTERM)  # drain: finish the running step, then leave
         gates.open("charge")
         _, err = worker.communicate(timeout=60)
     finally:
         gates.open_all()
+        in_flight.close()
         if worker.poll() is None:
             worker.kill()
     assert worker.returncode == 0, err

@@ -5,18 +5,14 @@ call is simply made again and the lost attempt's cost is recorded."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from perdure.providers.stub import StubServer, openai_reply, openai_stream
-from tests.conftest import ROOT, cli_env, perdure_cmd, run_cli
+from tests.conftest import cli_env, kill_at_hold, run_cli
 
 APP = "tests.apps.agent_app"
 
@@ -50,32 +46,7 @@ def test_sigkill_after_the_call_before_the_boundary_replays_the_recorded_reply(
 ) -> None:
     stub.script(reply(stream))  # type: ignore[arg-type]
     run_id = start(db_url, stream)
-    hold = tmp_path / "hold"
-    held = open(hold, "a")  # noqa: SIM115 - the step waits at this gate until it is killed
-    fcntl.flock(held, fcntl.LOCK_EX)
-    env = cli_env(AGENT_STUB_URL=stub.url, AGENT_HOLD=str(hold))
-    worker = subprocess.Popen(
-        perdure_cmd(db_url, "resume", run_id, "--app", APP),
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        reached = tmp_path / "hold.reached"
-        for _ in range(1200):  # bounded: the step reaches its hold after the model call
-            if reached.exists():
-                break
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.wait(timeout=0.05)
-            assert worker.poll() is None, worker.communicate()[1]
-        assert reached.exists()
-        worker.send_signal(signal.SIGKILL)
-        worker.wait(timeout=30)
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-        held.close()
+    kill_at_hold(db_url, APP, run_id, tmp_path, AGENT_STUB_URL=stub.url)
     assert stub.count == 1
     assert show(db_url, run_id)["next_step"] == "ask", "the boundary was never committed"
     resumed = run_cli(db_url, "resume", run_id, "--app", APP, env=cli_env(AGENT_STUB_URL=stub.url))

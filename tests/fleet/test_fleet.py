@@ -128,11 +128,7 @@ class Fleet:
         codes: dict[int, int] = {}
         for w in self.alive():
             w.proc.send_signal(signal.SIGCONT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(
-            "serving" not in w.stdout() for w in self.alive()
-        ):
-            time.sleep(0.05)
+        wait_for(lambda: all("serving" in w.stdout() for w in self.alive()), 60, self.logs)
         for w in self.alive():
             w.proc.send_signal(signal.SIGCONT)
             w.proc.send_signal(signal.SIGTERM)

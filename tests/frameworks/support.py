@@ -4,16 +4,13 @@ that waits inside a tool."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from perdure.providers.stub import StubServer
-from tests.conftest import ROOT, cli_env, perdure_cmd, run_cli
+from tests.conftest import cli_env, kill_at_hold, run_cli
 
 
 class App:
@@ -43,31 +40,7 @@ class App:
     def kill_in_tool(self, db_url: str, run_id: str, stub: StubServer, folder: Path) -> None:
         """Resume the run in a process that stops inside the tool (after its message is
         written), and SIGKILL it there."""
-        hold = folder / "hold"
-        held = open(hold, "a")  # noqa: SIM115 - the tool waits at this gate until it is killed
-        fcntl.flock(held, fcntl.LOCK_EX)
-        worker = subprocess.Popen(
-            perdure_cmd(db_url, "resume", run_id, "--app", self.module),
-            env=cli_env(AGENT_STUB_URL=stub.url, AGENT_HOLD=str(hold)),
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            reached = folder / "hold.reached"
-            for _ in range(1200):  # bounded: the tool reaches its hold after writing
-                if reached.exists():
-                    break
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    worker.wait(timeout=0.05)
-                assert worker.poll() is None, worker.communicate()[1]
-            assert reached.exists()
-            worker.send_signal(signal.SIGKILL)
-            worker.wait(timeout=30)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-            held.close()
+        kill_at_hold(db_url, self.module, run_id, folder, AGENT_STUB_URL=stub.url)
 
 
 def show(db_url: str, run_id: str) -> dict[str, Any]:

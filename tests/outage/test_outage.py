@@ -28,10 +28,11 @@ from tests.conftest import (
     cli_env,
     entries,
     perdure_cmd,
+    read_until,
     run_cli,
     start_worker,
-    wait_for_file,
 )
+from tests.waypoints import Waypoint
 
 BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
 APP = "tests.apps.counting"
@@ -157,27 +158,23 @@ def test_an_effect_whose_outcome_meets_a_database_outage_records_it_once_the_dat
     )
     run_id = started.stdout.split()[1]
     gates = Gates(tmp_path / "gates", "charge")
+    in_flight = Waypoint(gates.folder / "charge.reached")
     worker = start_worker(url, OUTAGE_APP, "--poll", "0.05", env=cli_env(**gates.env("charge")))
     try:
-        wait_for_file(gates.folder / "charge.reached")  # the call is in flight
+        in_flight.wait(worker)  # the call is in flight
         with _connections_ended(url):  # every connection of the worker dies, again and again
             gates.open("charge")  # the call reaches the light; its outcome meets the outage
-            deadline = time.monotonic() + 60
-            while SmartLight(light).status()["commands"] < 1 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(1.0)  # the outage lasts a while after the call (no clock is awaited)
-        deadline = time.monotonic() + 90
-        shown: dict[str, object] = {}
-        while time.monotonic() < deadline:
-            out = run_cli(url, "show", run_id, "--json")
-            shown = json.loads(out.stdout) if out.returncode == 0 else {}
-            if shown.get("status") in ("SUCCEEDED", "NEEDS_ATTENTION", "FAILED"):
-                break
-            time.sleep(0.2)
+            met = read_until(worker, "could not reach the database", stderr=True)[-1]
+            assert f"the move of effect default/charging/{run_id}/" in met, met
+            assert met.rstrip().split(" to ")[1].startswith("confirmed"), met
+        # the outage is over: the same write lands, the step commits, the run ends
+        read_until(worker, f"run {run_id} ")
+        shown = json.loads(run_cli(url, "show", run_id, "--json").stdout)
     finally:
         gates.open_all()
+        in_flight.close()
         worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=60)
+        worker.communicate(timeout=60)
     assert shown.get("status") == "SUCCEEDED", shown
     (effect,) = shown["effects"]  # type: ignore[misc]
     assert effect["status"] == "confirmed" and effect["attempts"] == 1

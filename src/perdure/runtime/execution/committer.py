@@ -100,7 +100,10 @@ class Committer:
                 self.on_commit(len(batch), time.perf_counter() - started)
             return True
 
-        ride_out(write, lambda: self._landed(len(batch)) or None, self.retry_for)
+        ride_out(self._what, write, lambda: self._landed(len(batch)) or None, self.retry_for)
+
+    def _what(self) -> str:
+        return f"a step boundary of run {self.claim.run_id}"
 
     def _landed(self, steps: int) -> bool:
         """True when a commit whose answer was lost did land (our fence, one version more,

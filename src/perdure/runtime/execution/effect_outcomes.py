@@ -218,7 +218,9 @@ class EffectOutcomes:
         )
         # maybe with other runs' moves; through an outage, as a boundary does
         return ride_out(
-            lambda: self.moves.submit(move, self.clock.now()), lambda: self.landed(move)
+            lambda: f"the move of effect {move.key} to {move.status}",
+            lambda: self.moves.submit(move, self.clock.now()),
+            lambda: self.landed(move),
         )
 
     def landed(self, write: EffectMove | EffectPlan) -> EffectRecord | None:

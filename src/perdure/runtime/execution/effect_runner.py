@@ -184,6 +184,7 @@ class EffectRunner:
             run = self.claim.run
             plan = EffectPlan(run.tenant_id, run.run_id, run.fence, new)
             record = ride_out(  # maybe with other runs' intents; through an outage
+                lambda: f"the intent of effect {new.key}",
                 lambda: self.plans.submit(plan, self.clock.now()),
                 lambda: self.outcomes.landed(plan),
             )

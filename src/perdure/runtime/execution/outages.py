@@ -8,6 +8,7 @@ The backoff is real time (it waits for a real server), not the runtime's clock."
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -16,24 +17,41 @@ from perdure.core.errors import StoreUnavailableError
 
 T = TypeVar("T")
 
+log = logging.getLogger("perdure")
+
+FIRST_DELAY = 0.05
+"""Seconds before the first new try."""
+
 RETRY_FOR = 60.0
 """How long a write keeps trying while the database cannot be reached (seconds)."""
 
 
 def ride_out(
-    write: Callable[[], T], landed: Callable[[], T | None], retry_for: float = RETRY_FOR
+    what: Callable[[], str],
+    write: Callable[[], T],
+    landed: Callable[[], T | None],
+    retry_for: float = RETRY_FOR,
 ) -> T:
     """``write()``'s answer. While it raises :class:`StoreUnavailableError`, wait (50 ms,
     doubling up to 2 s) and try again for up to ``retry_for`` seconds, then raise it. Before
-    each new try, ``landed()`` returns the answer of a lost attempt that did land, or None."""
+    each new try, ``landed()`` returns the answer of a lost attempt that did land, or None.
+    The first failure is logged as a warning naming what is being written (``what()``: made
+    only then, not on every write)."""
     deadline = time.monotonic() + retry_for
-    delay = 0.05
+    delay = FIRST_DELAY
     while True:
         try:
             return write()
-        except StoreUnavailableError:
+        except StoreUnavailableError as exc:
             if time.monotonic() + delay > deadline:
                 raise
+            if delay == FIRST_DELAY:
+                log.warning(
+                    "%s could not reach the database (%s); trying again for up to %.0f s",
+                    what(),
+                    exc.message,
+                    retry_for,
+                )
         time.sleep(delay)
         delay = min(delay * 2, 2.0)
         try:
