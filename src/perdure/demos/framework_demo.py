@@ -6,7 +6,7 @@ the framework runs it on its own (its messages kept in a file between requests, 
 show). Each chapter runs in a new process; the story ends with the counts side by side.
 
 The commands import the framework only when they run (``perdure demo --help`` never does), from
-the demo's app module, which gives ``WORKFLOW``, ``ROLE``, ``STEP``, ``TOOL_EFFECT`` (the name of
+the demo's app module, which gives ``WORKFLOW``, ``TOOL_EFFECT`` (the name of
 the approved tool call's effect), ``FRAMEWORK``, ``EXTRA`` and ``alone(folder, chapter, crash)``.
 """
 
@@ -26,6 +26,7 @@ from perdure.core.chat import MODEL_TARGET
 from perdure.core.errors import ConfigError
 from perdure.core.model import Principal
 from perdure.demos.cli import run_of, side_file
+from perdure.demos.mail_agent import ROLE, STEP
 from perdure.demos.mailbox import Mailbox, requests
 from perdure.demos.story import commands, fresh_db, verdict
 from perdure.runtime.crashpoints import EXIT_CODE, arm
@@ -97,9 +98,9 @@ def demo_group(demo: FrameworkDemo, summary: str) -> click.Group:
         app = demo.load()
         with Runtime(settings.db, workflows=[app.WORKFLOW]) as rt:
             run = run_of(rt, settings, demo.thread, app.WORKFLOW.name)
-            who = Principal(settings.tenant, "maria", frozenset({app.ROLE}))
+            who = Principal(settings.tenant, "maria", frozenset({ROLE}))
             rt.approve(run.run_id, who, comment="ok to send")
-            click.echo(f"run {run.run_id} approved by maria ({app.ROLE})")
+            click.echo(f"run {run.run_id} approved by maria ({ROLE})")
 
     @group.command("resume")
     @click.option("--crash-after-tool", is_flag=True, help="Exit 75 right after the tool's call.")
@@ -112,7 +113,7 @@ def demo_group(demo: FrameworkDemo, summary: str) -> click.Group:
         if crash_after_tool:
             arm(f"after_call:{app.TOOL_EFFECT}")
         elif crash_before_commit:
-            arm(f"before_commit:{app.STEP}")
+            arm(f"before_commit:{STEP}")
         with Runtime(settings.db, workflows=[app.WORKFLOW]) as rt:
             run = run_of(rt, settings, demo.thread, app.WORKFLOW.name)
             line, after = render.resumed(rt, run.run_id, settings.tenant)

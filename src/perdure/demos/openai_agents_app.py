@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,6 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-from perdure.core.chat import Pricing
-from perdure.core.effects import Reconciled
 from perdure.core.workflow import Outcome, Workflow, done, step, wait_for_approval
 from perdure.demos.framework_demo import (
     ALONE_MESSAGES,
@@ -45,35 +42,26 @@ from perdure.demos.framework_demo import (
     OUTBOX,
     REQUESTS,
 )
+from perdure.demos.mail_agent import (
+    CALL,
+    PRICING,
+    QUESTION,
+    ROLE,
+    MailState,
+    find_email,
+    say,
+)
 from perdure.demos.mailbox import Mailbox, tally
 from perdure.openai_agents import PendingApproval, PerdureRunner
 from perdure.runtime.crashpoints import EXIT_CODE
 from perdure.runtime.step.context import Context
 
 FRAMEWORK = "openai-agents"
-ROLE = "mail_approver"
-STEP = "agent"
-CALL = "call-email-1"
 TOOL_EFFECT = f"openai_agents.tool.{CALL}"
-QUESTION = "Email Ana the summary: durable execution keeps progress in a database."
-PRICING = Pricing(input_per_million=3.0, output_per_million=15.0)
 CONFIG = RunConfig(tracing_disabled=True)
 
 crash_after_tool = False
 """Set by ``alone continue --crash-after-tool``."""
-
-
-@dataclass
-class MailState:
-    """Where the demo keeps its files, and the approval the agent waits for."""
-
-    folder: str = "."
-    pending: dict[str, Any] | None = None
-
-
-def say(line: str) -> None:
-    """Print narration at once."""
-    print(line, flush=True)
 
 
 class ScriptedMailModel(Model):
@@ -178,13 +166,11 @@ async def agent(ctx: Context, s: MailState) -> Outcome:
     folder = Path(s.folder)
     bot = build(folder / REQUESTS, folder / OUTBOX)
 
-    def find_email(_request: Any, key: str) -> Reconciled:
-        found = Mailbox(folder / OUTBOX).find(key)
-        say(f"RECONCILE: {'found ' + found if found else 'not sent'} under the call's key")
-        return Reconciled.confirmed(found) if found else Reconciled.not_found()
-
     runner = PerdureRunner(
-        ctx, side_effects={"send_email"}, reconcile={"send_email": find_email}, pricing=PRICING
+        ctx,
+        side_effects={"send_email"},
+        reconcile={"send_email": find_email(folder / OUTBOX)},
+        pricing=PRICING,
     )
     if s.pending is None:
         result = await runner.run(bot, QUESTION, run_config=CONFIG)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,6 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from perdure.core.chat import Pricing
-from perdure.core.effects import Reconciled
 from perdure.core.workflow import Outcome, Workflow, done, step, wait_for_approval
 from perdure.demos.framework_demo import (
     ALONE_MESSAGES,
@@ -32,31 +29,22 @@ from perdure.demos.framework_demo import (
     OUTBOX,
     REQUESTS,
 )
+from perdure.demos.mail_agent import (
+    CALL,
+    PRICING,
+    QUESTION,
+    ROLE,
+    MailState,
+    find_email,
+    say,
+)
 from perdure.demos.mailbox import Mailbox, tally
 from perdure.pydantic_ai import PendingApproval, PerdureDurability
 from perdure.runtime.crashpoints import EXIT_CODE
 from perdure.runtime.step.context import Context
 
 FRAMEWORK = "pydantic-ai"
-ROLE = "mail_approver"
-STEP = "agent"
-CALL = "call-email-1"
 TOOL_EFFECT = f"pydantic_ai.tool.{CALL}.approved"
-QUESTION = "Email Ana the summary: durable execution keeps progress in a database."
-PRICING = Pricing(input_per_million=3.0, output_per_million=15.0)
-
-
-@dataclass
-class MailState:
-    """Where the demo keeps its files, and the approval the agent waits for."""
-
-    folder: str = "."
-    pending: dict[str, Any] | None = None
-
-
-def say(line: str) -> None:
-    """Print narration at once."""
-    print(line, flush=True)
 
 
 def build(requests: Path, outbox: Path, *, alone: bool = False) -> Agent[None, Any]:
@@ -120,13 +108,11 @@ async def agent(ctx: Context, s: MailState) -> Outcome:
     folder = Path(s.folder)
     bot = build(folder / REQUESTS, folder / OUTBOX)
 
-    def find_email(_request: Any, key: str) -> Reconciled:
-        found = Mailbox(folder / OUTBOX).find(key)
-        say(f"RECONCILE: {'found ' + found if found else 'not sent'} under the call's key")
-        return Reconciled.confirmed(found) if found else Reconciled.not_found()
-
     durable = PerdureDurability(
-        ctx, side_effects={"send_email"}, reconcile={"send_email": find_email}, pricing=PRICING
+        ctx,
+        side_effects={"send_email"},
+        reconcile={"send_email": find_email(folder / OUTBOX)},
+        pricing=PRICING,
     )
     if s.pending is None:
         result = await bot.run(QUESTION, capabilities=[durable])
