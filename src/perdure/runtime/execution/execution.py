@@ -215,6 +215,7 @@ class Execution:
                 evidence = {"signal": waiting.name, "timeout": waiting.timeout}
                 esc = Escalate("fail", "signal_timeout", evidence)
                 return self.stops.escalate(esc, "wait", self.seq)
+        ended: RunStatus | None = None  # the status the last boundary left the run in
         while step_name is not None:
             if step_name not in wf.steps:
                 self.committer.flush()
@@ -249,12 +250,13 @@ class Execution:
                 self.host.reread_thread()  # the boundary may have let waiting messages in
             self.seq += 1
             self.step_attempts = 0
+            ended = boundary.status
             if boundary.status is not RunStatus.RUNNING:
                 self.committer.flush()
             crashpoint("after_commit", boundary.step)
             if boundary.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
                 return Stopped(StopReason.WAITING, run.run_id)
-        return Stopped(StopReason.ENDED, run.run_id)
+        return Stopped(StopReason.ENDED, run.run_id, ended)
 
     def _settle(self, name: str, state: Any) -> Stopped:
         """A cancel found effects in doubt (a call cut by a crash): run the step they belong to
