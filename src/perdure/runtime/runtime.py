@@ -160,6 +160,7 @@ class Runtime:
     get = _verb(Inspector.get, "inspector")
     status = _verb(Inspector.status, "inspector")
     runs = _verb(Inspector.runs, "inspector")
+    run_page = _verb(Inspector.run_page, "inspector")
     children = _verb(Inspector.children, "inspector")
     stuck = _verb(Inspector.stuck, "inspector")
     approvals = _verb(Waits.approvals, "waits")

@@ -59,6 +59,14 @@ WHERE tenant_id = %(tenant_id)s
   AND (%(any_status)s OR status = ANY (%(statuses)s::text[]))
   AND (%(workflow)s::text IS NULL OR workflow = %(workflow)s)
   AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
+  AND (%(search)s::text IS NULL OR strpos(run_id, %(search)s) > 0
+       OR strpos(thread_id, %(search)s) > 0
+       OR strpos(COALESCE(idempotency_key, ''), %(search)s) > 0)
+  -- the keyset cursor: strictly after the last run of the page before, in the listing's order
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (created_at, run_id) < (%(after_at)s::timestamptz, %(after_run)s::text))
 ORDER BY created_at DESC, run_id DESC
 LIMIT %(limit)s;
 

@@ -53,6 +53,13 @@ WHERE tenant_id = :tenant_id
   AND (:any_status OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:workflow IS NULL OR workflow = :workflow)
   AND (:thread_id IS NULL OR thread_id = :thread_id)
+  AND (:since IS NULL OR created_at >= :since)
+  AND (:until IS NULL OR created_at < :until)
+  AND (:search IS NULL OR instr(run_id, :search) > 0 OR instr(thread_id, :search) > 0
+       OR instr(COALESCE(idempotency_key, ''), :search) > 0)
+  -- the keyset cursor: strictly after the last run of the page before, in the listing's order
+  AND (:after_at IS NULL OR created_at < :after_at
+       OR (created_at = :after_at AND run_id < :after_run))
 ORDER BY created_at DESC, run_id DESC
 LIMIT :limit;
 
