@@ -190,6 +190,8 @@ class Runtime:
     feed = _verb(Operator.feed, "operator")
     audit = _verb(Operator.audit, "operator")
     run_counts = _verb(Operator.run_counts, "operator")
+    runs_by_period = _verb(Operator.runs_by_period, "operator")
+    step_latencies = _verb(Operator.step_latencies, "operator")
     effect_counts = _verb(Operator.effect_counts, "operator")
     spend_counts = _verb(Operator.spend_counts, "operator")
     queue = _verb(Operator.queue, "operator")

@@ -38,6 +38,7 @@ from perdure.core.model import (
     ToolCall,
     WorkerInfo,
 )
+from perdure.core.observed import StepTiming
 from perdure.core.records import (
     ApprovalStatus,
     EventType,
@@ -172,6 +173,13 @@ def from_json(value: str | None) -> JSON:
 def _at(when: When, value: Any) -> datetime:
     # Only for NOT NULL columns, whose converted value is never None.
     return cast(datetime, when(value))
+
+
+def step_timing_from_row(row: Row, when: When) -> StepTiming:
+    """A row of ``step_timings``."""
+    return StepTiming(
+        row["workflow"], row["name"], _at(when, row["started_at"]), _at(when, row["finished_at"])
+    )
 
 
 def run_from_row(row: Row, when: When) -> Run:

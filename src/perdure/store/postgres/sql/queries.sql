@@ -1208,6 +1208,25 @@ WHERE (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
 GROUP BY tenant_id, workflow, status
 ORDER BY tenant_id, workflow, status;
 
+-- name: runs_by_period
+-- Runs of a tenant created since :since, by the UTC hour (width 13) or day (width 10) they were
+-- created in and their status now; read through runs_by_tenant.
+SELECT left(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24'), %(width)s) AS period,
+       status, COUNT(*) AS n
+FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND created_at >= %(since)s
+GROUP BY period, status
+ORDER BY period, status;
+
+-- name: step_timings
+-- The committed steps of a tenant's runs created since :since (runs_by_tenant, then each run's
+-- steps by their key), newest runs first, at most :limit.
+SELECT r.workflow, s.name, s.started_at, s.finished_at
+FROM perdure.runs AS r JOIN perdure.steps AS s ON s.run_id = r.run_id
+WHERE r.tenant_id = %(tenant_id)s AND r.created_at >= %(since)s
+ORDER BY r.created_at DESC, s.seq
+LIMIT %(limit)s;
+
 -- name: effect_counts
 SELECT tenant_id, status, COUNT(*) AS n FROM perdure.effects
 WHERE (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)

@@ -844,6 +844,23 @@ WHERE (:tenant_id IS NULL OR tenant_id = :tenant_id)
 GROUP BY tenant_id, workflow, status
 ORDER BY tenant_id, workflow, status;
 
+-- name: runs_by_period
+-- Runs of a tenant created since :since, by the UTC hour (:width 13) or day (:width 10) they were
+-- created in and their status now; read through runs_by_tenant.
+SELECT substr(created_at, 1, :width) AS period, status, COUNT(*) AS n FROM runs
+WHERE tenant_id = :tenant_id AND created_at >= :since
+GROUP BY period, status
+ORDER BY period, status;
+
+-- name: step_timings
+-- The committed steps of a tenant's runs created since :since (runs_by_tenant, then each run's
+-- steps by their key), newest runs first, at most :limit.
+SELECT r.workflow, s.name, s.started_at, s.finished_at
+FROM runs AS r JOIN steps AS s ON s.run_id = r.run_id
+WHERE r.tenant_id = :tenant_id AND r.created_at >= :since
+ORDER BY r.created_at DESC, s.seq
+LIMIT :limit;
+
 -- name: effect_counts
 SELECT tenant_id, status, COUNT(*) AS n FROM effects
 WHERE (:tenant_id IS NULL OR tenant_id = :tenant_id)
