@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from perdure.core.attempts import committed_attempts, is_takeover
 from perdure.core.chat import MODEL_TARGET
 from perdure.core.effects import EffectRecord
 from perdure.core.model import JSON, Event, Run, StepRecord
@@ -161,7 +162,10 @@ def chart(
         title = f"{lane.label}: {lane.seconds:.3f} s"
         width = max(x(lane.end) - x(lane.start), 2.0)
         lane.bars.append(Bar(x(lane.start), width, "running" if lane is current else "step", title))
-    _attempts(lanes, events, current, x)
+    _marks(lanes, events, current, x)
+    attempts = committed_attempts(events)
+    for lane in lanes:
+        lane.attempt = run.attempt if lane is current else attempts.get(lane.seq or 0, 1)
     for w in waits:
         w.seconds = max((w.end - w.start).total_seconds(), 0.0)
         title = f"{w.label}: {w.seconds:.3f} s"
@@ -191,21 +195,20 @@ def _waits(events: Sequence[Event], end: datetime) -> list[Lane]:
     return waits
 
 
-def _attempts(
+def _marks(
     lanes: list[Lane],
     events: Sequence[Event],
     current: Lane | None,
     place: Callable[[datetime], float],
 ) -> None:
-    """Put each failed attempt (``retry_scheduled``) and each takeover (a claim of a run whose
-    lease another worker still held) on the lane of the step it interrupted: the first lane
-    of that step that ended after it, else the step in progress."""
+    """Put each failed attempt (``retry_scheduled``, with its wait until the retry) and each
+    takeover on the lane of the step it interrupted: the first lane of that step that ended
+    after it, else the step in progress."""
     for e in events:
         if e.type is EventType.RETRY_SCHEDULED:
             lane = _lane_of(lanes, e.step, e.at, current)
             if lane is None:
                 continue
-            lane.attempt += 1
             data = e.data if isinstance(e.data, dict) else {}
             error = data.get("error")
             why = error.get("message") if isinstance(error, dict) else None
@@ -215,11 +218,10 @@ def _attempts(
                 until = datetime.fromisoformat(wake)
                 width = max(place(until) - place(e.at), 2.0)
                 lane.bars.append(Bar(place(e.at), width, "backoff", f"retry at {wake}"))
-        elif e.type is EventType.CLAIMED and isinstance(e.data, dict):
-            gone = e.data.get("previous_owner")
-            lane = _lane_of(lanes, None, e.at, current) if gone else None
+        elif is_takeover(e) and isinstance(e.data, dict):
+            lane = _lane_of(lanes, None, e.at, current)
             if lane is not None:
-                lane.attempt += 1
+                gone = e.data.get("previous_owner")
                 lane.marks.append(Mark(place(e.at), "takeover", f"taken over from {gone}"))
 
 

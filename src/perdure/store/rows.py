@@ -204,6 +204,8 @@ def run_from_row(row: Row, when: When) -> Run:
         updated_at=_at(when, row["updated_at"]),
         wake_at=when(row["wake_at"]),
         step_attempts=row["step_attempts"],
+        step_takeovers=row["step_takeovers"],
+        takeover_step=row["takeover_step"],
         retry_since=when(row["retry_since"]),
         waiting=waiting_from_json(from_json(row["waiting"])),
         budget=BudgetState.from_json(from_json(row["budget"])),

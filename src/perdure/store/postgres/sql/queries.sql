@@ -36,7 +36,7 @@ RETURNING run_id;
 -- name: run_by_key
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s;
@@ -44,7 +44,7 @@ WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s;
 -- name: get_run
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
@@ -52,7 +52,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
 -- name: list_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s
@@ -132,12 +132,18 @@ claimed AS (
         status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING'
                       ELSE status END,
         wake_at = NULL,
+        -- a takeover (the lease was still held by a worker that died or stalled) is one more
+        -- attempt of the step in progress (0025_add_step_takeovers.sql)
+        step_takeovers = CASE WHEN owner IS NULL THEN step_takeovers
+                              WHEN takeover_step = steps_done THEN step_takeovers + 1
+                              ELSE 1 END,
+        takeover_step = CASE WHEN owner IS NULL THEN takeover_step ELSE steps_done END,
         updated_at = %(now)s
     FROM picked
     WHERE tenant_id = picked_tenant AND run_id = picked_run
     RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
               owner, lease_until, release, idempotency_key, result, error, steps_done,
-              created_at, updated_at, wake_at, step_attempts, retry_since, waiting, budget,
+              created_at, updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget,
               workflow_version, state_schema, state_seal, previous_owner, previous_status,
               EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
                       WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
@@ -195,11 +201,17 @@ SET owner = %(owner)s,
     state_version = state_version + 1,
     status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING' ELSE status END,
     wake_at = NULL,
-    updated_at = %(now)s
+    -- a takeover (the lease was still held by a worker that died or stalled) is one more
+    -- attempt of the step in progress (0025_add_step_takeovers.sql)
+    step_takeovers = CASE WHEN owner IS NULL THEN step_takeovers
+                          WHEN takeover_step = steps_done THEN step_takeovers + 1
+                          ELSE 1 END,
+    takeover_step = CASE WHEN owner IS NULL THEN takeover_step ELSE steps_done END,
+updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal,
           EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
                   WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
@@ -419,7 +431,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: defer_run
@@ -435,7 +447,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND fence = %(fence)s AND state_version = %(expected_version)s AND status = 'RUNNING'
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: lock_run
@@ -443,7 +455,7 @@ RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_versi
 -- it take turns, so a signal is never left in the inbox of a run that waits for it).
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
@@ -710,7 +722,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND status = %(expected_status)s AND state_version = %(expected_version)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: reset_planned_effects
@@ -741,7 +753,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND fence = %(fence)s AND state_version = %(expected_version)s AND status = 'RUNNING'
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: delete_field
@@ -751,7 +763,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND field = %(field)s;
 -- name: scan_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE status = ANY (%(statuses)s::text[])

@@ -121,7 +121,13 @@ SET owner = :owner,
     state_version = state_version + 1,
     status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING' ELSE status END,
     wake_at = NULL,
-    updated_at = :now
+    -- a takeover (the lease was still held by a worker that died or stalled) is one more
+    -- attempt of the step in progress (0025_add_step_takeovers.sql)
+    step_takeovers = CASE WHEN owner IS NULL THEN step_takeovers
+                          WHEN takeover_step = steps_done THEN step_takeovers + 1
+                          ELSE 1 END,
+    takeover_step = CASE WHEN owner IS NULL THEN takeover_step ELSE steps_done END,
+updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
