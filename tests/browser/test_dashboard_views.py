@@ -125,8 +125,11 @@ def test_the_run_list_pages_by_cursor_and_filters(browser: Browser, views: Views
     page.click("#apply")
     assert listed(page) == started[5:2:-1]
     shoot(page, "runs-filtered", views)
-    page.goto(views.url + "/?cursor=not-a-cursor")
-    expect(page.locator("body")).to_contain_text("invalid_input")
+    for query in ("cursor=not-a-cursor", "since=%00", "status=NOPE", "q=" + "x" * 300, "limit=-1"):
+        answer = page.goto(f"{views.url}/?{query}")
+        assert answer is not None and answer.status == 400, query
+        expect(page.locator("body")).to_contain_text("invalid_input")
+        assert "Traceback" not in page.content()
     page.close()
 
 
