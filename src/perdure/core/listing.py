@@ -17,6 +17,8 @@ from perdure.core.errors import InvalidInputError
 from perdure.core.ids import MAX_ID_LENGTH, checked_id, checked_text
 from perdure.core.model import Run, RunStatus
 
+END_OF_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+"""Where a listing without a cursor starts (after every run)."""
 MAX_CURSOR_LENGTH = 512
 """The longest cursor accepted (characters); a real one is well under 100."""
 

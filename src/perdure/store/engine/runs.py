@@ -11,7 +11,7 @@ from typing import Any
 
 from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, RunNotFoundError, StoreUnavailableError
-from perdure.core.listing import RunCursor
+from perdure.core.listing import END_OF_TIME, RunCursor
 from perdure.core.logs import StoredFields, joined
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.core.threads import ThreadPolicy
@@ -148,7 +148,7 @@ class Runs(EngineBase):
             "since": d.stamp(None if since is None else since.astimezone(UTC)),
             "until": d.stamp(None if until is None else until.astimezone(UTC)),
             "search": search or None,
-            "after_at": d.stamp(None if after is None else after.created_at.astimezone(UTC)),
+            "after_at": d.stamp(END_OF_TIME if after is None else after.created_at.astimezone(UTC)),
             "after_run": None if after is None else after.run_id,
         }
         return [run_from_row(r, self.driver.when) for r in fetch(self.driver, "list_runs", params)]

@@ -64,9 +64,11 @@ WHERE tenant_id = %(tenant_id)s
   AND (%(search)s::text IS NULL OR strpos(run_id, %(search)s) > 0
        OR strpos(thread_id, %(search)s) > 0
        OR strpos(COALESCE(idempotency_key, ''), %(search)s) > 0)
-  -- the keyset cursor: strictly after the last run of the page before, in the listing's order
-  AND (%(after_at)s::timestamptz IS NULL
-       OR (created_at, run_id) < (%(after_at)s::timestamptz, %(after_run)s::text))
+  -- the keyset cursor: strictly after the last run of the page before, in the listing's order.
+  -- after_at is never NULL (the end of time without a cursor), so the first condition is a
+  -- range of runs_by_tenant and a deep page starts where the index says, not at the newest run.
+  AND created_at <= %(after_at)s
+  AND (created_at < %(after_at)s OR %(after_run)s::text IS NULL OR run_id < %(after_run)s)
 ORDER BY created_at DESC, run_id DESC
 LIMIT %(limit)s;
 

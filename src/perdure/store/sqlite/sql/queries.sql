@@ -57,9 +57,11 @@ WHERE tenant_id = :tenant_id
   AND (:until IS NULL OR created_at < :until)
   AND (:search IS NULL OR instr(run_id, :search) > 0 OR instr(thread_id, :search) > 0
        OR instr(COALESCE(idempotency_key, ''), :search) > 0)
-  -- the keyset cursor: strictly after the last run of the page before, in the listing's order
-  AND (:after_at IS NULL OR created_at < :after_at
-       OR (created_at = :after_at AND run_id < :after_run))
+  -- the keyset cursor: strictly after the last run of the page before, in the listing's order.
+  -- :after_at is never NULL (the end of time without a cursor), so the first condition is a
+  -- range of runs_by_tenant and a deep page starts where the index says, not at the newest run.
+  AND created_at <= :after_at
+  AND (created_at < :after_at OR :after_run IS NULL OR run_id < :after_run)
 ORDER BY created_at DESC, run_id DESC
 LIMIT :limit;
 
