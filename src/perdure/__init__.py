@@ -46,7 +46,8 @@ Agents (``ctx.model_call``, ``ctx.context``; see docs/agents.md)
 
 Running and inspecting runs
     :class:`Runtime`, :class:`AsyncRuntime`, :class:`Worker`, :class:`Run`, :class:`RunView`,
-    :class:`RunStatus`, :class:`Durability`, :class:`Principal`, :class:`Keyring`,
+    :class:`RunStatus`, :class:`RunFilter` and :class:`RunPage` (``Runtime.run_page``: runs a
+    page at a time), :class:`Durability`, :class:`Principal`, :class:`Keyring`,
     :class:`Limits`, :class:`Savepoint`, :class:`Retention`; clocks:
     :class:`Clock`, :class:`SystemClock`, :class:`FakeClock`.
 
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
     )
     from perdure.core.fields import Lazy, derived, lazy
     from perdure.core.history import Retention, Savepoint
+    from perdure.core.listing import RunFilter, RunPage
     from perdure.core.memory import MemoryItem
     from perdure.core.model import (
         Approval,
@@ -199,6 +201,7 @@ _WHERE: dict[str, str] = {
     ),
     "perdure.core.fields": "Lazy derived lazy",
     "perdure.core.history": "Retention Savepoint",
+    "perdure.core.listing": "RunFilter RunPage",
     "perdure.core.memory": "MemoryItem",
     "perdure.core.model": (
         "Approval Durability Message Principal Release Run RunStatus Signal ToolCall"
@@ -284,7 +287,9 @@ __all__ = [
     "Run",
     "RunBusyError",
     "RunClosedError",
+    "RunFilter",
     "RunNotFoundError",
+    "RunPage",
     "RunStatus",
     "RunView",
     "Runtime",

@@ -189,3 +189,13 @@ def test_start_wait_on_a_failing_run_says_why(db_url: str) -> None:
     assert out.returncode == 3, out.stderr  # the run needs a person
     assert "NEEDS_ATTENTION" in out.stdout
     assert "  because ambiguous_effect at step pay" in out.stdout
+
+
+def test_the_worker_prints_each_run_s_final_status(db_url: str) -> None:
+    app = "tests.apps.server_app"
+    ok = run_cli(db_url, "start", "plain", "--app", app).stdout.split()[1]
+    bad = run_cli(db_url, "start", "charge", "--app", app).stdout.split()[1]
+    worker = run_cli(db_url, "worker", "--app", app, "--until-idle")
+    assert worker.returncode == 0, worker.stderr
+    assert f"run {ok} ended SUCCEEDED" in worker.stdout, worker.stdout
+    assert f"run {bad} needs_attention NEEDS_ATTENTION" in worker.stdout, worker.stdout

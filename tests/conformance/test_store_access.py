@@ -13,9 +13,9 @@ from perdure.core.budget import Budget
 from perdure.core.errors import InvalidInputError, KeyNotFoundError
 from perdure.core.keys import matches, new_key, parse_token
 from perdure.core.model import RunStatus
-from perdure.core.observed import RunCount, SpendCount
+from perdure.core.observed import PeriodCount, RunCount, SpendCount
 from perdure.store.base import Store
-from tests.conformance.conftest import LEASE, claimed, new_run
+from tests.conformance.conftest import LEASE, boundary, claimed, new_run
 
 
 def test_a_key_is_stored_hashed_found_by_id_and_revoked_once(
@@ -168,3 +168,34 @@ def test_a_feed_read_while_many_runs_commit_never_skips_an_event(
     assert len(table) >= 8 * 60
     assert seen == table, f"{len(set(table) - set(seen))} events skipped by the tenant feed"
     assert sorted(set(seen_all)) == sorted(set(table)), "the store-wide feed skipped events"
+
+
+def test_runs_by_period_and_step_timings_feed_the_overview(store: Store, clock: FakeClock) -> None:
+    start = clock.now()
+    store.create_run(new_run("p1", thread="x1"), clock.now())
+    clock.advance(3600)
+    run = claimed(store, clock, "r1")
+    b1 = replace(boundary(clock), started_at=clock.now() - timedelta(seconds=2))
+    b2 = boundary(clock, "second", None, RunStatus.SUCCEEDED)
+    store.commit("t1", "r1", run.fence, run.state_version, [b1, b2], clock.now())
+    store.create_run(new_run("q1", tenant="t2", thread="x3"), clock.now())
+    hourly = store.runs_by_period("t1", start, daily=False)
+    first, second = start.strftime("%Y-%m-%dT%H"), clock.now().strftime("%Y-%m-%dT%H")
+    assert hourly == [
+        PeriodCount(first, RunStatus.PENDING, 1),
+        PeriodCount(second, RunStatus.SUCCEEDED, 1),
+    ]
+    daily = store.runs_by_period("t1", start, daily=True)
+    assert {p.period for p in daily} <= {
+        start.strftime("%Y-%m-%d"),
+        clock.now().strftime("%Y-%m-%d"),
+    }
+    assert sum(p.count for p in daily) == 2
+    assert store.runs_by_period("t1", clock.now() + timedelta(seconds=1), daily=False) == []
+    timings = store.step_timings("t1", start, limit=10)
+    assert [(t.workflow, t.step, t.seconds) for t in timings] == [
+        ("wf", "first", 2.0),
+        ("wf", "second", 0.0),
+    ]
+    assert len(store.step_timings("t1", start, limit=1)) == 1
+    assert store.step_timings("t2", start, limit=10) == []

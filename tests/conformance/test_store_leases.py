@@ -13,7 +13,7 @@ from perdure.core.errors import (
 )
 from perdure.core.model import RunStatus
 from perdure.store.base import Store
-from tests.conformance.conftest import LEASE, claim, new_run
+from tests.conformance.conftest import LEASE, boundary, claim, new_run
 
 
 def test_a_claim_increments_the_fence_and_starts_the_run(store: Store, clock: FakeClock) -> None:
@@ -146,3 +146,29 @@ def test_release_makes_the_run_claimable_at_once(store: Store, clock: FakeClock)
     assert not store.release("t1", "r1", "w1", run.fence, clock.now()), "second release is a no-op"
     again = claim(store, clock, "w2")
     assert again is not None and again.status is RunStatus.RUNNING
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["scan", "by run id"])
+def test_a_takeover_counts_an_attempt_of_the_step_in_progress(
+    store: Store, clock: FakeClock, named: bool
+) -> None:
+    store.create_run(new_run("r1"), clock.now())
+    ask = {"tenant_id": "t1", "run_id": "r1"} if named else {}
+    first = claim(store, clock, "w1", **ask)
+    assert first is not None and (first.attempt, first.takeover_step) == (1, None)
+    clock.advance(31)
+    second = claim(store, clock, "w2", **ask)  # w1 died holding the lease: a takeover
+    assert second is not None and (second.step_takeovers, second.takeover_step) == (1, 0)
+    assert second.attempt == 2 and second.interrupted_attempts == 1
+    clock.advance(31)
+    third = claim(store, clock, "w3", **ask)
+    assert third is not None and third.attempt == 3
+    store.commit("t1", "r1", third.fence, third.state_version, [boundary(clock)], clock.now())
+    moved = store.get_run("t1", "r1")
+    assert moved.attempt == 1, "the count belongs to the step that committed"
+    assert store.release("t1", "r1", "w3", third.fence, clock.now())
+    fourth = claim(store, clock, "w4", **ask)  # released, not taken over
+    assert fourth is not None and fourth.attempt == 1
+    clock.advance(31)
+    fifth = claim(store, clock, "w5", **ask)
+    assert fifth is not None and (fifth.attempt, fifth.takeover_step) == (2, 1)

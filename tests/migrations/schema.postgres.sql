@@ -254,6 +254,8 @@ CREATE TABLE perdure.runs (
     thread_seq bigint,
     parent_run_id text,
     child_key text,
+    step_takeovers integer DEFAULT 0 NOT NULL,
+    takeover_step integer,
     CONSTRAINT runs_fence_check CHECK ((fence >= 0)),
     CONSTRAINT runs_pkey PRIMARY KEY (run_id),
     CONSTRAINT runs_state_version_check CHECK ((state_version >= 0)),

@@ -297,7 +297,7 @@ CREATE TABLE runs (
     error           TEXT,
     steps_done      INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, state_seal TEXT, thread_seq INTEGER, parent_run_id TEXT, child_key TEXT,
+    updated_at      TEXT NOT NULL, wake_at TEXT, step_attempts INTEGER NOT NULL DEFAULT 0, retry_since TEXT, waiting TEXT, budget TEXT, workflow_version INTEGER, state_schema INTEGER, state_seal TEXT, thread_seq INTEGER, parent_run_id TEXT, child_key TEXT, step_takeovers INTEGER NOT NULL DEFAULT 0, takeover_step INTEGER,
     UNIQUE (tenant_id, idempotency_key)
 );
 

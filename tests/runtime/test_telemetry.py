@@ -7,6 +7,7 @@ import io
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import orjson
 import pytest
@@ -196,3 +197,21 @@ def test_a_child_run_continues_its_parents_trace(
     ]
     assert child_run.context.trace_id == fan_step.context.trace_id
     assert child_run.parent is not None and child_run.parent.span_id == fan_step.context.span_id
+
+
+def test_a_step_run_again_after_a_takeover_reports_attempt_two(
+    db_url: str, clock: FakeClock, spans: InMemorySpanExporter
+) -> None:
+    with Runtime(db_url, clock=clock, workflows=[server_app.plain], owner="w1") as rt:
+        run = rt.start("plain", tenant="t1")
+        for owner in ("gone-1", "gone-2"):  # two workers claim it and die before its boundary
+            held = rt.store.claim(
+                owner, clock.now() + timedelta(seconds=30), clock.now(), ["plain"]
+            )
+            assert held is not None and held.run_id == run.run_id
+            clock.advance(31)
+        assert rt.get(run.run_id, tenant="t1").attempt == 2  # the second claim took over
+        rt.run_until_idle()
+        assert rt.get(run.run_id, tenant="t1").status.value == "SUCCEEDED"
+    (step,) = [s for s in spans.get_finished_spans() if s.name == "perdure.step"]
+    assert step.attributes is not None and step.attributes["perdure.attempt"] == 3

@@ -3,8 +3,11 @@ isolation and roles on every verb, idempotent starts, the run view, errors as JS
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
+from perdure import FakeClock
 from perdure.core.model import RunStatus
 from tests.server.conftest import Served
 
@@ -297,3 +300,57 @@ def _json(body: dict[str, object]) -> bytes:
     import json
 
     return json.dumps(body, allow_nan=True).encode("utf-8", "surrogatepass")
+
+
+def test_runs_are_listed_a_page_at_a_time_by_cursor_with_filters(
+    served: Served, clock: FakeClock
+) -> None:
+    started = []
+    for n in range(5):
+        body = {"input": {"ticks": 0}} if n % 2 == 0 else {}
+        started.append(start(served, "job" if n % 2 == 0 else "plain", thread=f"chat-{n}", **body))
+        clock.advance(1)
+    pages, cursor = [], None
+    with served.client() as c:
+        while True:
+            query = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+            page = c.get("/v1/runs", params=query).json()
+            pages.append([r["run_id"] for r in page["runs"]])
+            start(served, "plain")  # a run started between pages shifts none of them
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert pages == [started[4:2:-1], started[2:0:-1], started[:1]]
+        plain = c.get("/v1/runs", params={"workflow": "plain", "limit": 100}).json()["runs"]
+        assert {r["run_id"] for r in plain} >= {started[1], started[3]}
+        assert all(r["workflow"] == "plain" for r in plain)
+        one = c.get("/v1/runs", params={"thread": "chat-2"}).json()
+        assert [r["run_id"] for r in one["runs"]] == [started[2]]
+        found = c.get("/v1/runs", params={"q": started[3][-12:]}).json()
+        assert [r["run_id"] for r in found["runs"]] == [started[3]]
+        first = served.runtime.get(started[0], tenant="t1").created_at
+        window = {"since": first.isoformat(), "until": (first + timedelta(seconds=2)).isoformat()}
+        timed = c.get("/v1/runs", params={**window, "status": "pending"}).json()
+        assert [r["run_id"] for r in timed["runs"]] == started[1::-1]
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ({"cursor": "not-a-cursor"}, "cursor"),
+        ({"cursor": "\x00"}, "cursor"),
+        ({"since": "yesterday"}, "since"),
+        ({"status": "DONE"}, "status"),
+        ({"q": "x" * 300}, "q"),
+        ({"limit": "-1"}, "limit"),
+    ],
+)
+def test_a_bad_listing_parameter_is_a_one_line_400(
+    served: Served, query: dict[str, str], names: str
+) -> None:
+    with served.client() as c:
+        r = c.get("/v1/runs", params=query)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == "invalid_input" and names in error["message"]
+    assert "\n" not in error["message"]

@@ -4,6 +4,7 @@ runs from a point of it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -11,12 +12,14 @@ import click
 import orjson
 
 from perdure.cli.support import Settings, app_option, parse_json, pass_settings, run_command
+from perdure.core.attempts import committed_attempts
 from perdure.core.chat import MODEL_TARGET
 from perdure.core.errors import InvalidInputError
-from perdure.core.model import JSON, StepRecord
+from perdure.core.model import JSON, Event, StepRecord
 from perdure.core.shapes import iso
 from perdure.runtime.admin.inspector import RunView
 from perdure.runtime.admin.timeline import HistoryEntry
+from perdure.runtime.runtime import Runtime
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -45,6 +48,8 @@ class StepFacts:
     messages: int = 0
     effects: int = 0
     tokens: int = 0
+    attempt: int = 1
+    """The attempt the step committed on, counted across failures and crashes."""
 
     def to_json(self) -> dict[str, JSON]:
         """The facts as JSON fields of a history entry."""
@@ -54,6 +59,7 @@ class StepFacts:
             "messages": self.messages,
             "effects": self.effects,
             "tokens": self.tokens,
+            "attempt": self.attempt,
         }
 
     def text(self) -> str:
@@ -61,14 +67,17 @@ class StepFacts:
         if self.started_at is None:
             return ""
         took = f"{self.seconds:.3f}s" if self.seconds is not None else "-"
+        again = f"  attempt {self.attempt}" if self.attempt > 1 else ""
         return (
-            f"  at {iso(self.started_at)} took {took}  messages {self.messages}  "
+            f"  at {iso(self.started_at)} took {took}{again}  messages {self.messages}  "
             f"effects {self.effects}  tokens {self.tokens}"
         )
 
 
-def step_facts(view: RunView) -> dict[int, StepFacts]:
-    """Each committed step's facts, by step number, from a run's view."""
+def step_facts(view: RunView, events: Sequence[Event] = ()) -> dict[int, StepFacts]:
+    """Each committed step's facts, by step number, from a run's view and its ``events``
+    (every one, oldest first: the attempts are read from them)."""
+    attempts = committed_attempts(events)
     steps = sorted(view.steps, key=lambda s: s.seq)
     found: dict[int, StepFacts] = {}
     for s in steps:
@@ -80,8 +89,20 @@ def step_facts(view: RunView) -> dict[int, StepFacts]:
             if m.run_id == s.run_id and m.at is not None and _owner(steps, m.at) == s.seq
         ]
         seconds = (s.finished_at - s.started_at).total_seconds()
-        found[s.seq] = StepFacts(s.started_at, seconds, len(said), len(effects), tokens)
+        found[s.seq] = StepFacts(
+            s.started_at, seconds, len(said), len(effects), tokens, attempts.get(s.seq, 1)
+        )
     return found
+
+
+def every_event(rt: Runtime, run_id: str, tenant: str) -> list[Event]:
+    """All of a run's events, oldest first, read a thousand at a time."""
+    found: list[Event] = []
+    while True:
+        page = rt.events(run_id, tenant=tenant, after=found[-1].seq if found else 0, limit=1000)
+        found += page
+        if len(page) < 1000:
+            return found
 
 
 def _owner(steps: list[StepRecord], at: datetime) -> int | None:
@@ -127,7 +148,10 @@ def history(settings: Settings, run_id: str, as_json: bool) -> None:
     with settings.reader() as rt:
         entries = rt.history(run_id, tenant=settings.tenant)
         lineage = rt.lineage(run_id, tenant=settings.tenant)
-        facts = step_facts(rt.status(run_id, tenant=settings.tenant, events=0))
+        facts = step_facts(
+            rt.status(run_id, tenant=settings.tenant, events=0),
+            every_event(rt, run_id, settings.tenant),
+        )
     if as_json:
         out = {
             "run_id": run_id,

@@ -15,6 +15,8 @@ from perdure.runtime.admin.inspector import RunView
 from perdure.runtime.admin.versions import CheckRow
 from perdure.runtime.runtime import Runtime
 
+FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+
 
 def approval_line(a: Approval) -> str:
     """One approval request as one line."""
@@ -53,6 +55,19 @@ def message_line(m: Message) -> str:
     return f"{m.seq:>4}  {m.role:<9} {body}"
 
 
+def attempt_note(run: Run) -> str:
+    """`` (attempt 2: 1 cut short by a crash)`` when the step in progress has been tried
+    before, else nothing."""
+    if run.next_step is None or run.attempt == 1 or run.status in FINISHED:
+        return ""
+    why = []
+    if run.step_attempts:
+        why.append(f"{run.step_attempts} failed")
+    if run.interrupted_attempts:
+        why.append(f"{run.interrupted_attempts} cut short by a crash")
+    return f" (attempt {run.attempt}: {', '.join(why)})"
+
+
 def view_text(view: RunView) -> str:
     """What ``perdure show`` prints."""
     run = view.run
@@ -67,7 +82,7 @@ def view_text(view: RunView) -> str:
         f"workflow   {run.workflow} v{rel.workflow_version} (state schema {rel.state_schema})",
         f"tenant     {run.tenant_id}   thread {run.thread_id}",
         f"status     {run.status}",
-        f"next step  {run.next_step or '-'}",
+        f"next step  {run.next_step or '-'}{attempt_note(run)}",
         f"completed  {', '.join(view.completed_steps) or '-'}",
         f"lease      {lease}",
         f"durability {rel.durability}   version {run.state_version}",

@@ -158,11 +158,29 @@ class Run:
     and for runs sealed before it existed); see :class:`perdure.core.seal.StateSeal`."""
     previous_owner: str | None = field(default=None, compare=False)
     """Only on a run just returned by a claim: who held the lease before (None: nobody)."""
+    step_takeovers: int = 0
+    """How many times a worker took the run over from one that still held its lease (it died
+    or stalled) while step ``takeover_step + 1`` was in progress: each ran that step again."""
+    takeover_step: int | None = None
+    """``steps_done`` at the last takeover (None: never taken over)."""
 
     @property
     def durability(self) -> Durability:
         """The run's commit mode, from its release manifest."""
         return self.release.durability
+
+    @property
+    def interrupted_attempts(self) -> int:
+        """Attempts of the step in progress (``next_step``) that a crash cut short: the
+        takeovers since the last committed step."""
+        return self.step_takeovers if self.takeover_step == self.steps_done else 0
+
+    @property
+    def attempt(self) -> int:
+        """The attempt the step in progress is on, counted across crashes and failures: 1,
+        plus each failed attempt (``step_attempts``), plus each run of it a crash cut short
+        (:attr:`interrupted_attempts`)."""
+        return 1 + self.step_attempts + self.interrupted_attempts
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ class AsyncRuntime:
     get = _offload(Runtime.get)
     status = _offload(Runtime.status)
     runs = _offload(Runtime.runs)
+    run_page = _offload(Runtime.run_page)
     resume = _offload(Runtime.resume)
     cancel = _offload(Runtime.cancel)
     approvals = _offload(Runtime.approvals)

@@ -44,7 +44,8 @@ class Worker:
     The process reports itself in the workers table while it runs (``perdure workers``).
     With ``gc_every`` (seconds), an idle dispatcher runs :meth:`Runtime.gc` under
     ``retention`` at most that often (by the runtime's clock); what it did goes to
-    ``on_gc``, and an error to ``on_error``.
+    ``on_gc``, and an error to ``on_error``. ``on_stop`` hears each execution's run id and why it
+    stopped, with the final status when the run ended (``ended SUCCEEDED``, ``ended FAILED``).
     """
 
     def __init__(
@@ -167,7 +168,7 @@ class Worker:
             with self._slots:
                 self._count += 1
             if self.on_stop is not None:
-                self.on_stop(stopped.run_id, stopped.reason)
+                self.on_stop(stopped.run_id, stopped.describe())
         except Exception as exc:  # a pool thread must report, never vanish silently
             if self.on_error is not None:
                 error = (

@@ -28,6 +28,7 @@ from perdure.server import deltas, sse
 from perdure.server.auth import ADMIN, bearer, principal_of, require
 from perdure.server.guard import Credential, Recheck, guarded
 from perdure.server.hub import Hub
+from perdure.server.listing import cursor_of, run_filter
 
 T = TypeVar("T")
 MAX_BODY = 1_000_000
@@ -160,20 +161,22 @@ def trace_of(request: Request) -> dict[str, str] | None:
 
 @endpoint
 async def list_runs(request: Request, who: Principal, rt: Runtime) -> Response:
-    """The tenant's runs, newest first, with counts by status."""
-    statuses = request.query_params.getlist("status")
+    """The tenant's runs, newest first, a page at a time, with counts by status: filtered by
+    ``status``, ``workflow``, ``thread``, ``since``, ``until`` and ``q`` (see
+    :mod:`perdure.server.listing`); ``next_cursor`` continues the listing (``null``: the
+    last page). A malformed parameter or cursor is a one-line 400."""
     found = await call(
-        rt.runs,
+        rt.run_page,
         tenant=who,
-        status=statuses,
-        workflow=request.query_params.get("workflow"),
-        thread=request.query_params.get("thread"),
+        where=run_filter(request),
+        cursor=cursor_of(request),
         limit=number(request, "limit", 100, 1, 10_000),
     )
     counts: dict[str, int] = {}
     for c in await call(rt.run_counts, tenant=who):
         counts[str(c.status)] = counts.get(str(c.status), 0) + c.count
-    return json_response({"runs": [run_json(r) for r in found], "counts": counts})
+    body = {"runs": [run_json(r) for r in found.runs], "counts": counts}
+    return json_response({**body, "next_cursor": found.next_cursor})
 
 
 async def run_detail(rt: Runtime, who: Principal, run_id: str) -> dict[str, JSON]:

@@ -14,7 +14,9 @@ close when the session ends. A refusal is a page with its real status.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -22,21 +24,29 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from perdure.core.effects import EffectStatus
-from perdure.core.errors import NotAuthenticatedError, PerdureError
+from perdure.core.errors import NotAuthenticatedError, PerdureError, WorkflowNotFoundError
 from perdure.core.model import Principal, RunStatus
 from perdure.core.shapes import iso
 from perdure.runtime.runtime import Runtime
 from perdure.server import assets, sse
-from perdure.server.api import call, event_stream, run_detail
+from perdure.server.api import call, event_stream, number, run_detail
 from perdure.server.auth import ADMIN, require
 from perdure.server.cookies import Cookies
 from perdure.server.csrf import check_csrf, csrf_token
 from perdure.server.forms import failure, form_of, render, to
+from perdure.server.graph import layout
+from perdure.server.listing import cursor_of, run_filter
 from perdure.server.login import login, logout
 from perdure.server.origin import require_not_cross_site, require_same_origin
+from perdure.server.overview import status_bars
 from perdure.server.policy import Policy
+from perdure.server.timeline import chart
 
 STATUS_ORDER = [s.value for s in RunStatus]
+PAGE = 50
+"""Runs per page of the run list (``limit=`` changes it, up to 500)."""
+TIMELINE_EVENTS = 1000
+"""The most recent events the run page's timeline reads (retries, takeovers, waits)."""
 Page = Callable[[Request, Principal, Runtime], Awaitable[Response]]
 
 
@@ -117,24 +127,34 @@ async def runs_stream(request: Request) -> Response:
 
 @page
 async def runs_page(request: Request, who: Principal, rt: Runtime) -> Response:
-    """Runs of the tenant, newest first, with counts by status and a status filter."""
-    status = request.query_params.get("status") or None
-    found = await run_in_threadpool(
-        lambda: rt.runs(tenant=who, status=[status] if status else [], limit=200)
-    )
+    """Runs of the tenant, newest first, a page at a time (a cursor), with counts by status
+    and filters: status, workflow, thread, creation time and a search in ids."""
+    where = run_filter(request)
+    cursor = cursor_of(request)
+    limit = number(request, "limit", PAGE, 1, 500)
+    found = await call(rt.run_page, tenant=who, where=where, cursor=cursor, limit=limit)
     counts: dict[str, int] = {}
-    for c in await run_in_threadpool(lambda: rt.run_counts(tenant=who)):
+    workflows: set[str] = set()
+    for c in await call(rt.run_counts, tenant=who):
         counts[str(c.status)] = counts.get(str(c.status), 0) + c.count
+        workflows.add(c.workflow)
     since = await run_in_threadpool(rt.last_event_seq)  # the page goes live from here
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor" and v]
     return render(
         request,
         "runs.html",
         who=who,
-        runs=found,
+        runs=found.runs,
         counts=counts,
-        status=status,
+        where=where,
+        status=where.statuses[0].value if len(where.statuses) == 1 else None,
+        query=dict(kept),
+        filtered=any(k != "limit" for k, _ in kept),
+        next_query=urlencode([*kept, ("cursor", found.next_cursor)]) if found.next_cursor else None,
+        first_query=urlencode(kept) if cursor else None,
+        workflows=sorted(workflows),
         since=since,
-        statuses=[s for s in STATUS_ORDER if s in counts],
+        statuses=STATUS_ORDER,
         total=sum(counts.values()),
         iso=iso,
     )
@@ -142,12 +162,24 @@ async def runs_page(request: Request, who: Principal, rt: Runtime) -> Response:
 
 @page
 async def run_page(request: Request, who: Principal, rt: Runtime) -> Response:
-    """One run: status, steps, live timeline, messages, effects, waits, decisions."""
-    run = await run_detail(rt, who, str(request.path_params["run_id"]))
+    """One run: status, its step timeline drawn to scale, its workflow's step graph with the
+    step it is on, tokens and cost per step, messages with readable tool calls, effects,
+    waits, decisions, and the recent events with formatted tracebacks."""
+    run_id = str(request.path_params["run_id"])
+    run = await run_detail(rt, who, run_id)
+    view = await call(rt.status, run_id, tenant=who, events=TIMELINE_EVENTS)
     pending = [a for a in run["approvals"] if a["status"] == "pending"]
     events = run["events"]
     last = events[-1]["seq"] if events else 0
     can_decide = bool(pending) and pending[-1]["role"] in who.roles
+    drawn = chart(view.run, view.steps, view.events, view.effects, rt.clock.now())
+    finished = view.run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+    try:
+        wf = rt.workflow(view.run.workflow)
+    except WorkflowNotFoundError:
+        wf = None
+    path = [s.name for s in sorted(view.steps, key=lambda s: s.seq)]
+    current = None if finished else view.run.next_step
     return render(
         request,
         "run.html",
@@ -157,6 +189,32 @@ async def run_page(request: Request, who: Principal, rt: Runtime) -> Response:
         can_decide=can_decide,
         last_seq=last,
         admin=ADMIN in who.roles,
+        chart=drawn,
+        graph=None if wf is None else layout(wf, path, current),
+        steps=[lane for lane in drawn.lanes if lane.seq is not None],
+    )
+
+
+@page
+async def overview_page(request: Request, who: Principal, rt: Runtime) -> Response:
+    """Runs by status over time (by the hour for a day, or by the day for a month) and
+    percentiles of how long each step took."""
+    daily = request.query_params.get("period") == "day"
+    now = rt.clock.now()
+    since = (now - timedelta(days=30 if daily else 1)).replace(minute=0, second=0, microsecond=0)
+    if daily:
+        since = since.replace(hour=0)
+    found = await call(rt.runs_by_period, tenant=who, since=since, daily=daily)
+    latency = await call(rt.step_latencies, tenant=who, since=since)
+    return render(
+        request,
+        "overview.html",
+        who=who,
+        daily=daily,
+        since=since,
+        bars=status_bars(found, since, now, daily=daily),
+        latency=latency,
+        longest=max((s.longest for s in latency), default=0.0),
     )
 
 
@@ -241,6 +299,7 @@ def routes() -> list[BaseRoute]:
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=post),
         Route("/attention", attention_page, methods=["GET"]),
+        Route("/overview", overview_page, methods=["GET"]),
         Route("/events", runs_stream, methods=["GET"]),
         Route("/effects/resolve", resolve_page, methods=post),
         Route("/runs/{run_id}", run_page, methods=["GET"]),

@@ -27,6 +27,48 @@ env.filters["compact"] = lambda v: "" if v is None else orjson.dumps(v).decode()
 env.filters["when"] = lambda v: "" if v is None else str(v).replace("T", " ")[:19]
 
 
+def readable(value: Any) -> str:
+    """A value as indented JSON for a person; a string that holds JSON (a tool call's
+    arguments, as the model wrote them) is parsed first, so it is not shown escaped twice."""
+    if isinstance(value, str):
+        text: str = value
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+def traceback_of(value: Any, depth: int = 0) -> str | None:
+    """The traceback a record carries (its ``traceback`` lines, at most three levels deep), as
+    the text Python printed, or None."""
+    if not isinstance(value, dict) or depth > 3:
+        return None
+    found = value.get("traceback")
+    if isinstance(found, list) and all(isinstance(line, str) for line in found):
+        return "".join(found).rstrip("\n")
+    if isinstance(found, str):
+        return found
+    for inner in value.values():
+        if (text := traceback_of(inner, depth + 1)) is not None:
+            return text
+    return None
+
+
+def without_traceback(value: Any, depth: int = 0) -> Any:
+    """``value`` without its ``traceback`` entries (shown apart, formatted)."""
+    if not isinstance(value, dict) or depth > 3:
+        return value
+    return {k: without_traceback(v, depth + 1) for k, v in value.items() if k != "traceback"}
+
+
+env.filters["readable"] = readable
+env.filters["traceback"] = traceback_of
+env.filters["without_traceback"] = without_traceback
+env.filters["money"] = lambda v: f"${v:,.4f}" if v else "—"
+env.filters["seconds"] = lambda v: f"{v * 1000:.0f} ms" if v < 1 else f"{v:,.3f} s"
+
+
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:
     """A page of the dashboard; its forms carry the request's CSRF token (``csrf``)."""
     base = request.scope.get("root_path", "")

@@ -16,7 +16,14 @@ from perdure.core.keys import ApiKey
 from perdure.core.model import (
     Event,
 )
-from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
+from perdure.core.observed import (
+    EffectCount,
+    PeriodCount,
+    Queue,
+    RunCount,
+    SpendCount,
+    StepTiming,
+)
 
 
 class AccessStore(Protocol):
@@ -67,6 +74,16 @@ class AccessStore(Protocol):
 
     def run_counts(self, tenant_id: str | None = None) -> list[RunCount]:
         """How many runs there are by tenant, workflow and status (one tenant, or all)."""
+        ...
+
+    def runs_by_period(self, tenant_id: str, since: datetime, *, daily: bool) -> list[PeriodCount]:
+        """How many runs of the tenant created since ``since`` are in each status now, by the
+        UTC hour (or day, ``daily``) they were created in, oldest period first. Read-only."""
+        ...
+
+    def step_timings(self, tenant_id: str, since: datetime, *, limit: int) -> list[StepTiming]:
+        """The committed steps of the tenant's runs created since ``since``, newest runs
+        first, at most ``limit``. Read-only."""
         ...
 
     def effect_counts(self, tenant_id: str | None = None) -> list[EffectCount]:

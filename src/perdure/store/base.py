@@ -29,6 +29,7 @@ from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import BudgetState
 from perdure.core.errors import PerdureError
 from perdure.core.history import Lineage, SavepointMark
+from perdure.core.listing import RunCursor
 from perdure.core.logs import StoredFields
 from perdure.core.memory import MemoryWrite
 from perdure.core.model import (
@@ -208,8 +209,17 @@ class Store(
         workflow: str | None = None,
         thread_id: str | None = None,
         limit: int = 100,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        search: str | None = None,
+        after: RunCursor | None = None,
     ) -> list[Run]:
-        """Runs of one tenant, newest first, filtered by statuses (any of), workflow, thread."""
+        """Runs of one tenant, newest first by ``(created_at, run_id)``, filtered by statuses
+        (any of), workflow, thread, creation time (``since`` included, ``until`` excluded) and
+        ``search`` (text found in the run id, thread id or idempotency key), at most ``limit``.
+        ``after`` is a keyset cursor: only runs strictly after it in that order, so a listing
+        read page by page never repeats or skips a run, whatever was started meanwhile.
+        Read-only."""
         ...
 
     def load_state(self, tenant_id: str, run_id: str) -> StoredFields:

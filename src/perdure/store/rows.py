@@ -38,6 +38,7 @@ from perdure.core.model import (
     ToolCall,
     WorkerInfo,
 )
+from perdure.core.observed import StepTiming
 from perdure.core.records import (
     ApprovalStatus,
     EventType,
@@ -174,6 +175,13 @@ def _at(when: When, value: Any) -> datetime:
     return cast(datetime, when(value))
 
 
+def step_timing_from_row(row: Row, when: When) -> StepTiming:
+    """A row of ``step_timings``."""
+    return StepTiming(
+        row["workflow"], row["name"], _at(when, row["started_at"]), _at(when, row["finished_at"])
+    )
+
+
 def run_from_row(row: Row, when: When) -> Run:
     """A :class:`~perdure.core.model.Run` from a row of ``runs``."""
     return Run(
@@ -196,6 +204,8 @@ def run_from_row(row: Row, when: When) -> Run:
         updated_at=_at(when, row["updated_at"]),
         wake_at=when(row["wake_at"]),
         step_attempts=row["step_attempts"],
+        step_takeovers=row["step_takeovers"],
+        takeover_step=row["takeover_step"],
         retry_since=when(row["retry_since"]),
         waiting=waiting_from_json(from_json(row["waiting"])),
         budget=BudgetState.from_json(from_json(row["budget"])),

@@ -10,6 +10,7 @@ from datetime import timedelta
 from perdure.core.children import ChildRecord
 from perdure.core.effects import EffectRecord
 from perdure.core.ids import checked_id
+from perdure.core.listing import RunCursor, RunFilter, RunPage
 from perdure.core.model import Event, Message, Run, RunStatus, StepRecord
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, statuses_of, tenant_of
 from perdure.runtime.artifacts import Artifacts
@@ -75,6 +76,36 @@ class Inspector:
         return self.store.list_runs(
             tenant, statuses=statuses, workflow=workflow, thread_id=thread, limit=limit
         )
+
+    def run_page(
+        self,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        where: RunFilter | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> RunPage:
+        """One page of a tenant's runs, newest first, that ``where`` selects; ``cursor`` is the
+        ``next_cursor`` of the page before (``None``: the first page). Pages follow a stable
+        keyset, so reading them all lists every run that matched exactly once, even while
+        runs are started. A cursor that is not one is :class:`InvalidInputError`."""
+        tenant = tenant_of(tenant)
+        where = where or RunFilter()
+        after = None if cursor is None else RunCursor.parse(cursor)
+        found = self.store.list_runs(
+            tenant,
+            statuses=where.statuses,
+            workflow=where.workflow,
+            thread_id=where.thread,
+            since=where.since,
+            until=where.until,
+            search=where.search,
+            after=after,
+            limit=limit + 1,
+        )
+        runs = found[:limit]
+        more = len(found) > limit
+        return RunPage(runs, RunCursor.of(runs[-1]).token() if more and runs else None)
 
     def children(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[ChildRecord]:
         """The child runs a run started (``ctx.spawn``), by key, with status and outcome."""

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from perdure.core.audit import AUDITED_TYPES, Decision, decision_of
 from perdure.core.errors import NotAuthenticatedError
 from perdure.core.ids import checked_id
 from perdure.core.keys import ApiKey, NewKey, checked_roles, matches, new_key, parse_token
 from perdure.core.model import JSON, Event, Principal
-from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
+from perdure.core.observed import (
+    EffectCount,
+    PeriodCount,
+    Queue,
+    RunCount,
+    SpendCount,
+    StepLatency,
+    latencies,
+)
 from perdure.core.seal import open_state
 from perdure.core.serde import loads
 from perdure.core.sessions import IDLE, LIFETIME, Session, new_session, parse_session_token
@@ -183,6 +191,22 @@ class Operator:
     def run_counts(self, *, tenant: Tenant | None = None) -> list[RunCount]:
         """Runs by tenant, workflow and status (one tenant, or every tenant with None)."""
         return self.parts.store.run_counts(None if tenant is None else tenant_of(tenant))
+
+    def runs_by_period(
+        self, *, tenant: Tenant = DEFAULT_TENANT, since: datetime, daily: bool = False
+    ) -> list[PeriodCount]:
+        """How many of the tenant's runs created since ``since`` are in each status now, by
+        the UTC hour (or day, ``daily``) they were created in, oldest first."""
+        return self.parts.store.runs_by_period(tenant_of(tenant), since, daily=daily)
+
+    def step_latencies(
+        self, *, tenant: Tenant = DEFAULT_TENANT, since: datetime, limit: int = 10_000
+    ) -> list[StepLatency]:
+        """Percentiles of how long each step of each workflow took (start to committed
+        boundary) in the tenant's runs created since ``since``, from the newest ``limit``
+        committed steps."""
+        found = self.parts.store.step_timings(tenant_of(tenant), since, limit=limit)
+        return latencies(found)
 
     def effect_counts(self, *, tenant: Tenant | None = None) -> list[EffectCount]:
         """Effects by tenant and status (one tenant, or every tenant with None)."""

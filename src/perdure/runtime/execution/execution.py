@@ -104,6 +104,8 @@ class Execution:
         self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
         self.step_attempts = run.step_attempts
+        self.interrupted = run.interrupted_attempts
+        """Runs of the step in progress a crash cut short (takeovers); 0 after it commits."""
         self.record: StateSeal | None = None
 
     @property
@@ -215,6 +217,7 @@ class Execution:
                 evidence = {"signal": waiting.name, "timeout": waiting.timeout}
                 esc = Escalate("fail", "signal_timeout", evidence)
                 return self.stops.escalate(esc, "wait", self.seq)
+        ended: RunStatus | None = None  # the status the last boundary left the run in
         while step_name is not None:
             if step_name not in wf.steps:
                 self.committer.flush()
@@ -228,7 +231,8 @@ class Execution:
                 return self.stops.release()
             current = step_name
             try:
-                with self.telemetry.step(run, current, self.step_attempts + 1) as report:
+                attempt = self.step_attempts + self.interrupted + 1  # across crashes too
+                with self.telemetry.step(run, current, attempt) as report:
                     self.host.check_budget()
                     boundary, state, step_name, changed = self._step(current, state, fields)
                     report.outcome = str(boundary.outcome)
@@ -248,13 +252,14 @@ class Execution:
             if self.committer.mode is Durability.SYNC:
                 self.host.reread_thread()  # the boundary may have let waiting messages in
             self.seq += 1
-            self.step_attempts = 0
+            self.step_attempts = self.interrupted = 0
+            ended = boundary.status
             if boundary.status is not RunStatus.RUNNING:
                 self.committer.flush()
             crashpoint("after_commit", boundary.step)
             if boundary.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
                 return Stopped(StopReason.WAITING, run.run_id)
-        return Stopped(StopReason.ENDED, run.run_id)
+        return Stopped(StopReason.ENDED, run.run_id, ended)
 
     def _settle(self, name: str, state: Any) -> Stopped:
         """A cancel found effects in doubt (a call cut by a crash): run the step they belong to

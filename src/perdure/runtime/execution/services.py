@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from perdure.core.clock import Clock
 from perdure.core.effects import EffectMove, EffectPlan, EffectRecord
+from perdure.core.model import RunStatus
 from perdure.core.records import StopReason
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
@@ -56,10 +57,16 @@ class Stopped:
     """Why an execution stopped: ``ended`` (terminal), ``waiting`` (for an approval, a signal or
     a timer), ``retry_scheduled`` (sleeping until a retry), ``needs_attention``, ``released``
     (shutdown), ``lost`` (lease lost or run moved on), ``quarantined``, ``cancelled``, or
-    ``store_error`` (the database failed; the lease is left to expire)."""
+    ``store_error`` (the database failed; the lease is left to expire). ``status`` is the
+    status the run was left in when the execution knows it (every ``ended`` stop does)."""
 
     reason: StopReason
     run_id: str
+    status: RunStatus | None = None
+
+    def describe(self) -> str:
+        """The stop in words, with the run's final status when it ended: ``ended SUCCEEDED``."""
+        return str(self.reason) if self.status is None else f"{self.reason} {self.status}"
 
 
 @dataclass(frozen=True, slots=True)

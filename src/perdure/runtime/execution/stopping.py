@@ -202,4 +202,4 @@ class Stops:
             )
         except (LeaseLostError, RunClosedError, StaleStateError):
             return Stopped(StopReason.LOST, run.run_id)
-        return Stopped(why, run.run_id)
+        return Stopped(why, run.run_id, status)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import orjson
 
@@ -12,11 +12,18 @@ from perdure.core.effects import EffectStatus
 from perdure.core.errors import InvalidInputError, KeyNotFoundError, StoreError
 from perdure.core.keys import ApiKey
 from perdure.core.model import Event, RunStatus
-from perdure.core.observed import EffectCount, Queue, RunCount, SpendCount
+from perdure.core.observed import (
+    EffectCount,
+    PeriodCount,
+    Queue,
+    RunCount,
+    SpendCount,
+    StepTiming,
+)
 from perdure.store.driver import LockTimeoutError
 from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import fetch, need
-from perdure.store.rows import Params, Row, When, event_from_row
+from perdure.store.rows import Params, Row, When, event_from_row, step_timing_from_row
 
 
 def _key(row: Row, when: When) -> ApiKey:
@@ -134,6 +141,22 @@ class Access(EngineBase):
             RunCount(r["tenant_id"], r["workflow"], RunStatus(r["status"]), int(r["n"]))
             for r in found
         ]
+
+    def runs_by_period(self, tenant_id: str, since: datetime, *, daily: bool) -> list[PeriodCount]:
+        """See :meth:`AccessStore.runs_by_period`."""
+        params = {
+            "tenant_id": tenant_id,
+            "since": self.driver.stamp(since.astimezone(UTC)),
+            "width": 10 if daily else 13,
+        }
+        found = fetch(self.driver, "runs_by_period", params)
+        return [PeriodCount(r["period"], RunStatus(r["status"]), int(r["n"])) for r in found]
+
+    def step_timings(self, tenant_id: str, since: datetime, *, limit: int) -> list[StepTiming]:
+        """See :meth:`AccessStore.step_timings`."""
+        d = self.driver
+        params = {"tenant_id": tenant_id, "since": d.stamp(since.astimezone(UTC)), "limit": limit}
+        return [step_timing_from_row(r, d.when) for r in fetch(d, "step_timings", params)]
 
     def effect_counts(self, tenant_id: str | None = None) -> list[EffectCount]:
         """See :meth:`AccessStore.effect_counts`."""

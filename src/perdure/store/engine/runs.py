@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from perdure.core.children import SETTLED
 from perdure.core.errors import LeaseLostError, RunNotFoundError, StoreUnavailableError
+from perdure.core.listing import END_OF_TIME, RunCursor
 from perdure.core.logs import StoredFields, joined
 from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
 from perdure.core.threads import ThreadPolicy
@@ -130,15 +131,25 @@ class Runs(EngineBase):
         workflow: str | None = None,
         thread_id: str | None = None,
         limit: int = 100,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        search: str | None = None,
+        after: RunCursor | None = None,
     ) -> list[Run]:
         """See :meth:`Store.list_runs`."""
+        d = self.driver
         params = {
             "tenant_id": tenant_id,
             "any_status": not statuses,
-            "statuses": self.driver.array([str(s) for s in statuses]),
+            "statuses": d.array([str(s) for s in statuses]),
             "workflow": workflow,
             "thread_id": thread_id,
             "limit": limit,
+            "since": d.stamp(None if since is None else since.astimezone(UTC)),
+            "until": d.stamp(None if until is None else until.astimezone(UTC)),
+            "search": search or None,
+            "after_at": d.stamp(END_OF_TIME if after is None else after.created_at.astimezone(UTC)),
+            "after_run": None if after is None else after.run_id,
         }
         return [run_from_row(r, self.driver.when) for r in fetch(self.driver, "list_runs", params)]
 

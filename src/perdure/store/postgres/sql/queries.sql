@@ -36,7 +36,7 @@ RETURNING run_id;
 -- name: run_by_key
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s;
@@ -44,7 +44,7 @@ WHERE tenant_id = %(tenant_id)s AND idempotency_key = %(idempotency_key)s;
 -- name: get_run
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
@@ -52,13 +52,23 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
 -- name: list_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s
   AND (%(any_status)s OR status = ANY (%(statuses)s::text[]))
   AND (%(workflow)s::text IS NULL OR workflow = %(workflow)s)
   AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
+  AND (%(search)s::text IS NULL OR strpos(run_id, %(search)s) > 0
+       OR strpos(thread_id, %(search)s) > 0
+       OR strpos(COALESCE(idempotency_key, ''), %(search)s) > 0)
+  -- the keyset cursor: strictly after the last run of the page before, in the listing's order.
+  -- after_at is never NULL (the end of time without a cursor), so the first condition is a
+  -- range of runs_by_tenant and a deep page starts where the index says, not at the newest run.
+  AND created_at <= %(after_at)s
+  AND (created_at < %(after_at)s OR %(after_run)s::text IS NULL OR run_id < %(after_run)s)
 ORDER BY created_at DESC, run_id DESC
 LIMIT %(limit)s;
 
@@ -124,12 +134,18 @@ claimed AS (
         status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING'
                       ELSE status END,
         wake_at = NULL,
+        -- a takeover (the lease was still held by a worker that died or stalled) is one more
+        -- attempt of the step in progress (0025_add_step_takeovers.sql)
+        step_takeovers = CASE WHEN owner IS NULL THEN step_takeovers
+                              WHEN takeover_step = steps_done THEN step_takeovers + 1
+                              ELSE 1 END,
+        takeover_step = CASE WHEN owner IS NULL THEN takeover_step ELSE steps_done END,
         updated_at = %(now)s
     FROM picked
     WHERE tenant_id = picked_tenant AND run_id = picked_run
     RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
               owner, lease_until, release, idempotency_key, result, error, steps_done,
-              created_at, updated_at, wake_at, step_attempts, retry_since, waiting, budget,
+              created_at, updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget,
               workflow_version, state_schema, state_seal, previous_owner, previous_status,
               EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
                       WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
@@ -187,11 +203,17 @@ SET owner = %(owner)s,
     state_version = state_version + 1,
     status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING' ELSE status END,
     wake_at = NULL,
-    updated_at = %(now)s
+    -- a takeover (the lease was still held by a worker that died or stalled) is one more
+    -- attempt of the step in progress (0025_add_step_takeovers.sql)
+    step_takeovers = CASE WHEN owner IS NULL THEN step_takeovers
+                          WHEN takeover_step = steps_done THEN step_takeovers + 1
+                          ELSE 1 END,
+    takeover_step = CASE WHEN owner IS NULL THEN takeover_step ELSE steps_done END,
+updated_at = %(now)s
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal,
           EXISTS (SELECT 1 FROM perdure.thread_inbox AS i
                   WHERE i.tenant_id = runs.tenant_id AND i.thread_id = runs.thread_id
@@ -411,7 +433,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: defer_run
@@ -427,7 +449,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND fence = %(fence)s AND state_version = %(expected_version)s AND status = 'RUNNING'
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: lock_run
@@ -435,7 +457,7 @@ RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_versi
 -- it take turns, so a signal is never left in the inbox of a run that waits for it).
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
@@ -702,7 +724,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND status = %(expected_status)s AND state_version = %(expected_version)s
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: reset_planned_effects
@@ -733,7 +755,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
   AND fence = %(fence)s AND state_version = %(expected_version)s AND status = 'RUNNING'
 RETURNING run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence,
           owner, lease_until, release, idempotency_key, result, error, steps_done, created_at,
-          updated_at, wake_at, step_attempts, retry_since, waiting, budget, workflow_version,
+          updated_at, wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version,
           state_schema, state_seal;
 
 -- name: delete_field
@@ -743,7 +765,7 @@ WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND field = %(field)s;
 -- name: scan_runs
 SELECT run_id, tenant_id, thread_id, workflow, status, next_step, state_version, fence, owner,
        lease_until, release, idempotency_key, result, error, steps_done, created_at, updated_at,
-       wake_at, step_attempts, retry_since, waiting, budget, workflow_version, state_schema,
+       wake_at, step_attempts, step_takeovers, takeover_step, retry_since, waiting, budget, workflow_version, state_schema,
        state_seal
 FROM perdure.runs
 WHERE status = ANY (%(statuses)s::text[])
@@ -1199,6 +1221,25 @@ SELECT tenant_id, workflow, status, COUNT(*) AS n FROM perdure.runs
 WHERE (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
 GROUP BY tenant_id, workflow, status
 ORDER BY tenant_id, workflow, status;
+
+-- name: runs_by_period
+-- Runs of a tenant created since :since, by the UTC hour (width 13) or day (width 10) they were
+-- created in and their status now; read through runs_by_tenant.
+SELECT left(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24'), %(width)s) AS period,
+       status, COUNT(*) AS n
+FROM perdure.runs
+WHERE tenant_id = %(tenant_id)s AND created_at >= %(since)s
+GROUP BY period, status
+ORDER BY period, status;
+
+-- name: step_timings
+-- The committed steps of a tenant's runs created since :since (runs_by_tenant, then each run's
+-- steps by their key), newest runs first, at most :limit.
+SELECT r.workflow, s.name, s.started_at, s.finished_at
+FROM perdure.runs AS r JOIN perdure.steps AS s ON s.run_id = r.run_id
+WHERE r.tenant_id = %(tenant_id)s AND r.created_at >= %(since)s
+ORDER BY r.created_at DESC, s.seq
+LIMIT %(limit)s;
 
 -- name: effect_counts
 SELECT tenant_id, status, COUNT(*) AS n FROM perdure.effects

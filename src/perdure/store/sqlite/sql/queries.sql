@@ -53,6 +53,15 @@ WHERE tenant_id = :tenant_id
   AND (:any_status OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:workflow IS NULL OR workflow = :workflow)
   AND (:thread_id IS NULL OR thread_id = :thread_id)
+  AND (:since IS NULL OR created_at >= :since)
+  AND (:until IS NULL OR created_at < :until)
+  AND (:search IS NULL OR instr(run_id, :search) > 0 OR instr(thread_id, :search) > 0
+       OR instr(COALESCE(idempotency_key, ''), :search) > 0)
+  -- the keyset cursor: strictly after the last run of the page before, in the listing's order.
+  -- :after_at is never NULL (the end of time without a cursor), so the first condition is a
+  -- range of runs_by_tenant and a deep page starts where the index says, not at the newest run.
+  AND created_at <= :after_at
+  AND (created_at < :after_at OR :after_run IS NULL OR run_id < :after_run)
 ORDER BY created_at DESC, run_id DESC
 LIMIT :limit;
 
@@ -114,7 +123,13 @@ SET owner = :owner,
     state_version = state_version + 1,
     status = CASE WHEN status IN ('PENDING', 'WAITING_EXTERNAL') THEN 'RUNNING' ELSE status END,
     wake_at = NULL,
-    updated_at = :now
+    -- a takeover (the lease was still held by a worker that died or stalled) is one more
+    -- attempt of the step in progress (0025_add_step_takeovers.sql)
+    step_takeovers = CASE WHEN owner IS NULL THEN step_takeovers
+                          WHEN takeover_step = steps_done THEN step_takeovers + 1
+                          ELSE 1 END,
+    takeover_step = CASE WHEN owner IS NULL THEN takeover_step ELSE steps_done END,
+updated_at = :now
 WHERE tenant_id = :tenant_id AND run_id = :run_id
   AND (status IN ('PENDING', 'RUNNING', 'CANCEL_REQUESTED')
        OR (status = 'WAITING_EXTERNAL' AND wake_at IS NOT NULL))
@@ -836,6 +851,23 @@ SELECT tenant_id, workflow, status, COUNT(*) AS n FROM runs
 WHERE (:tenant_id IS NULL OR tenant_id = :tenant_id)
 GROUP BY tenant_id, workflow, status
 ORDER BY tenant_id, workflow, status;
+
+-- name: runs_by_period
+-- Runs of a tenant created since :since, by the UTC hour (:width 13) or day (:width 10) they were
+-- created in and their status now; read through runs_by_tenant.
+SELECT substr(created_at, 1, :width) AS period, status, COUNT(*) AS n FROM runs
+WHERE tenant_id = :tenant_id AND created_at >= :since
+GROUP BY period, status
+ORDER BY period, status;
+
+-- name: step_timings
+-- The committed steps of a tenant's runs created since :since (runs_by_tenant, then each run's
+-- steps by their key), newest runs first, at most :limit.
+SELECT r.workflow, s.name, s.started_at, s.finished_at
+FROM runs AS r JOIN steps AS s ON s.run_id = r.run_id
+WHERE r.tenant_id = :tenant_id AND r.created_at >= :since
+ORDER BY r.created_at DESC, s.seq
+LIMIT :limit;
 
 -- name: effect_counts
 SELECT tenant_id, status, COUNT(*) AS n FROM effects
