@@ -1674,27 +1674,29 @@ LOCK TABLE perdure.events IN SHARE MODE;
 -- name: upsert_memory
 -- A step's put, in its boundary's transaction: a new item at version 1, or the next version.
 INSERT INTO perdure.memory (tenant_id, namespace, key, value, version, run_id, step_seq,
-                            created_at, updated_at, expires_at)
+                            created_at, updated_at, expires_at, ttl_seconds)
 VALUES (%(tenant_id)s, %(namespace)s, %(key)s, %(value)s::json, 1, %(run_id)s, %(step_seq)s,
-        %(now)s, %(now)s, %(expires_at)s::timestamptz)
+        %(now)s, %(now)s, %(expires_at)s::timestamptz, %(ttl_seconds)s)
 ON CONFLICT (tenant_id, namespace, key) DO UPDATE
 SET value = excluded.value, version = perdure.memory.version + 1, run_id = excluded.run_id,
     step_seq = excluded.step_seq, updated_at = excluded.updated_at,
-    expires_at = excluded.expires_at;
+    expires_at = excluded.expires_at, ttl_seconds = excluded.ttl_seconds;
 
 -- name: delete_memory
 DELETE FROM perdure.memory
 WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s;
 
 -- name: get_memory
-SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at
+SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at,
+       ttl_seconds
 FROM perdure.memory
 WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s
   AND (expires_at IS NULL OR expires_at > %(now)s);
 
 -- name: search_memory
 -- Every live item of a namespace and the namespaces below it ('' : all of the tenant's).
-SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at
+SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at,
+       ttl_seconds
 FROM perdure.memory
 WHERE tenant_id = %(tenant_id)s
   AND (%(prefix)s::text = '' OR namespace = %(prefix)s::text
@@ -1713,3 +1715,37 @@ DELETE FROM perdure.memory
 WHERE (tenant_id, namespace, key) IN (SELECT tenant_id, namespace, key FROM perdure.memory
                                       WHERE expires_at IS NOT NULL AND expires_at <= %(now)s
                                       LIMIT %(limit)s);
+
+-- Memory vectors (0023) ----------------------------------------------------------------------
+
+-- name: delete_memory_vectors
+-- A put replaces the item's vectors: the old ones go first.
+DELETE FROM perdure.memory_vectors
+WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s;
+
+-- name: insert_memory_vector
+INSERT INTO perdure.memory_vectors (tenant_id, namespace, key, path, dims, vector)
+VALUES (%(tenant_id)s, %(namespace)s, %(key)s, %(path)s, %(dims)s, %(vector)s);
+
+-- name: search_memory_vectors
+-- The vectors of every live item of a namespace and the namespaces below it (as search_memory).
+SELECT v.namespace, v.key, v.vector
+FROM perdure.memory_vectors v
+JOIN perdure.memory m ON m.tenant_id = v.tenant_id AND m.namespace = v.namespace AND m.key = v.key
+WHERE v.tenant_id = %(tenant_id)s
+  AND (%(prefix)s::text = '' OR v.namespace = %(prefix)s::text
+       OR substr(v.namespace, 1, length(%(prefix)s::text) + 1) = %(prefix)s::text || '/')
+  AND (m.expires_at IS NULL OR m.expires_at > %(now)s);
+
+-- name: memory_namespaces
+-- The namespaces holding at least one live item of the tenant, in order.
+SELECT DISTINCT namespace
+FROM perdure.memory
+WHERE tenant_id = %(tenant_id)s AND (expires_at IS NULL OR expires_at > %(now)s)
+ORDER BY namespace;
+
+-- name: refresh_memory_expiry
+-- A read that refreshes an item's time to live (an item put without one keeps no expiry).
+UPDATE perdure.memory SET expires_at = %(expires_at)s::timestamptz
+WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s
+  AND ttl_seconds IS NOT NULL AND expires_at > %(now)s;
