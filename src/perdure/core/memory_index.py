@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -162,14 +163,22 @@ def _json(value: JSON) -> str:
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """The cosine similarity of two vectors of one length (0 when either is all zeros)."""
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na > 0 and nb > 0 else 0.0
+    if len(a) != len(b):
+        raise ValueError(f"vectors of {len(a)} and {len(b)} numbers cannot be compared")
+    na, nb = math.hypot(*a), math.hypot(*b)
+    return sum(map(operator.mul, a, b)) / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
 def best_score(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> float | None:
     """The best cosine similarity of ``query`` with ``vectors`` (None when there are none, or
     when their length differs from the query's: an item indexed by another index)."""
-    scores = [cosine(query, v) for v in vectors if len(v) == len(query)]
-    return max(scores) if scores else None
+    qn = math.hypot(*query)
+    best: float | None = None
+    for v in vectors:
+        if len(v) != len(query):
+            continue
+        vn = math.hypot(*v)
+        score = sum(map(operator.mul, query, v)) / (qn * vn) if qn > 0 and vn > 0 else 0.0
+        if best is None or score > best:
+            best = score
+    return best

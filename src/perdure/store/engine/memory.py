@@ -93,22 +93,37 @@ class Memory(EngineBase):
         if query is None:
             found: list[tuple[Row, float | None]] = []
             for row in tx.all("search_memory", params):
-                if matches(from_json(row["value"]), filter):
+                if not filter or matches(from_json(row["value"]), filter):
                     found.append((row, None))
                     if stop is not None and len(found) >= stop:
                         break
             return found[offset:]
-        vectors: dict[tuple[str, str], list[tuple[float, ...]]] = {}
-        for v in tx.all("search_memory_vectors", params):
-            vectors.setdefault((v["namespace"], v["key"]), []).append(unpack(v["vector"]))
         scored: list[tuple[Row, float | None]] = []
-        for row in tx.all("search_memory", params):
-            if matches(from_json(row["value"]), filter):
-                mine = vectors.get((row["namespace"], row["key"]), [])
-                scored.append((row, best_score(query, mine)))
+        rows: list[Row] = []
+        for row in tx.all("search_memory_vectors", params):  # an item's rows are adjacent
+            if rows and (rows[0]["namespace"], rows[0]["key"]) != (row["namespace"], row["key"]):
+                self._score(rows, filter, query, scored)
+                rows = []
+            rows.append(row)
+        if rows:
+            self._score(rows, filter, query, scored)
         # best first; items without a vector after every scored one, by namespace then key
         scored.sort(key=lambda rs: (rs[1] is None, -(rs[1] or 0.0)))
         return scored[offset:stop]
+
+    @staticmethod
+    def _score(
+        rows: list[Row],
+        filter: Mapping[str, JSON] | None,
+        query: Sequence[float],
+        scored: list[tuple[Row, float | None]],
+    ) -> None:
+        """Add one item (its rows, one per vector) with its best score when it matches."""
+        row = rows[0]
+        if filter and not matches(from_json(row["value"]), filter):
+            return
+        vectors = [unpack(r["vector"]) for r in rows if r["vector"] is not None]
+        scored.append((row, best_score(query, vectors)))
 
     def _refreshed(
         self, tx: Tx, tenant_id: str, row: Row, now: datetime, score: float | None = None

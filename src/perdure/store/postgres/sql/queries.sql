@@ -1728,14 +1728,17 @@ INSERT INTO perdure.memory_vectors (tenant_id, namespace, key, path, dims, vecto
 VALUES (%(tenant_id)s, %(namespace)s, %(key)s, %(path)s, %(dims)s, %(vector)s);
 
 -- name: search_memory_vectors
--- The vectors of every live item of a namespace and the namespaces below it (as search_memory).
-SELECT v.namespace, v.key, v.vector
-FROM perdure.memory_vectors v
-JOIN perdure.memory m ON m.tenant_id = v.tenant_id AND m.namespace = v.namespace AND m.key = v.key
-WHERE v.tenant_id = %(tenant_id)s
-  AND (%(prefix)s::text = '' OR v.namespace = %(prefix)s::text
-       OR substr(v.namespace, 1, length(%(prefix)s::text) + 1) = %(prefix)s::text || '/')
-  AND (m.expires_at IS NULL OR m.expires_at > %(now)s);
+-- Every live item of a namespace and the namespaces below it (as search_memory), once per
+-- vector it has (vector NULL for an item without one), ordered by namespace then key.
+SELECT m.namespace, m.key, m.value, m.version, m.run_id, m.created_at, m.updated_at,
+       m.expires_at, m.ttl_seconds, v.vector
+FROM perdure.memory m
+LEFT JOIN perdure.memory_vectors v ON v.tenant_id = m.tenant_id AND v.namespace = m.namespace AND v.key = m.key
+WHERE m.tenant_id = %(tenant_id)s
+  AND (%(prefix)s::text = '' OR m.namespace = %(prefix)s::text
+       OR substr(m.namespace, 1, length(%(prefix)s::text) + 1) = %(prefix)s::text || '/')
+  AND (m.expires_at IS NULL OR m.expires_at > %(now)s)
+ORDER BY m.namespace, m.key;
 
 -- name: memory_namespaces
 -- The namespaces holding at least one live item of the tenant, in order.
