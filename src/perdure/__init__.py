@@ -24,7 +24,8 @@ Inside a step
     :class:`Context` (the ``ctx`` argument), :class:`Message`, :class:`ToolCall`,
     :func:`tool_call`, :class:`Approval` (``ctx.approval``), :class:`Signal` (``ctx.signals``),
     :class:`Release` (``ctx.release``), :class:`ArtifactRef` (``ctx.put_artifact``),
-    :class:`MemoryItem` (``ctx.memory``: long-term memory, docs/state.md);
+    :class:`MemoryItem` and :class:`MemoryIndex` (``ctx.memory``: long-term memory and its
+    semantic search, docs/state.md);
     :class:`ChildRecord` (``ctx.children``), :class:`EffectCall` and :class:`ModelCall`
     (branches of ``ctx.parallel``), :class:`ConflictingUpdatesError` (two writes of a field
     without a reducer).
@@ -134,6 +135,7 @@ if TYPE_CHECKING:
     from perdure.core.history import Retention, Savepoint
     from perdure.core.listing import RunFilter, RunPage
     from perdure.core.memory import MemoryItem
+    from perdure.core.memory_index import MemoryIndex
     from perdure.core.model import (
         Approval,
         Durability,
@@ -203,6 +205,7 @@ _WHERE: dict[str, str] = {
     "perdure.core.history": "Retention Savepoint",
     "perdure.core.listing": "RunFilter RunPage",
     "perdure.core.memory": "MemoryItem",
+    "perdure.core.memory_index": "MemoryIndex",
     "perdure.core.model": (
         "Approval Durability Message Principal Release Run RunStatus Signal ToolCall"
     ),
@@ -265,6 +268,7 @@ __all__ = [
     "Lazy",
     "LeaseLostError",
     "Limits",
+    "MemoryIndex",
     "MemoryItem",
     "Message",
     "MigrationChecksumError",

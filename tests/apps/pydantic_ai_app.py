@@ -3,6 +3,9 @@ OpenAI model on the official SDK, pointed at a stub server (``AGENT_STUB_URL``);
 side-effecting tool, ``send_email``, appends to an outbox that keeps every message with the key it
 was sent under (no deduplication), and its reconciler finds a message by that key.
 
+``pyd_mcp``: the same email, but ``send_email`` is the tool of a real MCP server
+(``tests.apps.mcp_mail_server``, a stdio subprocess of the step's process).
+
 ``AGENT_HOLD=<path>``: inside the tool, after the message is written, the process reaches the
 waypoint ``<path>.reached`` (``tests.waypoints``) and waits for a shared lock on ``<path>`` (the
 test holds it exclusively and SIGKILLs the process there).
@@ -16,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +135,29 @@ async def decide(ctx: Context, t: Task) -> Outcome:
     return done({"output": result.output})
 
 
+def mcp_agent(outbox: str) -> Agent[None, Any]:
+    """An agent whose only tool is the MCP server's ``send_email``."""
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai.mcp import MCPToolset
+
+    env = {**os.environ, "MCP_OUTBOX": outbox}
+    server = StdioTransport(
+        sys.executable,
+        ["-m", "tests.apps.mcp_mail_server"],
+        env=env,
+        cwd=os.getcwd(),
+        log_file=Path(outbox).with_suffix(".mcp.log"),  # not the step process's stderr
+    )
+    return Agent(model(), instructions="You send emails.", toolsets=[MCPToolset(server)])
+
+
+@step
+async def work_mcp(ctx: Context, t: Task) -> Outcome:
+    result = await mcp_agent(t.outbox).run(t.question, capabilities=[durable(ctx, t)])
+    return done({"output": result.output})
+
+
 pyd_mail = Workflow("pyd_mail", state=Task, steps=[work])
 pyd_mail_sync = Workflow("pyd_mail_sync", state=Task, steps=[work_sync])
 pyd_approval = Workflow("pyd_approval", state=Task, steps=[decide])
+pyd_mcp = Workflow("pyd_mcp", state=Task, steps=[work_mcp])

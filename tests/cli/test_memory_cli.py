@@ -23,7 +23,10 @@ def test_a_person_lists_shows_and_erases_what_a_run_remembered(db_url: str) -> N
     run_id = remembered(db_url)
     listed = run_cli(db_url, "memory", "list", "user")
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines() == ["user/u1\tvisits\tv1\t1"]
+    assert listed.stdout.splitlines() == [
+        'user/u1\tfact\tv1\t{"text":"likes tea and a cat"}',
+        "user/u1\tvisits\tv1\t1",
+    ]
     assert run_cli(db_url, "memory", "list", "user/u10").stdout == ""
     where = run_cli(db_url, "memory", "list", "--where", "kind=fact")
     assert where.returncode == 0 and where.stdout == "", "a number is no object with a kind"
@@ -38,7 +41,7 @@ def test_a_person_lists_shows_and_erases_what_a_run_remembered(db_url: str) -> N
 
     erased = run_cli(db_url, "memory", "erase", "user/u1", "--as", "dpo")
     assert erased.returncode == 0, erased.stderr
-    assert erased.stdout.strip() == "erased 1 memory item(s) under user/u1"
+    assert erased.stdout.strip() == "erased 2 memory item(s) under user/u1"
     gone = run_cli(db_url, "memory", "show", "user/u1", "visits")
     assert gone.returncode == 1
     assert gone.stderr.startswith("error[memory_not_found]: ")
@@ -47,7 +50,7 @@ def test_a_person_lists_shows_and_erases_what_a_run_remembered(db_url: str) -> N
 
 def test_memory_commands_see_only_their_tenant(db_url: str) -> None:
     remembered(db_url, tenant="acme")
-    assert run_cli(db_url, "--tenant", "acme", "memory", "list").stdout.count("\n") == 1
+    assert run_cli(db_url, "--tenant", "acme", "memory", "list").stdout.count("\n") == 2
     assert run_cli(db_url, "--tenant", "globex", "memory", "list").stdout == ""
     erased = run_cli(db_url, "--tenant", "globex", "memory", "erase", "user")
     assert erased.stdout.strip() == "erased 0 memory item(s) under user"

@@ -181,8 +181,24 @@ CREATE TABLE perdure.memory (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone,
+    ttl_seconds double precision,
     CONSTRAINT memory_pkey PRIMARY KEY (tenant_id, namespace, key),
+    CONSTRAINT memory_ttl_seconds_check CHECK (((ttl_seconds IS NULL) OR (ttl_seconds > (0)::double precision))),
     CONSTRAINT memory_version_check CHECK ((version >= 1))
+);
+
+-- table memory_vectors
+CREATE TABLE perdure.memory_vectors (
+    tenant_id text NOT NULL,
+    namespace text NOT NULL,
+    key text NOT NULL,
+    path text NOT NULL,
+    dims integer NOT NULL,
+    vector bytea NOT NULL,
+    CONSTRAINT memory_vectors_check CHECK ((length(vector) = (4 * dims))),
+    CONSTRAINT memory_vectors_dims_check CHECK ((dims >= 1)),
+    CONSTRAINT memory_vectors_pkey PRIMARY KEY (tenant_id, namespace, key, path),
+    CONSTRAINT memory_vectors_tenant_id_namespace_key_fkey FOREIGN KEY (tenant_id, namespace, key) REFERENCES perdure.memory(tenant_id, namespace, key) ON DELETE CASCADE
 );
 
 -- table messages

@@ -239,8 +239,21 @@ CREATE TABLE memory (
     step_seq    INTEGER,
     created_at  TEXT NOT NULL,
     updated_at  TEXT NOT NULL,
-    expires_at  TEXT,
+    expires_at  TEXT, ttl_seconds REAL CHECK (ttl_seconds IS NULL OR ttl_seconds > 0),
     PRIMARY KEY (tenant_id, namespace, key)
+);
+
+-- table memory_vectors
+CREATE TABLE memory_vectors (
+    tenant_id   TEXT NOT NULL,
+    namespace   TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    dims        INTEGER NOT NULL CHECK (dims >= 1),
+    vector      BLOB NOT NULL CHECK (length(vector) = 4 * dims),
+    PRIMARY KEY (tenant_id, namespace, key, path),
+    FOREIGN KEY (tenant_id, namespace, key) REFERENCES memory (tenant_id, namespace, key)
+        ON DELETE CASCADE
 );
 
 -- table messages

@@ -294,3 +294,61 @@ def test_an_async_handler_lists_shows_and_erases_memory(runtime: Runtime) -> Non
         return [listed, item.value, erased]
 
     assert asyncio.run(handler(AsyncRuntime(runtime, threads=1))) == [["a"], 1, 1]
+
+
+def test_a_semantic_search_orders_by_similarity_and_sees_the_steps_own_writes(
+    runtime: Runtime,
+) -> None:
+    from perdure import MemoryIndex
+    from tests.embeddings import DIMS, embed
+
+    index = MemoryIndex(embed=embed, dims=DIMS, fields=("text",))
+
+    def seed(ctx: Context) -> Any:
+        ctx.memory.put(("kb",), "py", {"text": "python python rust"}, index=index)
+        ctx.memory.put(("kb",), "cafe", {"text": "coffee and tea"}, index=index)
+        ctx.memory.put(("kb",), "plain", {"text": "python"})  # not indexed
+
+    result_of(runtime, one_step("seed", seed))
+
+    def ask(ctx: Context) -> Any:
+        before = [
+            (i.key, round(i.score or 0, 3))
+            for i in ctx.memory.search(("kb",), query="coffee", index=index)
+        ]
+        ctx.memory.put(("kb",), "tea", {"text": "tea"}, index=index)
+        ctx.memory.delete(("kb",), "cafe")
+        after = ctx.memory.search(("kb",), query="tea please", index=index, limit=2)
+        return {"before": before, "after": [(i.key, i.score is not None) for i in after]}
+
+    assert result_of(runtime, one_step("ask", ask)) == {
+        "before": [["cafe", 0.577], ["py", 0], ["plain", 0]],  # 1/sqrt(3); plain: no score
+        "after": [["tea", True], ["py", True]],
+    }
+
+
+def test_semantic_search_is_refused_without_its_index_and_a_bad_embedding_is_refused(
+    runtime: Runtime,
+) -> None:
+    from perdure import MemoryIndex
+
+    with pytest.raises(InvalidInputError, match="dims"):
+        MemoryIndex(embed=lambda texts: [], dims=0)
+    wrong = MemoryIndex(embed=lambda texts: [[1.0, 2.0] for _ in texts], dims=3)
+
+    def search_without_index(ctx: Context) -> Any:
+        try:
+            ctx.memory.search(("kb",), query="x")
+        except InvalidInputError as exc:
+            return exc.code
+        return "accepted"
+
+    def put_with_wrong_dims(ctx: Context) -> Any:
+        try:
+            ctx.memory.put(("kb",), "k", {"a": "b"}, index=wrong)
+        except InvalidInputError as exc:
+            return exc.code
+        return "accepted"
+
+    assert result_of(runtime, one_step("noindex", search_without_index)) == "invalid_input"
+    assert result_of(runtime, one_step("wrongdims", put_with_wrong_dims)) == "invalid_input"

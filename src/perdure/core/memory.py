@@ -91,14 +91,57 @@ def under(namespace: Namespace, prefix: Namespace) -> bool:
     return namespace[: len(prefix)] == prefix
 
 
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+"""The comparisons a filter field may use instead of a plain value: ``{"age": {"$gte": 18}}``."""
+
+
 def matches(value: JSON, filter: Mapping[str, JSON] | None) -> bool:
     """True when ``value`` is a JSON object holding every field of ``filter`` with an equal
-    value (``True`` is not ``1``); no filter matches everything."""
+    value (``True`` is not ``1``); no filter matches everything. A filter value that is an
+    object whose keys are all :data:`OPERATORS` compares instead: ``$eq``/``$ne`` (equal or
+    not, ``$ne`` also matching a missing field), ``$gt``/``$gte``/``$lt``/``$lte`` (numbers
+    with numbers, text with text; any other pair does not match)."""
     if not filter:
         return True
     if not isinstance(value, dict):
         return False
-    return all(name in value and _same(value[name], want) for name, want in filter.items())
+    for name, want in filter.items():
+        if isinstance(want, dict) and _is_comparison(want):
+            if not all(_compare(value.get(name), name in value, op, w) for op, w in want.items()):
+                return False
+        elif name not in value or not _same(value[name], want):
+            return False
+    return True
+
+
+def _is_comparison(want: dict[str, JSON]) -> bool:
+    return bool(want) and all(op in OPERATORS for op in want)
+
+
+def _compare(have: JSON, present: bool, op: str, want: JSON) -> bool:
+    if op == "$eq":
+        return present and _same(have, want)
+    if op == "$ne":
+        return not present or not _same(have, want)
+    if not present:
+        return False
+    if isinstance(have, int | float) and isinstance(want, int | float):
+        if isinstance(have, bool) or isinstance(want, bool):
+            return False
+        return _ordered(float(have), float(want), op)
+    if isinstance(have, str) and isinstance(want, str):
+        return _ordered(have, want, op)
+    return False
+
+
+def _ordered(a: float | str, b: float | str, op: str) -> bool:
+    if op == "$gt":
+        return bool(a > b)  # type: ignore[operator]
+    if op == "$gte":
+        return bool(a >= b)  # type: ignore[operator]
+    if op == "$lt":
+        return bool(a < b)  # type: ignore[operator]
+    return bool(a <= b)  # type: ignore[operator]
 
 
 def _same(a: JSON, b: JSON) -> bool:
@@ -127,6 +170,9 @@ class MemoryItem:
     updated_at: datetime
     expires_at: datetime | None = None
     run_id: str | None = None
+    score: float | None = None
+    """How close the item is to a semantic search's query (cosine similarity, -1 to 1; the
+    best of its indexed fields), None outside such a search or for an item without vectors."""
 
     def to_json(self) -> dict[str, JSON]:
         """The item as JSON (``perdure memory show --json``, the HTTP API)."""
@@ -139,16 +185,30 @@ class MemoryItem:
             "updated_at": self.updated_at.isoformat(),
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
             "run_id": self.run_id,
+            "score": self.score,
         }
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryVector:
+    """The embedding of one indexed text of an item: ``path`` names the field it came from
+    (``text``, ``tags.0`` for the first of several, ``$`` for the whole value)."""
+
+    path: str
+    vector: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryWrite:
-    """One write a step made to memory, committed with its boundary: a put of ``value``
-    (expiring at ``expires_at``, None: never), or a delete when ``deleted``."""
+    """One write to memory, committed with a step's boundary (or by a LangGraph store at
+    once): a put of ``value`` (expiring at ``expires_at``, None: never; ``ttl_seconds``, when
+    kept, lets a read refresh the expiry) with the embeddings of its indexed fields
+    (``vectors``, replacing the item's earlier ones), or a delete when ``deleted``."""
 
     namespace: Namespace
     key: str
     value: JSON = None
     expires_at: datetime | None = None
     deleted: bool = False
+    vectors: tuple[MemoryVector, ...] = ()
+    ttl_seconds: float | None = None

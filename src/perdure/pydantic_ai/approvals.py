@@ -23,7 +23,8 @@ kept conversation with the decision as ``DeferredToolResults``:
 
 One decision answers every call the run asked approval for (perdure's approval is one request
 with one decision); a rejection is told to the model with the approver's comment. Calls that
-pydantic-ai defers to an external system (``CallDeferred``) are not mapped here.
+pydantic-ai defers to an external system (``CallDeferred``) wait for a signal instead
+(:mod:`perdure.pydantic_ai.deferred`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,18 @@
 """The store's memory capability: long-term items under a namespace, scoped by tenant, written
-only with a step's boundary (:attr:`perdure.store.base.Boundary.memory`, inside
-:meth:`~perdure.store.base.Store.commit`'s transaction) and read by any run of the tenant.
+with a step's boundary (:attr:`perdure.store.base.Boundary.memory`, inside
+:meth:`~perdure.store.base.Store.commit`'s transaction) or, for a LangGraph store outside any
+run, by :meth:`MemoryStore.put_memory`, and read by any run of the tenant.
 The rules of :mod:`perdure.store.base` (tenant scoping, "now" as a parameter, one transaction
 per method, translated driver errors) hold here too. Namespaces and keys reach the store
 checked (:mod:`perdure.core.memory`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from perdure.core.memory import MemoryItem, Namespace
+from perdure.core.memory import MemoryItem, MemoryWrite, Namespace
 from perdure.core.values import JSON
 
 
@@ -19,10 +20,18 @@ class MemoryStore(Protocol):
     """Long-term memory of a tenant: read here, written by boundaries, erased on request."""
 
     def get_memory(
-        self, tenant_id: str, namespace: Namespace, key: str, now: datetime
+        self,
+        tenant_id: str,
+        namespace: Namespace,
+        key: str,
+        now: datetime,
+        *,
+        refresh_ttl: bool = False,
     ) -> MemoryItem | None:
         """The item, or None when there is none, it expired (``expires_at`` at or before
-        ``now``) or it belongs to another tenant. Reads committed items only."""
+        ``now``) or it belongs to another tenant. Reads committed items only. With
+        ``refresh_ttl``, an item put with a time to live expires that long after ``now``
+        (written in the same transaction as the read)."""
         ...
 
     def search_memory(
@@ -33,12 +42,34 @@ class MemoryStore(Protocol):
         *,
         filter: Mapping[str, JSON] | None = None,
         limit: int | None = None,
+        offset: int = 0,
+        query: Sequence[float] | None = None,
+        refresh_ttl: bool = False,
     ) -> list[MemoryItem]:
         """The live items of namespace ``prefix`` and of every namespace below it (all of the
         tenant's for ``()``), ordered by namespace then key (bytewise on both databases),
         keeping those whose value is an object holding every field of ``filter`` with an equal
-        value (:func:`perdure.core.memory.matches`), at most ``limit`` of them. One read;
-        the filter is applied as the rows are read, so its cost is the prefix's size."""
+        value (:func:`perdure.core.memory.matches`), skipping ``offset`` of them and returning
+        at most ``limit``. One read; the filter is applied as the rows are read, so its cost is
+        the prefix's size.
+
+        With a ``query`` vector, each item's ``score`` is its best cosine similarity with the
+        item's stored vectors (:func:`perdure.core.memory_index.best_score`) and the items come
+        best first, ties and items without vectors (``score`` None, last) by namespace then
+        key; the prefix's vectors are read and scored in the process (no vector extension is
+        needed), so the cost is the prefix's size here too. ``refresh_ttl`` as for
+        :meth:`get_memory`, for every item returned."""
+        ...
+
+    def put_memory(self, tenant_id: str, writes: Sequence[MemoryWrite], now: datetime) -> None:
+        """Apply ``writes`` in order in one transaction, outside any run (``run_id`` and
+        ``step_seq`` stay NULL): what a LangGraph store's ``put`` and ``delete`` do. The same
+        statements as a boundary's memory writes: a put creates the item or bumps its version
+        and replaces its vectors; a delete of an absent item does nothing."""
+        ...
+
+    def memory_namespaces(self, tenant_id: str, now: datetime) -> list[Namespace]:
+        """Every namespace holding a live item of the tenant, ordered bytewise."""
         ...
 
     def erase_memory(self, tenant_id: str, prefix: Namespace, *, by: str, now: datetime) -> int:

@@ -28,12 +28,14 @@ from perdure.core.errors import StreamClosedError
 from perdure.core.history import SavepointMark
 from perdure.core.memory import (
     MemoryItem,
+    MemoryVector,
     MemoryWrite,
     Namespace,
     matches,
     namespace_text,
     under,
 )
+from perdure.core.memory_index import best_score
 from perdure.core.model import JSON, Approval, Message, Release, RunStatus, Signal
 from perdure.core.reducers import Reducer
 from perdure.core.retry import RetryPolicy
@@ -95,6 +97,8 @@ class ExecutionHost:
         self._unflushed: dict[tuple[Namespace, str], MemoryItem | None] = {}
         """Items as this execution's submitted steps left them while their boundaries may not
         be durable yet (``async``/``exit`` durability); None: deleted."""
+        self._unflushed_vectors: dict[tuple[Namespace, str], tuple[MemoryVector, ...]] = {}
+        """The vectors of those items (a semantic search scores them from here)."""
 
     # -- read by the context ----------------------------------------------------------------------
 
@@ -299,22 +303,38 @@ class ExecutionHost:
         return self.store.get_memory(self.claim.tenant_id, namespace, key, now)
 
     def memory_search(
-        self, prefix: Namespace, filter: dict[str, JSON] | None, limit: int
+        self,
+        prefix: Namespace,
+        filter: dict[str, JSON] | None,
+        limit: int,
+        query: tuple[float, ...] | None = None,
     ) -> list[MemoryItem]:
         now = self.clock.now()
         keys = [k for k in (*self._unflushed, *self.memory_writes) if under(k[0], prefix)]
         stored = self.store.search_memory(
-            self.claim.tenant_id, prefix, now, filter=filter, limit=limit + len(keys)
+            self.claim.tenant_id, prefix, now, filter=filter, limit=limit + len(keys), query=query
         )
         items = {(i.namespace, i.key): i for i in stored}
         for ns, key in keys:
             _, mine = self._mine(ns, key, now)
             if mine is not None and matches(mine.value, filter):
+                if query is not None:
+                    vectors = [v.vector for v in self._vectors_of((ns, key))]
+                    mine = replace(mine, score=best_score(query, vectors))
                 items[(ns, key)] = mine
             else:
                 items.pop((ns, key), None)
         ordered = sorted(items.values(), key=lambda i: (namespace_text(i.namespace), i.key))
+        if query is not None:
+            ordered.sort(key=lambda i: (i.score is None, -(i.score or 0.0)))
         return ordered[:limit]
+
+    def _vectors_of(self, key: tuple[Namespace, str]) -> tuple[MemoryVector, ...]:
+        """The vectors this execution's own last write of an item gave it."""
+        write = self.memory_writes.get(key)
+        if write is not None:
+            return write.vectors
+        return self._unflushed_vectors.get(key, ())
 
     def memory_write(self, write: MemoryWrite) -> None:
         key = (write.namespace, write.key)
@@ -370,10 +390,12 @@ class ExecutionHost:
         of this execution read them from here until the execution ends."""
         if durable:
             self._unflushed.clear()
+            self._unflushed_vectors.clear()
         else:
             now = self.clock.now()
             for k, write in self.memory_writes.items():
                 self._unflushed[k] = self._written(write, now)
+                self._unflushed_vectors[k] = write.vectors
         self.memory_writes = {}
 
     # -- kept by the execution --------------------------------------------------------------------

@@ -193,10 +193,15 @@ class StepHost(Protocol):
         ...
 
     def memory_search(
-        self, prefix: Namespace, filter: dict[str, JSON] | None, limit: int
+        self,
+        prefix: Namespace,
+        filter: dict[str, JSON] | None,
+        limit: int,
+        query: tuple[float, ...] | None = None,
     ) -> list[MemoryItem]:
         """The tenant's items under ``prefix`` (see
-        :meth:`perdure.store.memory.MemoryStore.search_memory`), with the same writes applied."""
+        :meth:`perdure.store.memory.MemoryStore.search_memory`), with the same writes applied;
+        with a ``query`` vector, scored and ordered best first, the writes' vectors too."""
         ...
 
     def memory_write(self, write: MemoryWrite) -> None:

@@ -19,6 +19,7 @@ from perdure.core.memory import (
     checked_key,
     checked_namespace,
 )
+from perdure.core.memory_index import MemoryIndex
 from perdure.core.serde import dumps, loads
 from perdure.core.values import JSON
 from perdure.runtime.step.host import StepHost
@@ -46,9 +47,14 @@ class StepMemory:
         value: JSON,
         *,
         ttl: float | timedelta | None = None,
+        index: MemoryIndex | None = None,
+        fields: Sequence[str] | None = None,
     ) -> None:
         """Write ``value`` (JSON) under ``(namespace, key)`` at this step's boundary, bumping the
-        item's version; with ``ttl`` (seconds) it reads as absent that long after the put."""
+        item's version; with ``ttl`` (seconds) it reads as absent that long after the put.
+        With ``index`` (a :class:`~perdure.core.memory_index.MemoryIndex`), the texts at its
+        fields (or at ``fields``) are embedded now and their vectors committed with the item,
+        for :meth:`search` by ``query``; a put without ``index`` leaves the item unindexed."""
         ns, k = checked_namespace(namespace), checked_key(key)
         copy = loads(dumps(value))  # refused now if not JSON; later changes to value do not leak
         expires_at = None
@@ -60,7 +66,8 @@ class StepMemory:
                     fix="pass ttl=None to keep the item, or a number of seconds above 0",
                 )
             expires_at = self._host.now() + timedelta(seconds=seconds)
-        self._host.memory_write(MemoryWrite(ns, k, copy, expires_at))
+        vectors = _index(index).vectors(copy, fields) if index is not None else ()
+        self._host.memory_write(MemoryWrite(ns, k, copy, expires_at, vectors=vectors))
 
     def delete(self, namespace: Sequence[str], key: str) -> None:
         """Remove the item at this step's boundary (nothing happens when there is none)."""
@@ -73,10 +80,17 @@ class StepMemory:
         *,
         filter: Mapping[str, JSON] | None = None,
         limit: int = 100,
+        query: str | None = None,
+        index: MemoryIndex | None = None,
     ) -> list[MemoryItem]:
         """The items of ``namespace_prefix`` and every namespace below it, ordered by namespace
-        then key, whose value is an object with every field of ``filter`` equal; at most
-        ``limit`` (1 to :data:`MAX_SEARCH`). Sees this step's own writes."""
+        then key, whose value is an object with every field of ``filter`` equal (or compared by
+        ``$gt``, ``$ne``... as in :func:`perdure.core.memory.matches`); at most ``limit`` (1 to
+        :data:`MAX_SEARCH`). Sees this step's own writes.
+
+        With ``query`` (text) and the ``index`` the items were put with, the query is embedded
+        and the items come by semantic similarity instead, best first, each with its ``score``
+        (items put without an index come last, without a score)."""
         prefix = checked_namespace(namespace_prefix, prefix=True)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH:
             raise InvalidInputError(
@@ -90,4 +104,21 @@ class StepMemory:
                 "memory search filter must map field names to JSON values",
                 fix='pass a dict such as {"kind": "fact"}',
             )
-        return self._host.memory_search(prefix, dict(filter) if filter else None, limit)
+        vector = None
+        if query is not None:
+            if index is None:
+                raise InvalidInputError(
+                    "a memory search by query needs the index its items were put with",
+                    fix="pass index=MemoryIndex(embed=..., dims=...) with query=",
+                )
+            vector = _index(index).query(query)
+        return self._host.memory_search(prefix, dict(filter) if filter else None, limit, vector)
+
+
+def _index(index: object) -> MemoryIndex:
+    if not isinstance(index, MemoryIndex):
+        raise InvalidInputError(
+            f"index must be a MemoryIndex, not {type(index).__name__}",
+            fix="pass index=MemoryIndex(embed=fn, dims=n, fields=[...])",
+        )
+    return index
