@@ -16,8 +16,9 @@ its own when the machine has as many). Systems:
 
 For each: steps per second, and per step the process's CPU time and its context switches
 (voluntary: a thread blocked, for the database or for another thread; involuntary: the kernel
-took the CPU away), from ``getrusage`` around the timed section. The ratio line compares each
-perdure system with LangGraph in the same round and condition.
+took the CPU away), from ``getrusage`` around the timed section, and the transactions the
+server committed (``pg_stat_database``; the one that reads the counter is not counted). The
+ratio line compares each perdure system with LangGraph in the same round and condition.
 
 Run: ``python benchmarks/starvation.py [--rounds 3] [--runs 128] [--burners 2]`` (PostgreSQL
 from ``--dsn``, default ``PERDURE_BENCH_PG_DSN`` then ``PERDURE_TEST_PG_DSN``; a scratch
@@ -61,6 +62,22 @@ class Figures:
     cpu_us: float
     voluntary: float
     involuntary: float
+    transactions: float
+
+
+def server_transactions(url: str) -> int:
+    """Transactions the server committed in the database so far (its statistics; a backend
+    reports its own when it ends, and every connection of a system is closed after its run)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        time.sleep(1.2)  # backends report their statistics at most once a second
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 @contextmanager
@@ -75,8 +92,10 @@ def burning(n: int) -> Iterator[None]:
             p.wait()
 
 
-def measured(body: Callable[[], int]) -> Figures:
-    """Run ``body`` (it returns the steps it executed) and what it cost the process."""
+def measured(body: Callable[[], int], url: str) -> Figures:
+    """Run ``body`` (it returns the steps it executed) and what it cost the process and the
+    server."""
+    committed = server_transactions(url)
     before = resource.getrusage(resource.RUSAGE_SELF)
     began = time.perf_counter()
     steps = body()
@@ -88,6 +107,7 @@ def measured(body: Callable[[], int]) -> Figures:
         cpu / steps * 1e6,
         (after.ru_nvcsw - before.ru_nvcsw) / steps,
         (after.ru_nivcsw - before.ru_nivcsw) / steps,
+        (server_transactions(url) - committed - 1) / steps,
     )
 
 
@@ -143,7 +163,7 @@ def main() -> None:
     )
     print(
         f"{'round':>5} {'condition':<6} {'system':<32} {'steps/s':>8} {'CPU us/step':>12} "
-        f"{'vol cs/step':>12} {'invol cs/step':>14}"
+        f"{'vol cs/step':>12} {'invol cs/step':>14} {'xact/step':>10}"
     )
     with fresh_database(args.dsn, f"perdure_starve_{os.getpid()}") as url:
         store = PostgresStore(url)
@@ -155,11 +175,12 @@ def main() -> None:
             for condition in ("quiet", "burn"):
                 for system in systems if r % 2 else list(reversed(systems)):
                     with burning(args.burners if condition == "burn" else 0):
-                        f = measured(lambda s=system: bodies[s](url))  # type: ignore[misc]
+                        f = measured(lambda s=system: bodies[s](url), url)  # type: ignore[misc]
                     results.setdefault((condition, system), []).append(f)
                     print(
                         f"{r:>5} {condition:<6} {labels[system]:<32} {f.steps_per_second:>8.0f} "
-                        f"{f.cpu_us:>12.0f} {f.voluntary:>12.2f} {f.involuntary:>14.3f}",
+                        f"{f.cpu_us:>12.0f} {f.voluntary:>12.2f} {f.involuntary:>14.3f} "
+                        f"{f.transactions:>10.2f}",
                         flush=True,
                     )
     print("\nmedians over rounds; ratio = steps/s against LangGraph in the same condition")

@@ -147,6 +147,9 @@ def test_a_log_of_large_items_is_compacted_by_size_across_processes(
         assert whole == [0, 1, 5, 9]
         assert [i["n"] for i in items_of(again, run.run_id)] == list(range(12))
         assert again.store.load_state("default", run.run_id).logs == {"items": 3}
+        for seq in (4, 5, 6, 8, 9, 10):  # history (state_at, forks) across the compactions
+            at = loads(again.store.state_at("default", run.run_id, seq)["items"])
+            assert [i["n"] for i in at] == list(range(seq)), seq
 
 
 def test_a_log_may_outgrow_the_byte_limit(db_url: str, clock: FakeClock, tmp_path: Path) -> None:
