@@ -3,7 +3,9 @@
 Workload: a run whose state holds a list of chat-message-like items (about 1.6 KB each) filled
 up front to 0, 1, 3.2 and 10 MB; each step appends one item. For each size it prints the median
 per step of the whole step (wall time), of the commit alone (the store's ``commit``), and of a
-load (``load_state`` plus decoding into the state type, as a new process does on claim), on
+load (``load_state`` plus decoding into the state type, as a new process does on claim), beside
+the floor measured in the same loop, ``orjson.loads`` of the whole list (``ms/decode``), and
+their ratio (``load/dec``), on
 SQLite and on PostgreSQL (``--dsn``, default ``PERDURE_BENCH_PG_DSN`` then
 ``PERDURE_TEST_PG_DSN``), with field logs on (the default) and off (``append_from`` beyond any
 size: every step rewrites the list, as before field logs). With the ``bench`` extra installed it
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
+
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -93,15 +97,21 @@ def perdure_row(db: str, mb: float, steps: int, logs: bool, folder: Path) -> tup
         done_at = [s.finished_at for s in rt.store.steps("default", run.run_id)][-steps - 1 :]
         per_step = [(b - a).total_seconds() for a, b in pairwise(done_at)]
         loads: list[float] = []
-        for _ in range(5):
+        decodes: list[float] = []
+        for _ in range(15):
             started = time.perf_counter()
             stored = rt.store.load_state("default", run.run_id)
-            chat.codec.from_fields(rt.artifacts.resolve_fields("default", stored, frozenset()))
+            fields = rt.artifacts.resolve_fields("default", stored, frozenset())
+            chat.codec.from_fields(fields)
             loads.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            orjson.loads(fields["messages"])
+            decodes.append(time.perf_counter() - started)
         return (
             statistics.median(per_step) * 1000,
             statistics.median(commits[-steps:]) * 1000,
             statistics.median(loads) * 1000,
+            statistics.median(decodes) * 1000,
         )
 
 
@@ -137,7 +147,7 @@ def langgraph_row(mb: float, steps: int, folder: Path) -> tuple[float, ...] | No
         saver.get_tuple(config)  # type: ignore[arg-type]
         loads.append(time.perf_counter() - t)
     conn.close()
-    return wall * 1000, float("nan"), statistics.median(loads) * 1000
+    return wall * 1000, float("nan"), statistics.median(loads) * 1000, float("nan")
 
 
 def main() -> None:
@@ -150,7 +160,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     sizes = [float(s) for s in args.sizes.split(",")]
-    print(f"{'system':<34} {'MB':>5} {'ms/step':>9} {'ms/commit':>10} {'ms/load':>9}")
+    print(
+        f"{'system':<38} {'MB':>5} {'ms/step':>9} {'ms/commit':>10} {'ms/load':>9} "
+        f"{'ms/decode':>10} {'load/dec':>9}"
+    )
     for mb in sizes:
         rows: list[tuple[str, tuple[float, ...] | None]] = []
         with tempfile.TemporaryDirectory() as tmp:
@@ -172,9 +185,13 @@ def main() -> None:
             rows.append(("LangGraph SqliteSaver", langgraph_row(mb, args.steps, folder)))
         for label, row in rows:
             if row is None:
-                print(f"{label:<34} {mb:>5g}   not installed")
+                print(f"{label:<38} {mb:>5g}   not installed")
             else:
-                print(f"{label:<34} {mb:>5g} {row[0]:>9.2f} {row[1]:>10.2f} {row[2]:>9.2f}")
+                ratio = row[2] / row[3] if row[3] == row[3] and row[3] > 0 else float("nan")
+                print(
+                    f"{label:<38} {mb:>5g} {row[0]:>9.2f} {row[1]:>10.2f} {row[2]:>9.2f} "
+                    f"{row[3]:>10.2f} {ratio:>9.2f}"
+                )
         sys.stdout.flush()
 
 

@@ -140,7 +140,9 @@ async def main(args: argparse.Namespace) -> None:
         print(f"subscribers         {args.runs * args.per_run} ({args.runs} runs x {args.per_run})")
         print(f"deliveries          {n} ({args.rounds} events per run)")
         print(f"latency p50 / p99   {q[49]:.1f} ms / {q[98]:.1f} ms (max {latencies[-1]:.1f} ms)")
-        print(f"server CPU          {cpu:.2f} s over {wall:.1f} s ({100 * cpu / wall:.0f}% of a core)")
+        print(
+            f"server CPU          {cpu:.2f} s over {wall:.1f} s ({100 * cpu / wall:.0f}% of a core)"
+        )
         print(f"server CPU/delivery {1e6 * cpu / n:.0f} us")
     finally:
         server.terminate()

@@ -10,7 +10,8 @@ the interpreter running this script. Each process resumes a run crashed just bef
 Bytecode is cached as an installed package's would be, but outside the source tree: the
 children run with ``PYTHONPYCACHEPREFIX`` set to a scratch folder (one per interpreter, warmed
 before timing) and without ``PYTHONDONTWRITEBYTECODE``, so the figures do not include
-compiling the sources.
+compiling the sources. The last row shows what a process pays when it can neither read nor
+write a cache (``PYTHONDONTWRITEBYTECODE=1`` and an empty cache folder).
 
 Run: ``python benchmarks/startup.py [--python PATH ...] [--repeat 7]``. Nothing is asserted.
 """
@@ -63,6 +64,17 @@ def measure(python: str, folder: Path, repeat: int) -> dict[str, float]:
         wall_ms([python, "-c", CLI, *db, "demo", "start", "--crash-before-reply"], ok=(75,))
         samples.append(wall_ms([python, "-c", CLI, *db, "demo", "resume"]))
     found["perdure demo resume (new process)"] = median(samples)
+    # the pitfall: no bytecode cache that the process may read (an empty cache folder) and
+    # none written (PYTHONDONTWRITEBYTECODE), as in an image whose __pycache__ folders were
+    # deleted: every module, the standard library's too, is compiled at every start
+    ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+    ENV["PYTHONPYCACHEPREFIX"] = str(folder / f"empty-{abs(hash(python))}")
+    samples = []
+    for i in range(repeat):
+        db = ["--db", f"sqlite:///{folder / f'cold-{abs(hash(python))}-{i}.db'}"]
+        wall_ms([python, "-c", CLI, *db, "demo", "start", "--crash-before-reply"], ok=(75,))
+        samples.append(wall_ms([python, "-c", CLI, *db, "demo", "resume"]))
+    found["... without any bytecode cache"] = median(samples)
     return found
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perdure import Context, FakeClock, Runtime, Workflow, done, goto, step
-from perdure.core.logs import COMPACT_EVERY
+from perdure.core.logs import COMPACT_BYTES, COMPACT_EVERY
 from perdure.core.model import RunStatus
 from perdure.core.serde import Limits, loads
 from perdure.core.workflow import Outcome, wait_for_signal
@@ -113,6 +113,43 @@ def test_a_log_is_compacted_and_a_new_process_goes_on_appending(
         assert whole == [0, 1, 2, 3, 4, 5, 5 + COMPACT_EVERY + 1], "compacted once"
         assert items_of(again, run.run_id) == [{"n": i, "text": ITEM} for i in range(total)]
         assert again.store.load_state("default", run.run_id).logs == {"items": 9}
+
+
+@step(next=["file"])
+def file(ctx: Context, state: Notes) -> Outcome:
+    state.items.append({"n": len(state.items), "text": "d" * 300_000})
+    state.count += 1
+    if state.count == state.pause:
+        return wait_for_signal("go", next="file")
+    return goto("file") if state.count < state.until else done()
+
+
+filing = Workflow("filing", state=Notes, steps=[file])
+
+
+def test_a_log_of_large_items_is_compacted_by_size_across_processes(
+    db_url: str, clock: FakeClock, tmp_path: Path
+) -> None:
+    # each tail is ~300 KB: three fit in COMPACT_BYTES, the fourth compacts the log
+    assert 3 * 300_000 < COMPACT_BYTES < 4 * 300_000
+    objects = str(tmp_path / "objects")
+    with Runtime(db_url, clock=clock, workflows=[filing], artifacts=objects) as rt:
+        run = rt.start(filing, Notes(until=12, pause=7))
+        rt.run_until_idle()
+        stored = rt.store.load_state("default", run.run_id)
+        assert stored.logs == {"items": 2} and stored.tail_bytes["items"] > 600_000
+    with Runtime(db_url, clock=clock, workflows=[filing], artifacts=objects) as again:
+        again.signal(run.run_id, "go", None)
+        again.run_until_idle()  # knows the bytes its tails hold: compacts at step 9, not later
+        assert again.get(run.run_id).status is RunStatus.SUCCEEDED
+        changes = again.store.state_changes("default", run.run_id)
+        whole = [c.step_seq for c in changes if c.field == "items" and not c.appended]
+        assert whole == [0, 1, 5, 9]
+        assert [i["n"] for i in items_of(again, run.run_id)] == list(range(12))
+        assert again.store.load_state("default", run.run_id).logs == {"items": 3}
+        for seq in (4, 5, 6, 8, 9, 10):  # history (state_at, forks) across the compactions
+            at = loads(again.store.state_at("default", run.run_id, seq)["items"])
+            assert [i["n"] for i in at] == list(range(seq)), seq
 
 
 def test_a_log_may_outgrow_the_byte_limit(db_url: str, clock: FakeClock, tmp_path: Path) -> None:

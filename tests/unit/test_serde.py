@@ -50,6 +50,41 @@ def test_a_wrong_type_in_stored_state_is_a_decode_error() -> None:
         codec.from_fields(fields)
 
 
+@dataclass
+class Shelf:
+    notes: list[dict[str, object]] = field(default_factory=list)
+    inners: list[Inner] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    words: list[str] = field(default_factory=list)
+    flags: list[bool] = field(default_factory=list)
+
+
+def test_a_large_list_decodes_without_copying_what_needs_no_check() -> None:
+    codec = StateCodec(Shelf)
+    shelf = Shelf([{"n": i} for i in range(1_000)], [Inner(i) for i in range(3)], {"a": 1.5})
+    back = codec.from_fields(codec.to_fields(shelf))
+    assert back == shelf and isinstance(back.inners[2], Inner)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "path"),
+    [
+        ("notes", [{"n": 1}, {"n": 2}, 3], r"Shelf\.notes\[2\]: expected an object"),
+        ("inners", [{"x": 1}, {"x": "two"}], r"Shelf\.inners\[1\]\.x: expected int"),
+        ("scores", {"a": 1.0, "b": True}, r"Shelf\.scores\.b: expected float"),
+        ("words", ["a", 2], r"Shelf\.words\[1\]: expected str"),
+        ("flags", [True, 1], r"Shelf\.flags\[1\]: expected bool"),
+    ],
+)
+def test_a_wrong_item_deep_in_a_list_is_named_by_its_path(
+    name: str, value: object, path: str
+) -> None:
+    codec = StateCodec(Shelf)
+    fields = {**codec.to_fields(Shelf()), name: dumps(value)}
+    with pytest.raises(DecodeError, match=path):
+        codec.from_fields(fields)
+
+
 def test_an_undeclared_field_is_a_decode_error() -> None:
     codec = StateCodec(State)
     fields = {**codec.to_fields(State("a", Inner(3))), "extra": b"1"}

@@ -6,8 +6,12 @@ the list. Instead, once such a field is large (``Runtime(append_from=...)``, 64 
 and a step's new value is the old one with items appended, the field becomes a *log*: its row
 holds a base value and each later boundary stores only its *tail*, the JSON text between the
 old value's last item and its closing bracket (``,{"role":"user",...}``). Loading joins the
-base and the tails; a log is written whole again (compacted) every
-:data:`COMPACT_EVERY` tails, or when a step changes it in any other way.
+base and the tails; a log is written whole again (compacted: its new base is the joined value
+and its tails go) once it holds :data:`COMPACT_EVERY` tails or :data:`COMPACT_BYTES` bytes of
+them, whichever comes first, or when a step changes it in any other way. Compaction is the
+boundary of the step that passes the threshold, written in that boundary's one transaction, so
+a crash before it is durable leaves the log as it was and a crash after leaves the new base;
+the steps in between write only their tails.
 
 Nothing here is declared by the workflow author: the change is found by comparing the encoded
 texts, which orjson produces canonically, so a value that only grew is recognised as such.
@@ -19,6 +23,11 @@ from collections.abc import Iterable, Mapping
 
 COMPACT_EVERY = 64
 """Tails a log holds at most before the runtime writes it whole again."""
+
+COMPACT_BYTES = 1 << 20
+"""Bytes of tails a log holds at most (1 MiB) before the runtime writes it whole again: a log
+whose steps append large items (documents, tool results) is compacted after a few of them
+rather than after :data:`COMPACT_EVERY`."""
 
 COMMA = 0x2C
 
@@ -44,12 +53,18 @@ def joined(base: bytes, tails: Iterable[bytes]) -> bytes:
 
 class StoredFields(dict[str, bytes]):
     """A run's state fields as the store holds them (encoded JSON, logs joined), and which of
-    them are logs: ``logs`` maps each to how many tails it has."""
+    them are logs: ``logs`` maps each to how many tails it has, ``tail_bytes`` to how many bytes
+    those tails hold."""
 
     logs: dict[str, int]
+    tail_bytes: dict[str, int]
 
     def __init__(
-        self, fields: Mapping[str, bytes] | None = None, logs: Mapping[str, int] | None = None
+        self,
+        fields: Mapping[str, bytes] | None = None,
+        logs: Mapping[str, int] | None = None,
+        tail_bytes: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__(fields or {})
         self.logs = dict(logs or {})
+        self.tail_bytes = dict(tail_bytes or {})

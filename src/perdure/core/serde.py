@@ -244,6 +244,44 @@ def _lazy_bytes(value: Any) -> bytes:
     return raw
 
 
+_PLAIN: dict[Any, tuple[type[Any], ...] | None] = {}
+
+
+def _plain(hint: Any) -> tuple[type[Any], ...] | None:
+    """The types a parsed JSON value of ``hint`` must be an instance of when that is all
+    there is to check (``Any``, ``str``, a ``dict`` or ``list`` of ``Any``), else
+    None (the value is checked by :func:`_check`)."""
+    try:
+        return _PLAIN[hint]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable hint
+        return None
+    kinds: tuple[type[Any], ...] | None = None
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any or hint is object:
+        kinds = (object,)
+    elif hint is str:
+        kinds = (str,)
+    elif (origin is dict or hint is dict) and (not args or args[1] in (Any, object)):
+        kinds = (dict,)
+    elif (origin is list or hint is list) and (not args or args[0] in (Any, object)):
+        kinds = (list,)
+    _PLAIN[hint] = kinds
+    return kinds
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints_of(cls: type[Any]) -> dict[str, Any]:
+    """A nested dataclass's type hints, resolved once per class (not once per item)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
 def _build_dataclass(cls: type[Any], data: Any, hints: dict[str, Any], path: str) -> Any:
     if not isinstance(data, dict):
         raise DecodeError(f"{path}: expected an object, found {type(data).__name__}")
@@ -251,7 +289,10 @@ def _build_dataclass(cls: type[Any], data: Any, hints: dict[str, Any], path: str
     unknown = sorted(set(data) - names)
     if unknown:
         raise DecodeError(f"{path}: fields {unknown} are not declared by {cls.__name__}")
-    values = {k: _check(v, hints.get(k, Any), f"{path}.{k}") for k, v in data.items()}
+    try:  # the path of a field is formatted only for the error
+        values = {k: _check(v, hints.get(k, Any), path) for k, v in data.items()}
+    except DecodeError:
+        values = {k: _check(v, hints.get(k, Any), f"{path}.{k}") for k, v in data.items()}
     try:
         return cls(**values)
     except TypeError as exc:
@@ -283,7 +324,7 @@ def _check(value: Any, hint: Any, path: str) -> Any:
             raise DecodeError(f"{path}: expected null, found {type(value).__name__}")
         return None
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return _build_dataclass(hint, value, typing.get_type_hints(hint), path)
+        return _build_dataclass(hint, value, _hints_of(hint), path)
     if hint in _SCALARS:
         is_bool = isinstance(value, bool)
         if not isinstance(value, _SCALARS[hint]) or (is_bool and hint is not bool):
@@ -294,12 +335,24 @@ def _check(value: Any, hint: Any, path: str) -> Any:
             raise DecodeError(f"{path}: expected a list, found {type(value).__name__}")
         args = get_args(hint)
         item = args[0] if args and origin is not tuple else Any
-        items = [_check(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
+        kinds = _plain(item)
+        if kinds is not None and all(isinstance(v, kinds) for v in value):
+            items = value  # nothing to convert: one isinstance per item
+        else:  # the path of an item is formatted only for the error
+            try:
+                items = [_check(v, item, path) for v in value]
+            except DecodeError:
+                items = [_check(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
         return (origin or hint)(items) if (origin or hint) is not list else items
     if origin is dict or hint is dict:
         if not isinstance(value, dict):
             raise DecodeError(f"{path}: expected an object, found {type(value).__name__}")
         args = get_args(hint)
         item = args[1] if len(args) == 2 else Any
-        return {k: _check(v, item, f"{path}.{k}") for k, v in value.items()}
+        if item is Any or item is object:
+            return value  # parsed JSON: its keys are strings, and nobody else holds it
+        try:
+            return {k: _check(v, item, path) for k, v in value.items()}
+        except DecodeError:
+            return {k: _check(v, item, f"{path}.{k}") for k, v in value.items()}
     return value

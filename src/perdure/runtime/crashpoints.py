@@ -11,6 +11,9 @@ effect (named by the effect), ``after_upload`` once an artifact's bytes are uplo
 the step's boundary records it (named by the step); ``group_begin`` and ``group_durable`` before
 a group commit of two or more runs is written and after it is durable, before any of its runs
 hears so (named by the group's number in the process: ``group_durable:3`` is the third group).
+``before_compact`` and ``after_compact`` around the commit of a boundary that compacts a field
+log (writes it whole because its tails reached their thresholds; named by the field), after
+``before_commit`` and ``after_commit`` of that boundary.
 
 An effect's name repeats across steps (every step's first model call is ``model.1``), so an
 effect point may name one occurrence: ``<effect>@<step>`` is the effect of that step only, and
@@ -45,6 +48,8 @@ EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
 """Crash points around every effect (named by the effect)."""
 COMMIT_POINTS = ("before_commit", "after_commit")
 """Crash points around every step-boundary commit (named by the step)."""
+COMPACT_POINTS = ("before_compact", "after_compact")
+"""Crash points around the commit of a boundary that compacts a field log (named by the field)."""
 
 
 def arm(spec: str | None) -> None:

@@ -103,6 +103,8 @@ class Execution:
         """Decides what each boundary writes of the state (whole fields, log tails)."""
         self.caller = StepCaller(workflow, clock, self.claim, self.host, self.bridge)
         self.seq = run.steps_done
+        self.compacted: frozenset[str] = frozenset()
+        """The logs the last step's boundary compacts (for the crash points around it)."""
         self.step_attempts = run.step_attempts
         self.interrupted = run.interrupted_attempts
         """Runs of the step in progress a crash cut short (takeovers); 0 after it commits."""
@@ -194,7 +196,7 @@ class Execution:
         if isinstance(found, Quarantine):
             return self.stops.quarantine(found.reason, found.message, found.evidence)
         self.record = found.record
-        self.writes.loaded(found.stored or {}, stored.logs)
+        self.writes.loaded(found.stored or {}, stored.logs, stored.tail_bytes)
         if found.upgrade.changes:
             self._upgrade(found)
         self.host.replacements = found.upgrade.replacements
@@ -247,6 +249,8 @@ class Execution:
                 return self.stops.after_stale()
             fields.update(changed)
             crashpoint("before_commit", boundary.step)
+            for name in self.compacted:
+                crashpoint("before_compact", name)
             self.committer.submit(boundary)
             self.host.memory_submitted(durable=self.committer.mode is Durability.SYNC)
             if self.committer.mode is Durability.SYNC:
@@ -257,6 +261,9 @@ class Execution:
             if boundary.status is not RunStatus.RUNNING:
                 self.committer.flush()
             crashpoint("after_commit", boundary.step)
+            for name in self.compacted:
+                crashpoint("after_compact", name)
+            self.compacted = frozenset()
             if boundary.status in (RunStatus.WAITING_APPROVAL, RunStatus.WAITING_EXTERNAL):
                 return Stopped(StopReason.WAITING, run.run_id)
         return Stopped(StopReason.ENDED, run.run_id, ended)
@@ -342,6 +349,7 @@ class Execution:
             encoded = wf.codec.to_fields(outcome.state if outcome.state is not None else state)
             reseal = self.keyring is not None and self.record is None  # sealed before records
             write = self.writes.write(writer, encoded, fields, every=reseal)
+            self.compacted = write.compacted
         except StoreError:
             raise  # the artifact store failed: not the state's fault; a later claim retries
         except OversizeError as exc:  # a person decides: nothing authorised is thrown away

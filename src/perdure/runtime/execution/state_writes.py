@@ -7,7 +7,9 @@ One :class:`StateWriter` belongs to one execution of one run. It knows the field
 field:
 
 * a log whose new value only appended items: its tail (unless it already holds
-  :data:`~perdure.core.logs.COMPACT_EVERY` tails: then it is written whole, compacted);
+  :data:`~perdure.core.logs.COMPACT_EVERY` tails, or :data:`~perdure.core.logs.COMPACT_BYTES`
+  bytes of tails with this one: then it is written whole, compacted, and ``compacted`` names
+  it);
 * a log changed in another way: written whole as the log's new base;
 * a field of at least ``append_from`` bytes whose new value only appended items: it becomes a
   log (written whole once, inline, as its base);
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from perdure.core.logs import COMPACT_EVERY, tail_of
+from perdure.core.logs import COMPACT_BYTES, COMPACT_EVERY, tail_of
 from perdure.core.serde import Limits
 from perdure.runtime.artifacts import Artifacts, Writer
 
@@ -43,6 +45,8 @@ class StateWrite:
     """The fields of ``stored`` written as the base of a log."""
     appends: dict[str, bytes] = field(default_factory=dict)
     """Logs the step only appended to, each with its tail."""
+    compacted: frozenset[str] = frozenset()
+    """The logs of ``logs`` written whole because their tails reached the thresholds."""
     offloaded: list[int] = field(default_factory=list)
     """Ids of the artifact references the offloaded values need."""
 
@@ -67,10 +71,18 @@ class StateWriter:
         """The fields as stored, logs left out (for the size limits)."""
         self.logs: dict[str, int] = {}
         """The fields kept as logs, with how many tails each holds."""
+        self.tail_bytes: dict[str, int] = {}
+        """The bytes of those tails, per log."""
 
-    def loaded(self, stored: Mapping[str, bytes], logs: Mapping[str, int]) -> None:
+    def loaded(
+        self,
+        stored: Mapping[str, bytes],
+        logs: Mapping[str, int],
+        tail_bytes: Mapping[str, int] | None = None,
+    ) -> None:
         """Start from the run's fields as loaded (or as rewritten by an upgrade)."""
         self.logs = dict(logs) if self.append_from is not None else {}
+        self.tail_bytes = {k: v for k, v in (tail_bytes or {}).items() if k in self.logs}
         self.stored = {k: v for k, v in stored.items() if k not in self.logs}
 
     def write(
@@ -92,15 +104,23 @@ class StateWriter:
         plain: dict[str, bytes] = {}
         logs: dict[str, bytes] = {}
         tails = dict(self.logs)
+        sizes = dict(self.tail_bytes)
+        compacted: set[str] = set()
         for name, new in out.changed.items():
             old = previous.get(name)
             tail = self._tail(name, old, new) if not every else None
-            if name in tails and tail is not None and tails[name] < COMPACT_EVERY:
-                out.appends[name] = tail
-                tails[name] += 1
-            elif name in tails or (tail is not None and len(new) >= (self.append_from or 0)):
+            if name in tails and tail is not None:
+                held = sizes.get(name, 0) + len(tail)
+                if tails[name] < COMPACT_EVERY and held <= COMPACT_BYTES:
+                    out.appends[name] = tail
+                    tails[name] += 1
+                    sizes[name] = held
+                    continue
+                compacted.add(name)
+            if name in tails or (tail is not None and len(new) >= (self.append_from or 0)):
                 logs[name] = new
                 tails[name] = 0
+                sizes[name] = 0
             else:
                 plain[name] = new
         stored, out.offloaded = self.artifacts.offload_fields(who, plain, self.lazy)
@@ -109,8 +129,10 @@ class StateWriter:
         self.limits.check_nesting({**logs, **{k: b"[" + t + b"]" for k, t in out.appends.items()}})
         out.stored = {**stored, **logs}
         out.logs = frozenset(logs)
+        out.compacted = frozenset(compacted)
         self.stored = {**kept, **stored}
         self.logs = tails
+        self.tail_bytes = sizes
         return out
 
     def _tail(self, name: str, old: bytes | None, new: bytes) -> bytes | None:

@@ -170,7 +170,11 @@ class Runs(EngineBase):
         for name, parts in tails.items():
             if parts:
                 fields[name] = joined(fields[name], parts)
-        return StoredFields(fields, {name: len(parts) for name, parts in tails.items()})
+        return StoredFields(
+            fields,
+            {name: len(parts) for name, parts in tails.items()},
+            {name: sum(map(len, parts)) for name, parts in tails.items()},
+        )
 
     def claim(
         self,
