@@ -23,7 +23,7 @@ from perdure.core.errors import (
     StoreError,
 )
 from perdure.core.fields import bind_lazy
-from perdure.core.model import Durability, Run, RunStatus
+from perdure.core.model import Run, RunStatus
 from perdure.core.reading import Attention, Readable, inspect
 from perdure.core.records import SignalWait, StopReason
 from perdure.core.seal import StateSeal, seal_state
@@ -71,6 +71,7 @@ class Execution:
             clock.now,
             on_commit=lambda n, seconds: telemetry.committed(self.claim.run, n, seconds),
             group=services.group,
+            strategy=workflow.strategy,
         )
         self.bridge = services.loop.bridge()
         self.effects = EffectRunner(
@@ -243,9 +244,9 @@ class Execution:
                 return self.stops.after_stale()
             fields.update(changed)
             crashpoint("before_commit", boundary.step)
-            self.committer.submit(boundary)
-            self.host.memory_submitted(durable=self.committer.mode is Durability.SYNC)
-            if self.committer.mode is Durability.SYNC:
+            durable = self.committer.submit(boundary)
+            self.host.memory_submitted(durable=durable)
+            if durable:
                 self.host.reread_thread()  # the boundary may have let waiting messages in
             self.seq += 1
             self.step_attempts = 0

@@ -1,0 +1,130 @@
+"""Checkpoint strategies on each backend: which boundaries are durable when each step starts
+and when each effect is called, under ``per_step``, ``per_effect``, ``timed`` and ``hybrid``,
+a step's own strategy, and the ``exit`` durability (which is ``per_effect``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perdure import (
+    CheckpointStrategy,
+    DefinitionError,
+    FakeClock,
+    RunStatus,
+    Runtime,
+    Workflow,
+    hybrid,
+    per_effect,
+    per_step,
+    step,
+    timed,
+)
+from tests.apps import strategies_app
+from tests.apps.strategies_app import HOOKS, PLAN, Plan, plan
+
+EXPECTED = {
+    # durable boundaries when step i starts (i = 0..8), and when act 3 and act 7 are called:
+    # the boundaries before a side effect are durable under every strategy
+    "per_step": ([0, 1, 2, 3, 4, 5, 6, 7, 8], {3: 3, 7: 7}),
+    "per_effect": ([0, 0, 1, 1, 3, 3, 5, 5, 7], {3: 3, 7: 7}),
+    "timed": ([0, 0, 0, 3, 3, 3, 6, 6, 7], {3: 3, 7: 7}),
+    "hybrid": ([0, 0, 0, 3, 4, 4, 4, 7, 8], {3: 3, 7: 7}),
+}
+"""Worked out from the plan (think, ask, think, act, think, ask, think, act, think), one
+second per step, and the timed strategies' 2.5 seconds."""
+
+
+@pytest.fixture
+def hooked(runtime: Runtime, clock: FakeClock) -> Iterator[Runtime]:
+    HOOKS.advance = clock.advance
+    HOOKS.durable = lambda tenant, run: runtime.store.get_run(tenant, run).steps_done
+    yield runtime
+    HOOKS.advance, HOOKS.durable = strategies_app.Hooks().advance, strategies_app.Hooks().durable
+
+
+def events(folder: Path) -> list[tuple[str, int, int]]:
+    lines = (folder / "events").read_text().splitlines()
+    return [(k, int(i), int(d)) for k, i, d in (line.split() for line in lines)]
+
+
+def starts_and_acts(folder: Path) -> tuple[list[int], dict[int, int]]:
+    found = events(folder)
+    return [d for k, _, d in found if k == "start"], {i: d for k, i, d in found if k == "act"}
+
+
+def run_plan(rt: Runtime, wf: Workflow[Plan], folder: Path, durability: str = "sync") -> int:
+    folder.mkdir()
+    run = rt.start(wf, Plan(folder=str(folder)), durability=durability)
+    rt.run_until_idle()
+    done = rt.status(run.run_id).run
+    assert done.status is RunStatus.SUCCEEDED, done.error
+    assert done.steps_done == len(PLAN)
+    return done.steps_done
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_each_strategy_flushes_at_its_own_points(
+    hooked: Runtime, tmp_path: Path, name: str
+) -> None:
+    run_plan(hooked, plan(name), tmp_path / name)
+    assert starts_and_acts(tmp_path / name) == EXPECTED[name]
+
+
+def test_exit_durability_is_the_per_effect_strategy(hooked: Runtime, tmp_path: Path) -> None:
+    run_plan(hooked, plan("hybrid"), tmp_path / "exit", durability="exit")
+    assert starts_and_acts(tmp_path / "exit") == EXPECTED["per_effect"]
+
+
+def test_a_step_may_choose_its_own_strategy(hooked: Runtime, tmp_path: Path) -> None:
+    base = plan("per_effect")
+    steps = [
+        replace(s, checkpoint=per_step()) if s.name == "think" else s for s in base.steps.values()
+    ]
+    wf = Workflow("plan", state=Plan, steps=steps, checkpoint=per_effect())
+    run_plan(hooked, wf, tmp_path / "mixed")
+    starts, acts = starts_and_acts(tmp_path / "mixed")
+    # a think boundary is flushed at once (with the ask or act boundary before it)
+    assert starts == [0, 1, 1, 3, 3, 5, 5, 7, 7]
+    assert acts == {3: 3, 7: 7}
+
+
+def test_a_timer_never_counts_a_model_call_as_a_side_effect(
+    hooked: Runtime, tmp_path: Path
+) -> None:
+    run_plan(hooked, plan("timed"), tmp_path / "timed")
+    asks = {i: d for k, i, d in events(tmp_path / "timed") if k == "ask"}
+    assert asks == {1: 0, 5: 3}, "a model call does not flush under timed"
+
+
+@pytest.mark.parametrize(
+    ("make", "fix"),
+    [
+        (lambda: timed(0), "greater than 0"),
+        (lambda: hybrid(-1), "greater than 0"),
+        (lambda: timed(float("inf")), "finite"),
+        (lambda: timed("30"), "must be a number"),  # type: ignore[arg-type]
+        (lambda: hybrid(True), "must be a number"),
+    ],
+)
+def test_a_bad_timer_is_refused_when_declared(make: object, fix: str) -> None:
+    with pytest.raises(DefinitionError, match=fix):
+        make()  # type: ignore[operator]
+
+
+def test_a_strategy_that_is_not_one_is_refused() -> None:
+    with pytest.raises(DefinitionError, match="not a checkpoint strategy"):
+        plan_steps = list(plan("per_step").steps.values())
+        Workflow("plan", state=Plan, steps=plan_steps, checkpoint="timed")  # type: ignore[arg-type]
+    with pytest.raises(DefinitionError, match="not a checkpoint strategy"):
+        step(checkpoint=30)(lambda ctx, s: None)  # type: ignore[arg-type]
+
+
+def test_each_strategy_names_its_recovery_point() -> None:
+    strategies: list[CheckpointStrategy] = [per_step(), per_effect(), timed(30), hybrid(60)]
+    assert [str(s) for s in strategies] == ["per_step()", "per_effect()", "timed(30)", "hybrid(60)"]
+    assert "30 seconds" in timed(30).recovery_point
+    assert "never lost" in hybrid(60).recovery_point
