@@ -11,7 +11,8 @@ a feature that needs them is used.
 
 Declaring a workflow
     :class:`Workflow`, :func:`step`, :class:`RetryPolicy`, :class:`Budget`; state fields kept
-    apart: :func:`lazy` (a :class:`Lazy` value read on first access), :func:`derived`;
+    apart: :func:`lazy` (a :class:`Lazy` value read on first access), :func:`cache` (a lazy
+    field rebuilt when its stored value is missing), :func:`derived`;
     checkpoint strategies (``Workflow(checkpoint=...)``, docs/state.md): :func:`per_step`,
     :func:`per_effect`, :func:`timed`, :func:`hybrid`, the :class:`CheckpointStrategy` they build.
 
@@ -131,7 +132,7 @@ if TYPE_CHECKING:
         ThreadBusyError,
         WorkflowNotFoundError,
     )
-    from perdure.core.fields import Lazy, derived, lazy
+    from perdure.core.fields import Lazy, cache, derived, lazy
     from perdure.core.history import Retention, Savepoint
     from perdure.core.memory import MemoryItem
     from perdure.core.model import (
@@ -206,7 +207,7 @@ _WHERE: dict[str, str] = {
         "RunClosedError RunNotFoundError SchemaTooNewError StaleStateError StoreError "
         "StoreUnavailableError StreamClosedError ThreadBusyError WorkflowNotFoundError"
     ),
-    "perdure.core.fields": "Lazy derived lazy",
+    "perdure.core.fields": "Lazy cache derived lazy",
     "perdure.core.history": "Retention Savepoint",
     "perdure.core.memory": "MemoryItem",
     "perdure.core.model": (
@@ -328,6 +329,7 @@ __all__ = [
     "Workflow",
     "WorkflowNotFoundError",
     "arun_tools",
+    "cache",
     "derived",
     "done",
     "fail",
