@@ -5,24 +5,28 @@ a step's own strategy, and the ``exit`` durability (which is ``per_effect``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from perdure import (
     CheckpointStrategy,
+    Context,
     DefinitionError,
     FakeClock,
     RunStatus,
     Runtime,
     Workflow,
+    done,
+    goto,
     hybrid,
     per_effect,
     per_step,
     step,
     timed,
 )
+from perdure.core.workflow import Outcome
 from tests.apps import strategies_app
 from tests.apps.strategies_app import HOOKS, PLAN, Plan, plan
 
@@ -128,3 +132,47 @@ def test_each_strategy_names_its_recovery_point() -> None:
     assert [str(s) for s in strategies] == ["per_step()", "per_effect()", "timed(30)", "hybrid(60)"]
     assert "30 seconds" in timed(30).recovery_point
     assert "never lost" in hybrid(60).recovery_point
+
+
+@dataclass
+class Parent:
+    seen: list[int] = field(default_factory=list)
+
+
+@step
+def child_step(ctx: Context, s: Parent) -> Outcome:
+    return done({"child": True})
+
+
+child_wf = Workflow("strategy_child", state=Parent, steps=[child_step])
+
+
+@step(next=["spawn_one"])
+def first(ctx: Context, s: Parent) -> Outcome:
+    return goto("spawn_one")
+
+
+@step(next=["after"])
+def spawn_one(ctx: Context, s: Parent) -> Outcome:
+    ctx.spawn(child_wf, key="only")
+    s.seen.append(HOOKS.durable(ctx.tenant_id, ctx.run_id))
+    return goto("after")
+
+
+@step
+def after(ctx: Context, s: Parent) -> Outcome:
+    return done({"seen": s.seen})
+
+
+@pytest.mark.parametrize("name", ["per_effect", "timed"])
+def test_the_boundaries_before_a_child_run_are_durable_when_it_starts(
+    hooked: Runtime, name: str
+) -> None:
+    strategy = strategies_app.STRATEGIES[name]
+    parent = Workflow("parent", state=Parent, steps=[first, spawn_one, after], checkpoint=strategy)
+    hooked.register(child_wf)
+    run = hooked.start(parent, Parent())
+    hooked.run_until_idle()
+    done_run = hooked.get(run.run_id)
+    assert done_run.status is RunStatus.SUCCEEDED, done_run.error
+    assert done_run.result == {"seen": [1]}, "the first step was durable before the child began"
