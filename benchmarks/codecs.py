@@ -153,7 +153,7 @@ def main() -> None:
         f"{args.runs} runs, ms"
     )
     print(
-        f"{'codec':<36}{'encode':>8}{'decode':>8}{'size MB':>9}{'x orjson':>10}  {'decoding':<18}"
+        f"{'codec':<36}{'encode':>8}{'decode':>8}{'size MB':>9}{'x orjson':>12}  {'decoding':<18}"
         "  seed: encode, decode, size"
     )
     base = best["orjson"]
@@ -163,13 +163,13 @@ def main() -> None:
         shown = f"{seed[0]} ms, {seed[1]} ms, {seed[2]} MB" if seed else ""
         ratio = f"{enc / base[0]:.2f}/{dec / base[1]:.2f}"
         mb = sizes[name] / 1e6
-        print(f"{name:<36}{enc:>8.1f}{dec:>8.1f}{mb:>9.2f}{ratio:>10}  {safety:<18}  {shown}")
+        print(f"{name:<36}{enc:>8.1f}{dec:>8.1f}{mb:>9.2f}{ratio:>12}  {safety:<18}  {shown}")
     enc, dec = best["perdure"]
     stored = sum(len(v) for v in fields.values()) / 1e6
     ratio = f"{enc / base[0]:.2f}/{dec / base[1]:.2f}"
     label = "perdure StateCodec (orjson, typed)"
-    print(f"{label:<36}{enc:>8.1f}{dec:>8.1f}{stored:>9.2f}{ratio:>10}  {'safe':<18}")
-    print(f"{'protobuf':<36}{'':>8}{'':>8}{'':>9}{'':>10}  {'(not measured)':<18}  110, 95, 2.1")
+    print(f"{label:<36}{enc:>8.1f}{dec:>8.1f}{stored:>9.2f}{ratio:>12}  {'safe':<18}")
+    print(f"{'protobuf':<36}{'':>8}{'':>8}{'':>9}{'':>12}  {'(not measured)':<18}  110, 95, 2.1")
 
 
 if __name__ == "__main__":
