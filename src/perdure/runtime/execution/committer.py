@@ -71,8 +71,6 @@ class Committer:
         """When boundaries were last flushed (by the runtime's clock), for the timed ones."""
         self._side_effect = False
         """The step being run made (or replayed) a side-effecting effect."""
-        self.flushes = 0
-        """How many commits this committer made (each one transaction of the run's own)."""
 
     def submit(self, boundary: Boundary) -> bool:
         """Hand one boundary over; True when it is durable as this returns. A boundary that
@@ -137,7 +135,6 @@ class Committer:
             started = time.perf_counter()
             version = self._write(c.tenant_id, c.run_id, c.fence, c.version, batch, self._now())
             c.committed(version, len(batch))
-            self.flushes += 1
             if self.on_commit is not None:
                 self.on_commit(len(batch), time.perf_counter() - started)
             return True
@@ -165,12 +162,6 @@ class Committer:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
-
-    @property
-    def pending(self) -> int:
-        """How many boundaries are handed over but not yet durable (``exit`` and the
-        strategies that buffer)."""
-        return len(self._buffer)
 
     def _async_queue(self) -> queue.Queue[object]:
         if self._queue is None:
