@@ -23,7 +23,12 @@ strategy            flushes (besides the waits, the end and before every side ef
 ``per_effect()``    before every effect call, model calls included (the ``exit`` durability)
 ``timed(s)``        a boundary written ``s`` seconds or more after the last flush
 ``hybrid(s)``       as ``timed(s)``, and at once the boundary of a step that made a side effect
+                    or started a child run
 ==================  ========================================================================
+
+A side effect here is every recorded call that is not a model call: ``ctx.effect``, a tool
+with ``side_effect=True``, and (conservatively) a ``cache=True`` tool's recorded call; starting
+a child run counts as one too.
 
 The time is the runtime's injected clock (:class:`perdure.core.clock.Clock`). The decisions are
 pure functions of the strategy and what just happened, so the sync and the async runtimes and
@@ -133,9 +138,9 @@ def per_step() -> CheckpointStrategy:
 
 
 def per_effect() -> CheckpointStrategy:
-    """Flush before every effect call (tools, ``ctx.effect``, model calls), at waits and at
-    the end; boundaries in between are kept in memory. A crash loses the steps completed since
-    the last effect call. The ``exit`` durability is this strategy."""
+    """Flush before every recorded call (``ctx.effect``, recorded tools, model calls) and child
+    run, at waits and at the end; boundaries in between are kept in memory. A crash loses the
+    steps completed since the last such call. The ``exit`` durability is this strategy."""
     return CheckpointStrategy(StrategyKind.PER_EFFECT)
 
 
