@@ -176,3 +176,32 @@ def test_the_boundaries_before_a_child_run_are_durable_when_it_starts(
     done_run = hooked.get(run.run_id)
     assert done_run.status is RunStatus.SUCCEEDED, done_run.error
     assert done_run.result == {"seen": [1]}, "the first step was durable before the child began"
+
+
+@step(next=["act_async"])
+async def think_async(ctx: Context, s: Parent) -> Outcome:
+    return goto("act_async")
+
+
+@step
+async def act_async(ctx: Context, s: Parent) -> Outcome:
+    tenant, run = ctx.tenant_id, ctx.run_id
+    seen = await ctx.aeffect(
+        "act",
+        target="ledger",
+        operation="append",
+        request={},
+        execute=lambda _request, _key: HOOKS.durable(tenant, run),
+    )
+    return done({"seen": seen})
+
+
+@pytest.mark.parametrize("name", ["per_effect", "timed", "hybrid"])
+def test_async_steps_keep_the_same_flush_before_a_side_effect(hooked: Runtime, name: str) -> None:
+    strategy = strategies_app.STRATEGIES[name]
+    wf = Workflow("async_plan", state=Parent, steps=[think_async, act_async], checkpoint=strategy)
+    run = hooked.start(wf, Parent())
+    hooked.run_until_idle()
+    done_run = hooked.get(run.run_id)
+    assert done_run.status is RunStatus.SUCCEEDED, done_run.error
+    assert done_run.result == {"seen": 1}
