@@ -53,6 +53,17 @@ STRATEGIES: dict[str, CheckpointStrategy] = {
     "hybrid": hybrid(2.5),
 }
 
+EXPECTED = {
+    # durable boundaries when step i starts (i = 0..8), and when act 3 and act 7 are called:
+    # the boundaries before a side effect are durable under every strategy
+    "per_step": ([0, 1, 2, 3, 4, 5, 6, 7, 8], {3: 3, 7: 7}),
+    "per_effect": ([0, 0, 1, 1, 3, 3, 5, 5, 7], {3: 3, 7: 7}),
+    "timed": ([0, 0, 0, 3, 3, 3, 6, 6, 7], {3: 3, 7: 7}),
+    "hybrid": ([0, 0, 0, 3, 4, 4, 4, 7, 8], {3: 3, 7: 7}),
+}
+"""Worked out from the plan (think, ask, think, act, think, ask, think, act, think), one
+second per step, and the timed strategies' 2.5 seconds."""
+
 
 @dataclass
 class Plan:

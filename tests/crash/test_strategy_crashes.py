@@ -16,9 +16,8 @@ import pytest
 from perdure import Runtime
 from perdure.core.model import RunStatus
 from perdure.testing import FileClock
-from tests.apps.strategies_app import PLAN, plan
+from tests.apps.strategies_app import EXPECTED, PLAN, plan
 from tests.conftest import ROOT, cli_env
-from tests.runtime.test_strategies import EXPECTED
 from tests.waypoints import Waypoint
 
 APP = [sys.executable, "-m", "tests.apps.strategies_app"]
