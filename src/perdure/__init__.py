@@ -11,7 +11,10 @@ a feature that needs them is used.
 
 Declaring a workflow
     :class:`Workflow`, :func:`step`, :class:`RetryPolicy`, :class:`Budget`; state fields kept
-    apart: :func:`lazy` (a :class:`Lazy` value read on first access), :func:`derived`.
+    apart: :func:`lazy` (a :class:`Lazy` value read on first access), :func:`cache` (a lazy
+    field rebuilt when its stored value is missing), :func:`derived`;
+    checkpoint strategies (``Workflow(checkpoint=...)``, docs/state.md): :func:`per_step`,
+    :func:`per_effect`, :func:`timed`, :func:`hybrid`, the :class:`CheckpointStrategy` they build.
 
 What a step returns (outcomes)
     :func:`goto`, :func:`done`, :func:`fail`, :func:`wait_for_approval`,
@@ -131,7 +134,7 @@ if TYPE_CHECKING:
         ThreadBusyError,
         WorkflowNotFoundError,
     )
-    from perdure.core.fields import Lazy, derived, lazy
+    from perdure.core.fields import Lazy, cache, derived, lazy
     from perdure.core.history import Retention, Savepoint
     from perdure.core.listing import RunFilter, RunPage
     from perdure.core.memory import MemoryItem
@@ -150,6 +153,13 @@ if TYPE_CHECKING:
     from perdure.core.retry import RetryPolicy
     from perdure.core.seal import IntegrityError, Keyring
     from perdure.core.serde import Limits, OversizeError
+    from perdure.core.strategies import (
+        CheckpointStrategy,
+        hybrid,
+        per_effect,
+        per_step,
+        timed,
+    )
     from perdure.core.streams import StreamEntry, StreamEventKind, StreamSink
     from perdure.core.threads import Delivery, ThreadInfo, ThreadPolicy
     from perdure.core.tools import ToolArgumentError, ToolRegistry
@@ -201,7 +211,7 @@ _WHERE: dict[str, str] = {
         "RunClosedError RunNotFoundError SchemaTooNewError StaleStateError StoreError "
         "StoreUnavailableError StreamClosedError ThreadBusyError WorkflowNotFoundError"
     ),
-    "perdure.core.fields": "Lazy derived lazy",
+    "perdure.core.fields": "Lazy cache derived lazy",
     "perdure.core.history": "Retention Savepoint",
     "perdure.core.listing": "RunFilter RunPage",
     "perdure.core.memory": "MemoryItem",
@@ -212,6 +222,7 @@ _WHERE: dict[str, str] = {
     "perdure.core.retry": "RetryPolicy",
     "perdure.core.seal": "IntegrityError Keyring",
     "perdure.core.serde": "Limits OversizeError",
+    "perdure.core.strategies": "CheckpointStrategy hybrid per_effect per_step timed",
     "perdure.core.streams": "StreamEntry StreamEventKind StreamSink",
     "perdure.core.threads": "Delivery ThreadInfo ThreadPolicy",
     "perdure.core.tools": "ToolArgumentError ToolRegistry",
@@ -239,6 +250,7 @@ __all__ = [
     "Budget",
     "BudgetExhaustedError",
     "ChatModel",
+    "CheckpointStrategy",
     "ChildRecord",
     "Clock",
     "ConfigError",
@@ -326,15 +338,20 @@ __all__ = [
     "Workflow",
     "WorkflowNotFoundError",
     "arun_tools",
+    "cache",
     "derived",
     "done",
     "fail",
     "goto",
+    "hybrid",
     "lazy",
+    "per_effect",
+    "per_step",
     "run_tools",
     "sleep",
     "sleep_until",
     "step",
+    "timed",
     "tool_call",
     "wait_for_approval",
     "wait_for_children",

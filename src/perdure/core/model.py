@@ -64,7 +64,11 @@ class Durability(StrEnum):
       that a step completed.
     * ``async``: boundaries go to a background writer; the next step starts at once. The writer is
       drained before the run waits or ends. RPO: the steps since the last durable commit.
-    * ``exit``: one commit when the run waits or ends. RPO: the whole segment since the last wait.
+    * ``exit``: one commit when the run waits or ends, or before it calls an effect or a model
+      (the ``per_effect()`` checkpoint strategy). RPO: the steps since the last effect call.
+
+    A workflow may choose another strategy for its ``sync`` runs (``Workflow(checkpoint=...)``:
+    :mod:`perdure.core.strategies`).
     """
 
     SYNC = "sync"

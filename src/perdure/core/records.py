@@ -66,6 +66,7 @@ class EventType(StrEnum):
     RESTORED = "restored"
     CHILDREN_SETTLED = "children_settled"
     CHILD_SPAWNED = "child_spawned"
+    CACHE_REBUILT = "cache_rebuilt"
 
 
 class StopReason(StrEnum):

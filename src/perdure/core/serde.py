@@ -132,11 +132,13 @@ class StateCodec:
                 fix="declare the state as a dataclass, a pydantic model or dict",
             )
         self._hints: dict[str, Any] | None = None
-        from perdure.core.fields import special_fields
+        from perdure.core.fields import rebuilders, special_fields
 
         self.lazy, self.derived = special_fields(state_type)
         """Names of the lazy fields, and the builders of the derived ones (see
         :mod:`perdure.core.fields`)."""
+        self.caches = rebuilders(state_type)
+        """The lazy fields that are caches, with their ``rebuild`` functions."""
 
     def coerce(self, value: Any) -> Any:
         """Turn run input (an instance or a dict of fields) into a state instance."""
@@ -210,7 +212,14 @@ class StateCodec:
             if raw is None:
                 continue
             ref = pointed(raw)
-            value = Lazy(ref=ref) if ref is not None else Lazy(loads(raw))
+            build = self.caches.get(field_name)
+            value: Lazy[Any]
+            if ref is not None:
+                value = Lazy(ref=ref, rebuild=build)
+            elif build is not None and raw == b"null":
+                value = Lazy(rebuild=build)  # never stored: rebuilt when read
+            else:
+                value = Lazy(loads(raw), rebuild=build)
             object.__setattr__(state, field_name, value)
         for field_name, build in self.derived.items():
             try:
@@ -236,11 +245,15 @@ def _lazy_bytes(value: Any) -> bytes:
 
     if not isinstance(value, Lazy):
         return dumps(value)
+    kept = value.kept()  # a cache field not set since: stored as it was, nothing encoded
+    if kept is not None:
+        return kept
     if not value.loaded:
         return pointer(value.ref) if value.ref is not None else b"null"
     raw = dumps(value.value)
     if value.ref is not None and digest_of(raw) == value.ref.digest:
-        return pointer(value.ref)
+        raw = pointer(value.ref)
+    value.keep(raw)
     return raw
 
 

@@ -45,6 +45,7 @@ from perdure.core.outcomes import (
 )
 from perdure.core.reducers import Reducer, declared
 from perdure.core.serde import StateCodec
+from perdure.core.strategies import CheckpointStrategy, per_step
 from perdure.core.versions import Compatibility
 
 if TYPE_CHECKING:
@@ -64,13 +65,15 @@ runtime's :class:`~perdure.runtime.step.context.Context` (the core does not impo
 
 @dataclass(frozen=True, slots=True)
 class StepDef:
-    """A declared step: its name, its function, the steps it may go to, and its retry policy
-    (a :class:`perdure.core.retry.RetryPolicy`, or None for no retries)."""
+    """A declared step: its name, its function, the steps it may go to, its retry policy
+    (a :class:`perdure.core.retry.RetryPolicy`, or None for no retries) and its checkpoint
+    strategy (:mod:`perdure.core.strategies`; None: the workflow's)."""
 
     name: str
     fn: StepFn
     next: frozenset[str]
     retry: RetryPolicy | None = None
+    checkpoint: CheckpointStrategy | None = None
 
     def __post_init__(self) -> None:
         if inspect.isgeneratorfunction(self.fn) or inspect.isasyncgenfunction(self.fn):
@@ -80,6 +83,7 @@ class StepDef:
             )
         if not callable(self.fn):
             raise DefinitionError(f"step {self.name!r} is not callable")
+        _check_strategy(self.checkpoint, f"step {self.name!r}")
 
     def __call__(self, ctx: Any, state: Any) -> Outcome | Coroutine[Any, Any, Outcome]:
         return self.fn(ctx, state)
@@ -93,6 +97,7 @@ def step(
     name: str | None = None,
     next: Iterable[str] = (),
     retry: RetryPolicy | None = None,
+    checkpoint: CheckpointStrategy | None = None,
 ) -> Callable[[StepFn], StepDef]: ...
 def step(
     fn: StepFn | None = None,
@@ -101,15 +106,18 @@ def step(
     name: str | None = None,
     next: Iterable[str] = (),
     retry: RetryPolicy | None = None,
+    checkpoint: CheckpointStrategy | None = None,
 ) -> StepDef | Callable[[StepFn], StepDef]:
     """Declare a step. ``next`` lists the steps it may :func:`goto`; ``name`` defaults to the
     function's name. A step with no ``next`` can only end the run (done or fail). ``retry``
     re-runs the step after a retryable error it raises (:class:`perdure.core.retry.RetryPolicy`);
-    when it is exhausted, its ``on_exhausted`` may name a declared failure step."""
+    when it is exhausted, its ``on_exhausted`` may name a declared failure step.
+    ``checkpoint`` overrides the workflow's checkpoint strategy for this step's boundaries and
+    effects (:mod:`perdure.core.strategies`)."""
     targets = frozenset([next] if isinstance(next, str) else next)
 
     def wrap(f: StepFn) -> StepDef:
-        return StepDef(name or f.__name__, f, targets, retry)
+        return StepDef(name or f.__name__, f, targets, retry, checkpoint)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -136,6 +144,11 @@ class Workflow(Generic[S]):
     ``reducers`` maps state fields to how updates from parallel branches or child runs combine
     (:mod:`perdure.core.reducers`: ``append``, ``merge``, ``max``, ``min``, ``sum`` or a
     function); a field that is not a field of ``state`` is refused here.
+    ``checkpoint`` is when its runs' step boundaries become durable
+    (:mod:`perdure.core.strategies`: ``per_step()``, the default, ``per_effect()``,
+    ``timed(seconds)`` or ``hybrid(seconds)``); a step may override it. It applies to runs
+    started with the default ``sync`` durability; a run started with ``exit`` or ``async``
+    keeps the mode it asked for.
     Raises :class:`DefinitionError` for an empty step list, duplicate or malformed names, an
     unknown start step, a ``next`` naming an unknown step, or a retry policy whose
     ``on_exhausted`` names an unknown step.
@@ -159,6 +172,7 @@ class Workflow(Generic[S]):
         retired: dict[str, dict[str, str | None]] | None = None,
         model: str | None = None,
         reducers: dict[str, Reducer | str] | None = None,
+        checkpoint: CheckpointStrategy | None = None,
     ) -> None:
         if not NAME.match(name):
             raise DefinitionError(
@@ -228,11 +242,18 @@ class Workflow(Generic[S]):
         self.migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self.model = model
         self.reducers = declared(reducers or {}, state)
-        self.name = name
-        self.version = version
-        self.state_schema = state_schema
+        self.name, self.version, self.state_schema = name, version, state_schema
         self.state_type = state
         self.codec = StateCodec(state)
+        self.checkpoint = _check_strategy(checkpoint, f"workflow {name}") or per_step()
+
+    def strategy(self, step: str) -> CheckpointStrategy:
+        """The checkpoint strategy of ``step``'s boundaries and effects: its own, or the
+        workflow's."""
+        declared = self.steps.get(step)
+        if declared is not None and declared.checkpoint is not None:
+            return declared.checkpoint
+        return self.checkpoint
 
     def migration(
         self, *, from_schema: int
@@ -277,6 +298,15 @@ class Workflow(Generic[S]):
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, version={self.version}, steps={list(self.steps)})"
+
+
+def _check_strategy(strategy: object, where: str) -> CheckpointStrategy | None:
+    if strategy is not None and not isinstance(strategy, CheckpointStrategy):
+        raise DefinitionError(
+            f"{where}: checkpoint={strategy!r} is not a checkpoint strategy",
+            fix="use per_step(), per_effect(), timed(seconds) or hybrid(seconds)",
+        )
+    return strategy
 
 
 __all__ = [

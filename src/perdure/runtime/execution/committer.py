@@ -1,4 +1,10 @@
-"""Step-boundary commits under the three durability modes (see :class:`Durability`).
+"""Step-boundary commits under the three durability modes (see :class:`Durability`) and the
+checkpoint strategies (:mod:`perdure.core.strategies`).
+
+Under ``sync`` (the default) a boundary is flushed when the workflow's strategy for its step
+says so (``per_step``, the default, flushes every boundary: today's ``sync``); ``exit`` is the
+``per_effect`` strategy whatever the workflow says; ``async`` hands boundaries to a background
+writer and flushes at the same points as ``per_effect``.
 
 A :class:`Committer` belongs to one execution of one run under one fence. It is the only writer of
 that run's progress while the execution lasts; the expected ``state_version`` lives in the
@@ -17,7 +23,8 @@ from datetime import datetime
 from typing import cast
 
 from perdure.core.errors import PerdureError
-from perdure.core.model import Durability
+from perdure.core.model import Durability, RunStatus
+from perdure.core.strategies import CheckpointStrategy, per_effect, per_step
 from perdure.runtime.execution.claim import Claim
 from perdure.runtime.execution.group_commit import GroupCommitter
 from perdure.runtime.execution.outages import RETRY_FOR, ride_out
@@ -39,6 +46,7 @@ class Committer:
         retry_for: float = RETRY_FOR,
         on_commit: Callable[[int, float], None] | None = None,
         group: GroupCommitter | None = None,
+        strategy: Callable[[str], CheckpointStrategy] | None = None,
     ) -> None:
         self.on_commit = on_commit
         self._write = group.commit if group is not None else store.commit
@@ -53,16 +61,46 @@ class Committer:
         self._queue: queue.Queue[object] | None = None
         self._writer: threading.Thread | None = None
         self._error: PerdureError | None = None
+        self._strategy = (
+            strategy
+            if self.mode is Durability.SYNC and strategy
+            else _fixed(per_step() if self.mode is Durability.SYNC else per_effect())
+        )
+        """The strategy of a step's boundaries and effects (see the module docstring)."""
+        self._flushed_at = now()
+        """When boundaries were last flushed (by the runtime's clock), for the timed ones."""
+        self._side_effect = False
+        """The step being run made (or replayed) a side-effecting effect."""
 
-    def submit(self, boundary: Boundary) -> None:
-        """Hand one boundary over. In ``sync`` mode it is durable when this returns."""
+    def submit(self, boundary: Boundary) -> bool:
+        """Hand one boundary over; True when it is durable as this returns. A boundary that
+        continues to a next step is flushed when its step's strategy says so (``per_step``:
+        always); one that waits or ends the run is flushed at once, whatever the strategy."""
         self._raise_pending()
-        if self.mode is Durability.SYNC:
-            self._commit([boundary])
-        elif self.mode is Durability.EXIT:
-            self._buffer.append(boundary)
-        else:
+        side_effect, self._side_effect = self._side_effect, False
+        if self.mode is Durability.ASYNC:
             self._async_queue().put(boundary)
+            return False
+        self._buffer.append(boundary)
+        elapsed = (self._now() - self._flushed_at).total_seconds()
+        strategy = self._strategy(boundary.step)
+        if boundary.status is not RunStatus.RUNNING or strategy.flush_after_boundary(
+            side_effect=side_effect, elapsed=elapsed
+        ):
+            self.flush()
+            return True
+        return False
+
+    def side_effect_made(self) -> None:
+        """The running step made (or replayed) a side-effecting effect (``hybrid`` flushes
+        its boundary at once)."""
+        self._side_effect = True
+
+    def before_effect(self, step: str, *, model: bool) -> None:
+        """An effect of ``step`` is about to be called (or replayed): flush what its
+        strategy says must be durable first (every boundary, before a side effect)."""
+        if self.mode is Durability.ASYNC or self._strategy(step).flush_before_effect(model=model):
+            self.flush()
 
     def flush(self) -> None:
         """Make every submitted boundary durable before returning (waits, ends, shutdown)."""
@@ -75,6 +113,7 @@ class Committer:
         if self._buffer:
             batch, self._buffer = self._buffer, []
             self._commit(batch)
+            self._flushed_at = self._now()
 
     def discard(self) -> None:
         """Drop what is not yet durable (the run was lost or closed under us)."""
@@ -153,3 +192,7 @@ class Committer:
                     self._commit(batch)
                 except PerdureError as exc:
                     self._error = exc
+
+
+def _fixed(strategy: CheckpointStrategy) -> Callable[[str], CheckpointStrategy]:
+    return lambda _step: strategy

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, cast
 
+from perdure.core.chat import MODEL_TARGET
 from perdure.core.clock import Clock
 from perdure.core.effect_calls import Compensate, Execute, Offloaded, Reconcile
 from perdure.core.effects import (
@@ -132,7 +133,12 @@ class EffectRunner:
         call), its items are passed on to the caller as they come, and its return value is the
         effect's outcome. ``before_call`` runs just before a call is made (not on a replay): it
         may raise a signal (an exhausted budget) that leaves the record as it was."""
-        self.committer.flush()  # every earlier boundary is durable before any call
+        model = new.target == MODEL_TARGET
+        # the boundaries that led here are durable before a side effect (and, by strategy,
+        # before a model call)
+        self.committer.before_effect(self.step, model=model)
+        if not model:
+            self.committer.side_effect_made()
         record = self.store.get_effect(self.claim.run.tenant_id, new.key)
         if record is not None and record.request_hash != new.request_hash:
             raise EffectConflictError(

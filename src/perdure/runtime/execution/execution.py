@@ -12,9 +12,11 @@ its :class:`~perdure.runtime.execution.stopping.Stops`.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from perdure.core.artifacts import ArtifactRef
 from perdure.core.errors import (
     LeaseLostError,
     PerdureError,
@@ -23,9 +25,9 @@ from perdure.core.errors import (
     StoreError,
 )
 from perdure.core.fields import bind_lazy
-from perdure.core.model import Durability, Run, RunStatus
+from perdure.core.model import Run, RunStatus
 from perdure.core.reading import Attention, Readable, inspect
-from perdure.core.records import SignalWait, StopReason
+from perdure.core.records import EventType, SignalWait, StopReason
 from perdure.core.seal import StateSeal, seal_state
 from perdure.core.serde import OversizeError, loads
 from perdure.core.signals import Cancelled, Escalate, RetryLater
@@ -71,6 +73,7 @@ class Execution:
             clock.now,
             on_commit=lambda n, seconds: telemetry.committed(self.claim.run, n, seconds),
             group=services.group,
+            strategy=workflow.strategy,
         )
         self.bridge = services.loop.bridge()
         self.effects = EffectRunner(
@@ -251,9 +254,9 @@ class Execution:
             crashpoint("before_commit", boundary.step)
             for name in self.compacted:
                 crashpoint("before_compact", name)
-            self.committer.submit(boundary)
-            self.host.memory_submitted(durable=self.committer.mode is Durability.SYNC)
-            if self.committer.mode is Durability.SYNC:
+            durable = self.committer.submit(boundary)
+            self.host.memory_submitted(durable=durable)
+            if durable:
                 self.host.reread_thread()  # the boundary may have let waiting messages in
             self.seq += 1
             self.step_attempts = self.interrupted = 0
@@ -279,13 +282,36 @@ class Execution:
         self.host.begin_step(name, self.seq + 1)
         ctx = Context(self.run, name, self.host)
         if wf.codec.lazy:
-            bind_lazy(state, wf.codec.lazy, lambda ref: loads(self.host.get_artifact(ref)))
+            missed, read_cache = self._cache_missed(name), self._cache_reader(name)
+            bind_lazy(state, wf.codec.lazy, self._read_lazy, missed, read_cache)
         try:
             with contextlib.suppress(Cancelled, Escalate, RetryLater):
                 self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
         finally:
             self.effects.settling = False  # the compensations that follow make their calls
         return self.stops.finish_cancel(self.seq)
+
+    def _read_lazy(self, ref: ArtifactRef) -> Any:
+        return loads(self.host.get_artifact(ref))
+
+    def _cache_reader(self, step: str) -> Callable[[ArtifactRef], Any]:
+        """Reads a cache field's artifact; a missing or corrupted one raises its error, which
+        the field answers with a rebuild (a plain lazy field's goes to a person instead)."""
+        tenant, where = self.run.tenant_id, f"step {step}"
+        return lambda ref: loads(self.artifacts.get(tenant, ref, where))
+
+    def _cache_missed(self, step: str) -> Callable[[str, str], None]:
+        """What records that a cache field was rebuilt while ``step`` ran: a ``cache_rebuilt``
+        event of the run, written at once (a miss is news, never an error of the run)."""
+        run = self.run
+
+        def missed(field: str, reason: str) -> None:
+            data = {"field": field, "reason": reason, "step": step, "step_seq": self.seq + 1}
+            self.store.record_event(
+                run.tenant_id, run.run_id, str(EventType.CACHE_REBUILT), data, self.clock.now()
+            )
+
+        return missed
 
     def _upgrade(self, found: Readable) -> None:
         """Rewrite the claimed run for this code (migrated state, renamed step)."""
@@ -338,7 +364,8 @@ class Execution:
         self.host.begin_step(name, self.seq + 1)
         ctx = Context(run, name, self.host)
         if wf.codec.lazy:
-            bind_lazy(state, wf.codec.lazy, lambda ref: loads(self.host.get_artifact(ref)))
+            missed, read_cache = self._cache_missed(name), self._cache_reader(name)
+            bind_lazy(state, wf.codec.lazy, self._read_lazy, missed, read_cache)
         started = self.clock.now()
         outcome = self.caller.call(wf.steps[name], ctx, state, self.step_attempts)
         outcome = checked_wait(self.store, run, outcome)

@@ -258,6 +258,10 @@ class ExecutionHost:
         budget: Budget | None,
         share: float | None,
     ) -> ChildRecord:
+        # a child acts on its own: what led to it is durable first, as before a side effect
+        committer = self.effects.committer
+        committer.before_effect(self.effects.step, model=False)
+        committer.side_effect_made()
         return self.spawner.spawn(self.claim.run, self.budget, workflow, input, key, budget, share)
 
     def children(self) -> list[ChildRecord]:
