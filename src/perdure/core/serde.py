@@ -137,6 +137,13 @@ class StateCodec:
         self.lazy, self.derived = special_fields(state_type)
         """Names of the lazy fields, and the builders of the derived ones (see
         :mod:`perdure.core.fields`)."""
+        skip = self.derived.keys() | self.lazy
+        self._plain: tuple[str, ...] = (
+            tuple(f.name for f in dataclasses.fields(state_type) if f.name not in skip)
+            if self._is_dataclass
+            else ()
+        )
+        """A dataclass state's fields encoded as they are (not lazy, not derived), found once."""
 
     def coerce(self, value: Any) -> Any:
         """Turn run input (an instance or a dict of fields) into a state instance."""
@@ -168,10 +175,12 @@ class StateCodec:
         if self._is_model:
             data = state.model_dump(mode="json")
         elif self._is_dataclass:
-            skip = self.derived.keys() | self.lazy
-            data = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
-            data = {k: v for k, v in data.items() if k not in skip}
-            out = {name: dumps(value) for name, value in data.items()}
+            if type(state) is self.state_type:
+                out = {name: dumps(getattr(state, name)) for name in self._plain}
+            else:  # a subclass may add fields
+                skip = self.derived.keys() | self.lazy
+                names = [f.name for f in dataclasses.fields(state) if f.name not in skip]
+                out = {name: dumps(getattr(state, name)) for name in names}
             for name in self.lazy:
                 out[name] = _lazy_bytes(getattr(state, name))
             return out
