@@ -24,6 +24,15 @@ on the server named by ``--dsn`` (default ``PERDURE_BENCH_PG_DSN``, then
 Run: ``python benchmarks/lean_step.py [--runs 100] [--steps 20] [--calls 100] [--rounds 3]``.
 Compare two versions by running this file with each one's interpreter (see README.md).
 Nothing is asserted.
+
+CPU time moves with whatever else the machine runs. Instructions do not: ``--workload W`` only
+runs one workload (``steps`` or ``calls`` on ``--db sqlite`` or ``postgres``, or ``bare``:
+the bare driver's commits, ``--runs`` x ``--steps`` of them), for a counter to wrap, e.g.
+``valgrind --tool=callgrind --callgrind-out-file=/dev/null python benchmarks/lean_step.py
+--workload steps --db sqlite --runs 5`` and again with ``--runs 15``: the difference of the
+two counts over 200 steps is the instructions of one step, the interpreter's start and the
+imports left out. (``calls``: runs of the two-step workflow with ``--calls`` calls; compare
+with ``--calls 0``.)
 """
 
 from __future__ import annotations
@@ -194,8 +203,9 @@ def postgres_round_trips(store: Store, action: Callable[[], object]) -> int:
 def counted(open_store: Callable[[], Store], wf: Workflow[Any], counter: Counter) -> int:
     """Statements or round trips of one run of ``wf``, from its claim to its end."""
     with Runtime(open_store(), workflows=[wf]) as rt:
-        rt.start(wf)
-        rt.run_until_idle()  # warm-up: caches, prepared statements
+        for _ in range(5):  # warm-up: psycopg prepares a statement on its fifth use
+            rt.start(wf)
+        rt.run_until_idle()
         rt.start(wf)
         return counter(rt.store, rt.run_until_idle)
 
@@ -267,6 +277,40 @@ def postgres(dsn: str | None) -> Iterator[str | None]:
         yield url
 
 
+def workload(args: argparse.Namespace) -> None:
+    """Run one workload and nothing else (for an instruction counter to wrap); PostgreSQL in
+    the database ``--dsn`` names, which it migrates."""
+    from perdure.store.postgres.store import PostgresStore
+    from perdure.store.sqlite.store import SqliteStore
+
+    folder = Path(tempfile.mkdtemp(prefix="perdure-lean-"))
+    n = args.runs * args.steps
+    if args.workload == "bare":
+        if args.db == "sqlite":
+            bare_sqlite_us(folder, n)
+        else:
+            bare_postgres_us(args.dsn, n)
+        return
+
+    def open_store() -> Store:
+        if args.db == "sqlite":
+            return SqliteStore(folder / "lean.db")
+        return PostgresStore(args.dsn, max_connections=2)
+
+    wf = (
+        fleet_app.linear(args.steps, f"lean{os.getpid()}")
+        if args.workload == "steps"
+        else effects_workflow(args.calls)
+    )
+    with Runtime(open_store(), workflows=[wf]) as rt:
+        for _ in range(3):
+            rt.start(wf)
+        rt.run_until_idle()  # warm-up
+        for _ in range(args.runs):
+            rt.start(wf)
+        rt.run_until_idle()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     dsn = os.environ.get("PERDURE_BENCH_PG_DSN") or os.environ.get("PERDURE_TEST_PG_DSN")
@@ -276,7 +320,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--db", default="sqlite,postgres", help="which databases")
+    parser.add_argument("--workload", choices=["steps", "calls", "bare"], help="only run it")
     args = parser.parse_args()
+    if args.workload:
+        workload(args)
+        return
     from perdure.store.postgres.store import PostgresStore
     from perdure.store.sqlite.store import SqliteStore
 
