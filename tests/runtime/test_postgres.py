@@ -17,6 +17,7 @@ import pytest
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
 from perdure.core.errors import StoreError
 from perdure.core.model import Message, Run, ToolCall
+from perdure.runtime import fleet
 from perdure.store.base import CommitRequest
 from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
@@ -415,12 +416,13 @@ def waits_of_a_run(db_url: str, clock: FakeClock, wf: Workflow[Any], trace: Path
 
 
 def test_a_recorded_call_after_the_first_step_of_an_execution_is_three_round_trips(
-    db_url: str, clock: FakeClock, tmp_path: Path
+    db_url: str, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recorded call in a step occurrence no execution ran before waits for the server three
     times (its intent, ``executing``, its outcome): the read that tells a replay from a first
     call is left out, since nothing can be recorded there yet. In the first step an execution
     runs (which may be a re-execution) it is read, a fourth."""
+    monkeypatch.setattr(fleet, "REFRESH_SECONDS", 10**9)  # the dead workers: read once, kept
     plain = waits_of_a_run(db_url, clock, calls_then_end(0, "calls0"), tmp_path / "0")
     three = waits_of_a_run(db_url, clock, calls_then_end(3, "calls3"), tmp_path / "3")
     assert three - plain == 3 * 3
