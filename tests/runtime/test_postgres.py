@@ -14,9 +14,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, step
+from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
 from perdure.core.errors import StoreError
 from perdure.core.model import Message, Run, ToolCall
+from perdure.runtime import fleet
 from perdure.store.base import CommitRequest
 from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
@@ -385,3 +386,56 @@ def refuse_once(conn: psycopg.Connection[Any]) -> None:
         "CREATE TRIGGER refuse_once BEFORE INSERT ON perdure.messages "
         "FOR EACH ROW EXECUTE FUNCTION perdure.refuse_once()"
     )
+
+
+def calls_then_end(calls: int, name: str) -> Workflow[Any]:
+    """A no-op step, then a step making ``calls`` no-op recorded calls."""
+
+    @step(next=["act"])
+    def first(ctx: Context, s: Any):  # type: ignore[no-untyped-def]
+        return goto("act")
+
+    @step
+    def act(ctx: Context, s: Any):  # type: ignore[no-untyped-def]
+        for i in range(calls):
+            ctx.effect(f"e{i}", target="t", operation="o", request=i, execute=lambda r, k: r)
+        return done(None)
+
+    return Workflow(name, state=Order, steps=[first, act])
+
+
+def waits_of_a_run(db_url: str, clock: FakeClock, wf: Workflow[Any], trace: Path) -> int:
+    """Round trips of one run of ``wf`` from its claim to its end, after five runs of it (the
+    driver prepares a statement on its fifth use: a round trip of its own)."""
+    with Runtime(PostgresStore(db_url, max_connections=1), workflows=[wf], clock=clock) as rt:
+        for _ in range(5):
+            rt.start(wf)
+        rt.run_until_idle()
+        rt.start(wf)
+        return server_waits(rt.store, trace, rt.run_until_idle)
+
+
+def test_a_recorded_call_after_the_first_step_of_an_execution_is_three_round_trips(
+    db_url: str, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded call in a step occurrence no execution ran before waits for the server three
+    times (its intent, ``executing``, its outcome): the read that tells a replay from a first
+    call is left out, since nothing can be recorded there yet. In the first step an execution
+    runs (which may be a re-execution) it is read, a fourth."""
+    monkeypatch.setattr(fleet, "REFRESH_SECONDS", 10**9)  # the dead workers: read once, kept
+    plain = waits_of_a_run(db_url, clock, calls_then_end(0, "calls0"), tmp_path / "0")
+    three = waits_of_a_run(db_url, clock, calls_then_end(3, "calls3"), tmp_path / "3")
+    assert three - plain == 3 * 3
+
+    def only(calls: int) -> Workflow[Any]:
+        @step
+        def only(ctx: Context, s: Any):  # type: ignore[no-untyped-def]
+            for i in range(calls):
+                ctx.effect(f"e{i}", target="t", operation="o", request=i, execute=lambda r, k: r)
+            return done(None)
+
+        return Workflow(f"first_step{calls}", state=Order, steps=[only])
+
+    without = waits_of_a_run(db_url, clock, only(0), tmp_path / "without")
+    first = waits_of_a_run(db_url, clock, only(3), tmp_path / "first")
+    assert first - without == 3 * 4, "the read, the intent and two moves"

@@ -139,6 +139,13 @@ class StateCodec:
         :mod:`perdure.core.fields`)."""
         self.caches = rebuilders(state_type)
         """The lazy fields that are caches, with their ``rebuild`` functions."""
+        skip = self.derived.keys() | self.lazy
+        self._plain: tuple[str, ...] = (
+            tuple(f.name for f in dataclasses.fields(state_type) if f.name not in skip)
+            if self._is_dataclass
+            else ()
+        )
+        """A dataclass state's fields encoded as they are (not lazy, not derived), found once."""
 
     def coerce(self, value: Any) -> Any:
         """Turn run input (an instance or a dict of fields) into a state instance."""
@@ -170,10 +177,12 @@ class StateCodec:
         if self._is_model:
             data = state.model_dump(mode="json")
         elif self._is_dataclass:
-            skip = self.derived.keys() | self.lazy
-            data = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
-            data = {k: v for k, v in data.items() if k not in skip}
-            out = {name: dumps(value) for name, value in data.items()}
+            if type(state) is self.state_type:
+                out = {name: dumps(getattr(state, name)) for name in self._plain}
+            else:  # a subclass may add fields
+                skip = self.derived.keys() | self.lazy
+                names = [f.name for f in dataclasses.fields(state) if f.name not in skip]
+                out = {name: dumps(getattr(state, name)) for name in names}
             for name in self.lazy:
                 out[name] = _lazy_bytes(getattr(state, name))
             return out

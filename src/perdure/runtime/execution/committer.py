@@ -99,8 +99,14 @@ class Committer:
     def before_effect(self, step: str, *, model: bool) -> None:
         """An effect of ``step`` is about to be called (or replayed): flush what its
         strategy says must be durable first (every boundary, before a side effect)."""
-        if self.mode is Durability.ASYNC or self._strategy(step).flush_before_effect(model=model):
+        if self.flushes_before(step, model=model):
             self.flush()
+
+    def flushes_before(self, step: str, *, model: bool) -> bool:
+        """Whether every boundary before an effect of ``step`` is durable before its call (always
+        for a side effect; for a model call by the step's strategy)."""
+        strategy = self._strategy(step)
+        return self.mode is Durability.ASYNC or strategy.flush_before_effect(model=model)
 
     def flush(self) -> None:
         """Make every submitted boundary durable before returning (waits, ends, shutdown)."""

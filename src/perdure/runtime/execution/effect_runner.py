@@ -26,7 +26,7 @@ from perdure.core.effects import (
     request_hash,
     storable,
 )
-from perdure.core.errors import DefinitionError, InvalidInputError
+from perdure.core.errors import DefinitionError, InvalidInputError, PerdureError
 from perdure.core.model import JSON
 from perdure.core.recovery import Action, Checkpoint, EffectEvidence, decide
 from perdure.core.retry import RetryPolicy
@@ -71,7 +71,12 @@ class EffectRunner:
         self.committer = committer
         self.step = ""
         self.step_seq = 0
+        self._first_seq: int | None = None
+        """The first step occurrence this execution ran: the only one an earlier execution
+        may have recorded effects of (see :meth:`_recorded`)."""
         self._names: set[str] = set()
+        self._new: set[str] = set()
+        """Keys of the effects the running step occurrence declared (:meth:`new_effect`)."""
         self.settling = False
         """True while a cancelled run's step runs once more only to settle its effects: a
         recorded outcome is replayed, an effect in doubt reconciled, and no call is made."""
@@ -80,7 +85,9 @@ class EffectRunner:
 
     def begin_step(self, step: str, seq: int) -> None:
         """Effects from now on belong to occurrence ``seq`` of ``step``."""
-        self.step, self.step_seq, self._names = step, seq, set()
+        self.step, self.step_seq, self._names, self._new = step, seq, set(), set()
+        if self._first_seq is None:
+            self._first_seq = seq
 
     def new_effect(
         self, name: str, target: str, operation: str, request: JSON, compensator: str | None
@@ -91,8 +98,10 @@ class EffectRunner:
             raise DefinitionError(f"effect {name!r} is used twice in one step occurrence")
         self._names.add(name)
         run = self.claim.run
+        key = effect_key(run.tenant_id, run.workflow, run.run_id, self.step_seq, self.step, name)
+        self._new.add(key)
         return NewEffect(
-            key=effect_key(run.tenant_id, run.workflow, run.run_id, self.step_seq, self.step, name),
+            key=key,
             step=self.step,
             step_seq=self.step_seq,
             name=name,
@@ -139,7 +148,7 @@ class EffectRunner:
         self.committer.before_effect(self.step, model=model)
         if not model:
             self.committer.side_effect_made()
-        record = self.store.get_effect(self.claim.run.tenant_id, new.key)
+        record = self._recorded(new, model)
         if record is not None and record.request_hash != new.request_hash:
             raise EffectConflictError(
                 f"effect {new.key} was recorded with a different request "
@@ -194,6 +203,11 @@ class EffectRunner:
                 lambda: self.plans.submit(plan, self.clock.now()),
                 lambda: self.outcomes.landed(plan),
             )
+            if record.status is not S.PLANNED or record.attempts:  # never, by _recorded
+                raise PerdureError(
+                    f"effect {new.key} was found recorded ({record.status}) in a step "
+                    "occurrence no execution ran before; nothing was called"
+                )
         crashpoint("after_intent", *where)
         until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
         record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
@@ -245,6 +259,27 @@ class EffectRunner:
         return future.result()
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _recorded(self, new: NewEffect, model: bool) -> EffectRecord | None:
+        """The effect's record, read from the store only where one can exist: in the first
+        step occurrence this execution runs. A later occurrence (a higher ``step_seq``) was
+        never reached by any execution before this one when an effect is recorded only after
+        every earlier boundary is durable (:meth:`drive_steps` flushes first: always before a
+        side effect, and before a model call under the strategies that say so), so an earlier
+        execution that recorded one at occurrence ``n`` had committed ``n - 1`` boundaries,
+        and this execution, which claimed the run after it, began at ``n`` at the latest; and
+        no occurrence runs twice in one execution. Its effects are new, and the read that
+        tells a replay from a first call is skipped (one round trip less per recorded call on
+        PostgreSQL). This holds for the effects the occurrence declares, not for compensations
+        (they belong to the occurrence of the effect they undo, and may be retried). Should a
+        record be there all the same, the intent finds it (:meth:`_execute` refuses to call
+        on it)."""
+        first = self._first_seq
+        flushed = not model or self.committer.flushes_before(self.step, model=True)
+        later = first is not None and new.step_seq == self.step_seq > first
+        if flushed and later and new.key in self._new:
+            return None
+        return self.store.get_effect(self.claim.run.tenant_id, new.key)
 
     def _checkpoint(self) -> Checkpoint:
         run = self.claim.run

@@ -398,10 +398,11 @@ class Execution:
         )
         self.host.step_done(ctx.new_messages)
         messages, message_refs = self.artifacts.offload_messages(writer, ctx.new_messages)
+        finished = self.clock.now()  # read once: the step's end and its boundary's "now"
         common: dict[str, Any] = {
             "step": name,
             "started_at": started,
-            "finished_at": self.clock.now(),
+            "finished_at": finished,
             "state": sealed.fields,
             "state_seal": sealed.seal,
             "messages": messages,
@@ -414,7 +415,7 @@ class Execution:
             "appends": write.appends,
             "memory": self.host.step_memory(),
         }
-        boundary = to_boundary(outcome, common, self.clock.now())
+        boundary = to_boundary(outcome, common, finished)
         if unresolved and boundary.error is not None:
             error = replace(boundary.error, unresolved_compensations=tuple(unresolved))
             boundary = replace(boundary, error=error)

@@ -27,12 +27,9 @@ from perdure.store.driver import Driver
 from perdure.store.engine import threads
 from perdure.store.engine.tx import refused
 from perdure.store.rows import (
-    Stamp,
-    advance_params,
     iso,
     message_object,
     step_completion,
-    step_params,
     to_json,
 )
 
@@ -65,7 +62,7 @@ def commit_plain(d: Driver, requests: Sequence[CommitRequest], at: Any) -> list[
     fails, that failure is the refused runs' answer."""
     with d.statement() as tx:
         if len(requests) == 1 and not requests[0].boundaries[0].messages:
-            row = tx.one("commit_step", _step_params(d.stamp, requests[0], at))
+            row = tx.one("commit_step", _step_params(requests[0], at))
             found = [] if row is None else [row]
         else:
             found = tx.all("commit_steps", _params(requests, at))
@@ -94,16 +91,32 @@ def commit_plain(d: Driver, requests: Sequence[CommitRequest], at: Any) -> list[
     ]
 
 
-def _step_params(stamp: Stamp, request: CommitRequest, at: Any) -> dict[str, Any]:
-    """The parameters of ``commit_step`` (one run)."""
+def _step_params(request: CommitRequest, at: Any) -> dict[str, Any]:
+    """The parameters of ``commit_step`` (one run): the guard, and the rest as one JSON object
+    (times as ISO-8601 text, the changed fields' values as their JSON text)."""
     b = request.boundaries[0]
-    ids = {"tenant_id": request.tenant_id, "run_id": request.run_id}
-    return {
-        **advance_params(request, at, stamp),
-        **step_params(ids, 0, b, request.fence, stamp),
+    step = {
+        "fence": request.fence,
+        "next_step": b.next_step,
+        "budget": b.budget.to_json() if b.budget is not None else None,
+        "workflow_version": b.workflow_version,
+        "state_schema": b.state_schema,
+        "state_seal": b.state_seal,
+        "name": b.step,
+        "outcome": b.outcome,
+        "started_at": iso(b.started_at),
+        "finished_at": iso(b.finished_at),
         "completed": to_json(step_completion(b)),
         "fields": list(b.state),
         "values": [v.decode() for v in b.state.values()],
+        "now": iso(at),
+    }
+    return {
+        "tenant_id": request.tenant_id,
+        "run_id": request.run_id,
+        "fence": request.fence,
+        "expected_version": request.expected_version,
+        "step": to_json(step),
     }
 
 
