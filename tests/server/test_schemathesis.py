@@ -13,6 +13,7 @@ import httpx
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
 from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
@@ -125,3 +126,42 @@ def test_every_operation_answers_as_its_document_says(served: Served) -> None:
         for operation in operations:
             fuzz(operation, served, client, failures)
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_documents_links_lead_from_a_started_run_to_its_views(served: Served) -> None:
+    with served.client() as c:
+        document = c.get("/openapi.json").json()
+    assert (
+        "plain" in document["components"]["schemas"]["StartRun"]["properties"]["workflow"]["enum"]
+    )
+    schema = schemathesis.openapi.from_dict(document)
+    schema.config.generation.update(with_security_parameters=False, allow_extra_parameters=False)
+    machine = schema.as_state_machine()
+    client = httpx.Client(timeout=30)
+    followed: list[str] = []
+
+    class Links(machine):  # type: ignore[valid-type,misc]
+        def call(self, case: schemathesis.Case, **kwargs: Any) -> schemathesis.Response:
+            followed.append(case.operation.label)
+            return schemathesis.Response.from_httpx(call(case, served, client), verify=True)
+
+        def validate_response(
+            self, response: schemathesis.Response, case: schemathesis.Case, *args: Any, **kw: Any
+        ) -> None:
+            case.validate_response(response, checks=CHECKS)
+
+    try:
+        run_state_machine_as_test(
+            Links,
+            settings=settings(
+                max_examples=30,
+                stateful_step_count=6,
+                derandomize=True,
+                database=None,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    finally:
+        client.close()
+    assert "GET /v1/runs/{run_id}/events" in followed and "GET /v1/runs/{run_id}" in followed

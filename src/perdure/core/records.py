@@ -66,6 +66,9 @@ class EventType(StrEnum):
     RESTORED = "restored"
     CHILDREN_SETTLED = "children_settled"
     CHILD_SPAWNED = "child_spawned"
+    MESSAGE_STREAM = "message_stream"
+    """A streamed reply's token stream opened (an attempt): ``data`` names its ``message_id``
+    and ``attempt``, so a reader of the run's events can follow the reply as it is written."""
 
 
 class StopReason(StrEnum):

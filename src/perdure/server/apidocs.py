@@ -4,6 +4,7 @@ the document itself, for code generators and fuzzers."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,11 +119,13 @@ def operations(document: dict[str, Any]) -> list[Operation]:
     return found
 
 
-def page(document: dict[str, Any]) -> Any:
-    """The handler of ``GET /docs`` for ``document``."""
-    listed = operations(document)
+def page(
+    document: Callable[[], dict[str, Any]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """The handler of ``GET /docs``, listing the document ``document()`` returns."""
 
     async def docs(request: Request) -> Response:
-        return render(request, "api.html", who=None, doc=document, operations=listed)
+        found = document()
+        return render(request, "api.html", who=None, doc=found, operations=operations(found))
 
     return docs

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -77,7 +78,7 @@ def create_app(
     """
     origins = checked_origins(cors_origins)
     hub = Hub(runtime, poll=poll)
-    spec = document(_version())
+    release = _version()
     policy = Policy(secure_cookies, session_lifetime, session_idle, recheck)
 
     @asynccontextmanager
@@ -89,8 +90,11 @@ def create_app(
         finally:
             hub.stop()
 
+    def spec() -> dict[str, Any]:
+        return document(release, tuple(sorted(runtime.workflows)))
+
     async def openapi_doc(request: Request) -> Response:
-        return json_response(spec)
+        return json_response(spec())
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -98,7 +102,11 @@ def create_app(
     routes: list[BaseRoute] = [Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS]
     routes += [
         Route("/openapi.json", openapi_doc, methods=["GET"]),
-        Route("/docs", apidocs.page(spec), methods=["GET"]),
+        Route(
+            "/docs",
+            apidocs.page(lambda: document(release, tuple(sorted(runtime.workflows)))),
+            methods=["GET"],
+        ),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics.endpoint(runtime), methods=["GET"]),
     ]

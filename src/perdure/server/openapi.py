@@ -4,6 +4,7 @@ operation's parameters, request body, status codes and response schemas."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -136,6 +137,24 @@ def _parameters(e: Endpoint, schemas: dict[str, Any]) -> list[dict[str, Any]]:
     return params
 
 
+def operation_id(method: str, path: str) -> str:
+    """The ``operationId`` of an operation: ``get_v1_runs_run_id``."""
+    path = path.replace("{key:path}", "{key}")
+    return f"{method.lower()}_{re.sub(r'[^a-z0-9]+', '_', path.lower()).strip('_')}"
+
+
+def _links(e: Endpoint) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for target in e.links:
+        method, path = target.split(" ", 1)
+        names = re.findall(r"\{(\w+)\}", path)
+        found[operation_id(method, path)] = {
+            "operationId": operation_id(method, path),
+            "parameters": {name: f"$response.body#/{name}" for name in names},
+        }
+    return found
+
+
 def _operation(
     e: Endpoint, keyed: dict[tuple[Any, str], dict[str, Any]], schemas: dict[str, Any]
 ) -> dict[str, Any]:
@@ -153,11 +172,13 @@ def _operation(
             "description": REASONS[e.status],
             "content": {"application/json": {"schema": keyed[(e.reply, "validation")]}},
         }
+        if e.links:
+            responses[str(e.status)]["links"] = _links(e)
     for code in _statuses(e):
         responses[str(code)] = {"description": REASONS[code], "content": error}
     op: dict[str, Any] = {
         "summary": e.summary,
-        "operationId": f"{method.lower()}_{re.sub(r'[^a-z0-9]+', '_', path.lower()).strip('_')}",
+        "operationId": operation_id(method, path),
         "tags": [e.tag],
         "security": [{"bearer": []}, {"streamToken": []}] if e.stream else [{"bearer": []}],
         "parameters": _parameters(e, schemas),
@@ -174,9 +195,14 @@ def _operation(
     return op
 
 
-def document(version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the API (see the module docstring)."""
+@functools.lru_cache(maxsize=8)
+def document(version: str, workflows: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the API (see the module docstring). ``workflows``, the
+    names a server can start, become the choices of ``StartRun.workflow``. Cached: treat the
+    answer as read-only."""
     keyed, schemas = _schemas()
+    if workflows:
+        schemas["StartRun"]["properties"]["workflow"]["enum"] = list(workflows)
     paths: dict[str, dict[str, Any]] = {}
     for e in ENDPOINTS:
         path = e.path.replace("{key:path}", "{key}")

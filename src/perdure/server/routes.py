@@ -34,6 +34,9 @@ class Endpoint:
     errors: tuple[int, ...] = ()
     stream: bool = False
     idempotent: bool = False
+    links: tuple[str, ...] = ()
+    """Operations (``METHOD /path``) that take this one's answer as their path parameters
+    (OpenAPI links: clients and fuzzers follow them, e.g. a started run to its events)."""
 
 
 ADMIN = "admin"
@@ -69,6 +72,12 @@ ENDPOINTS = (
         body_required=True,
         errors=(404, 409),
         idempotent=True,
+        links=(
+            "GET /v1/runs/{run_id}",
+            "GET /v1/runs/{run_id}/events",
+            "POST /v1/runs/{run_id}/signals",
+            "POST /v1/runs/{run_id}/cancel",
+        ),
     ),
     Endpoint(
         "/v1/runs",
@@ -250,6 +259,7 @@ ENDPOINTS = (
         body=bodies.NewKey,
         body_required=True,
         role=ADMIN,
+        links=("DELETE /v1/keys/{key_id}",),
     ),
     Endpoint(
         "/v1/keys/{key_id}",
