@@ -16,10 +16,13 @@ from starlette.requests import Request
 
 from perdure.core.effects import EffectStatus
 from perdure.core.errors import InvalidInputError
+from perdure.core.ids import MAX_ID_LENGTH
 from perdure.core.model import Durability, RunStatus
 from perdure.core.threads import ThreadPolicy
 
 M = TypeVar("M", bound=BaseModel)
+ID = MAX_ID_LENGTH
+"""The longest id or name a field takes (what the store takes)."""
 
 
 class Body(BaseModel):
@@ -40,14 +43,16 @@ class StartRun(Body):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"workflow": "refund", "input": {"amount": 40}}]}
     )
-    workflow: str = Field(min_length=1, max_length=200, description="A loaded workflow's name")
+    workflow: str = Field(min_length=1, max_length=ID, description="A loaded workflow's name")
     input: Any = Field(None, description="The initial state: an object of the state's fields")
     thread: str | None = Field(
-        None, max_length=200, description="The conversation the run belongs to (default: new)"
+        None,
+        max_length=ID,
+        description="The conversation the run belongs to (default: new)",
     )
     idempotency_key: str | None = Field(
         None,
-        max_length=200,
+        max_length=ID,
         description="A repeat with the same key returns the first run (or the Idempotency-Key "
         "header)",
     )
@@ -67,7 +72,7 @@ class CancelRun(Body):
 
     reason: str | None = Field(None, max_length=10_000, description="Why (recorded)")
     request_id: str | None = Field(
-        None, max_length=200, description="A repeat with the same id changes nothing"
+        None, max_length=ID, description="A repeat with the same id changes nothing"
     )
 
 
@@ -82,7 +87,7 @@ class AddBudget(Body):
 class ResumeRun(Body):
     """Hand a run that needs a person back to the workers."""
 
-    at: str | None = Field(None, min_length=1, max_length=200, description="The step to run next")
+    at: str | None = Field(None, min_length=1, max_length=ID, description="The step to run next")
     patch: dict[str, Any] | None = Field(None, description="State fields to change first")
     add_budget: AddBudget | None = None
 
@@ -100,10 +105,13 @@ class SendSignal(Body):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"name": "paid", "payload": {"amount": 40}}]}
     )
-    name: str = Field(min_length=1, max_length=200, description="The signal's name")
+    name: str = Field(min_length=1, max_length=ID, description="The signal's name")
     payload: Any = Field(None, description="Any JSON value the run receives")
     signal_id: str | None = Field(
-        None, min_length=1, max_length=200, description="A repeat with the same id is a duplicate"
+        None,
+        min_length=1,
+        max_length=ID,
+        description="A repeat with the same id is a duplicate",
     )
 
 
@@ -112,7 +120,7 @@ class Decision(Body):
 
     comment: str | None = Field(None, max_length=10_000, description="Recorded with the decision")
     request_id: str | None = Field(
-        None, max_length=200, description="A repeat with the same id changes nothing"
+        None, max_length=ID, description="A repeat with the same id changes nothing"
     )
 
 
@@ -127,7 +135,7 @@ class ResolveEffect(Body):
     receipt: str | None = Field(None, max_length=10_000, description="The provider's receipt")
     result: Any = Field(None, description="The call's result, when it happened")
     request_id: str | None = Field(
-        None, max_length=200, description="A repeat with the same id changes nothing"
+        None, max_length=ID, description="A repeat with the same id changes nothing"
     )
 
 
@@ -137,7 +145,7 @@ class NewKey(Body):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"name": "ci", "roles": ["approver"]}]}
     )
-    name: str = Field(min_length=1, max_length=200, description="Who the key speaks for")
+    name: str = Field(min_length=1, max_length=ID, description="Who the key speaks for")
     roles: list[str] = Field(
         default_factory=list, max_length=64, description="Role names (admin, approver, ...)"
     )
@@ -250,9 +258,9 @@ class NewStreamToken(Body):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"run_id": "r_01jf6", "seconds": 300}]}
     )
-    run_id: str | None = Field(None, min_length=1, max_length=200, description="A run's events")
+    run_id: str | None = Field(None, min_length=1, max_length=ID, description="A run's events")
     message_id: str | None = Field(
-        None, min_length=1, max_length=200, description="A message's token deltas"
+        None, min_length=1, max_length=ID, description="A message's token deltas"
     )
     seconds: int = Field(
         300,

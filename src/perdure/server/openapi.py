@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from perdure.core.ids import MAX_ID_LENGTH
 from perdure.server.replies import ErrorReply
 from perdure.server.routes import ENDPOINTS, Endpoint
 
@@ -90,7 +91,7 @@ def _parameters(e: Endpoint, schemas: dict[str, Any]) -> list[dict[str, Any]]:
             "in": "path",
             "required": True,
             "description": about,
-            "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH},
         }
         for name, about in PATH_PARAMS.items()
         if "{" + name + "}" in path
@@ -131,7 +132,7 @@ def _parameters(e: Endpoint, schemas: dict[str, Any]) -> list[dict[str, Any]]:
                 "in": "header",
                 "required": False,
                 "description": "A repeat with the same key returns the first run",
-                "schema": {"type": "string", "maxLength": 200},
+                "schema": {"type": "string", "maxLength": MAX_ID_LENGTH},
             }
         )
     return params
