@@ -131,3 +131,19 @@ def test_entries_are_read_in_pages(store: Store, clock: FakeClock) -> None:
     page = store.stream_entries("t1", "m1", after=100, limit=50)
     assert [e.seq for e in page] == list(range(101, 151))
     assert [e.text for e in page] == texts[100:150]
+
+
+def test_each_attempt_announces_its_message_on_the_runs_events(
+    store: Store, clock: FakeClock
+) -> None:
+    run = claimed(store, clock)
+    store.open_stream("t1", "r1", run.fence, "m1", clock.now())
+    store.open_stream("t1", "r1", run.fence, "m1", clock.now())  # a cut attempt: a new one
+    announced = [(e.data, e.fence) for e in store.events("t1", "r1") if e.type == "message_stream"]
+    assert announced == [
+        ({"message_id": "m1", "attempt": 1}, run.fence),
+        ({"message_id": "m1", "attempt": 2}, run.fence),
+    ]
+    store.write_stream("t1", "r1", run.fence, "m1", 2, ["x"], True, clock.now())
+    store.open_stream("t1", "r1", run.fence, "m1", clock.now())  # finished, not reopened
+    assert sum(e.type == "message_stream" for e in store.events("t1", "r1")) == 2

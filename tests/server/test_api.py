@@ -124,7 +124,10 @@ def test_an_approval_is_recorded_as_the_principal_that_authenticated(served: Ser
         assert [(a["run_id"], a["role"], a["request"]) for a in pending] == [
             (run_id, "approver", {"amount": 7})
         ]
-        r = c.post(f"/v1/runs/{run_id}/approve", json={"comment": "ok", "as": "mallory"})
+        posing = c.post(f"/v1/runs/{run_id}/approve", json={"comment": "ok", "as": "mallory"})
+        assert posing.status_code == 400 and posing.json()["error"]["code"] == "invalid_input"
+        assert "'as' is not one this endpoint takes" in posing.json()["error"]["message"]
+        r = c.post(f"/v1/runs/{run_id}/approve", json={"comment": "ok"})
         assert r.status_code == 200 and r.json()["decided_by"] == "approver"
         again = c.post(f"/v1/runs/{run_id}/reject", json={})
         assert again.status_code == 409 and again.json()["error"]["code"] == "approval_not_pending"

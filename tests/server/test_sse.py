@@ -28,9 +28,12 @@ class Frame:
 
 
 def frames(response: httpx.Response) -> Iterator[Frame]:
-    """The frames of a text/event-stream response, as they arrive (comments included)."""
+    """The frames of a text/event-stream response, as they arrive (comments included, but for
+    the opening one)."""
     frame = Frame()
     for line in response.iter_lines():
+        if line == ": open":
+            continue
         if line.startswith(":"):
             yield Frame(event="comment", comments=[line[1:].strip()])
         elif line.startswith("id:"):
@@ -96,9 +99,25 @@ def test_a_quiet_stream_sends_heartbeats(served: Served) -> None:
             seen = []
             for f in frames(r):
                 seen.append(f.event)
-                if f.event == "comment":
+                if f.comments == ["heartbeat"]:
                     break
     assert seen[0] == "message" and seen[-1] == "comment"
+
+
+def test_every_frame_that_is_not_a_comment_carries_data_and_the_first_carries_retry(
+    served: Served,
+) -> None:
+    run_id = served.runtime.start("plain", tenant="t1").run_id
+    served.runtime.run_until_idle()
+    with served.client() as c:
+        raw = c.get(f"/v1/runs/{run_id}/events").content
+    blocks = [b for b in raw.split(b"\n\n") if b]
+    assert blocks[0] == b": open"  # a comment: no client dispatches it
+    events = [b.split(b"\n") for b in blocks[1:]]
+    assert all(any(line.startswith(b"data: ") for line in e) for e in events), raw
+    assert events[0][0] == b"retry: 1000"
+    assert not any(line.startswith(b"retry:") for e in events[1:] for line in e)
+    assert events[-1] == [b"event: end", b"data: {}"]
 
 
 def test_a_finished_runs_stream_sends_its_events_then_ends(served: Served) -> None:

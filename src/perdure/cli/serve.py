@@ -47,6 +47,14 @@ def log_options(fn: F) -> F:
     help="Mark the dashboard's cookies Secure (behind a proxy that ends TLS; over HTTPS they "
     "are anyway).",
 )
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Let pages of this origin (https://app.example.com) call the API from a browser; "
+    "repeat for more. No cookies cross origins: the API takes bearer keys and stream tokens.",
+)
 @log_options
 @pass_settings
 @run_command
@@ -56,6 +64,7 @@ def serve(
     host: str,
     port: int,
     secure_cookies: bool,
+    cors_origins: tuple[str, ...],
     log_format: str,
     log_level: str,
 ) -> None:
@@ -63,7 +72,8 @@ def serve(
 
     Requests authenticate with API keys (`perdure keys create`); the dashboard logs a person
     in with a key and keeps a server-side session. The server starts runs and records
-    decisions; workers (`perdure worker`) advance the runs.
+    decisions; workers (`perdure worker`) advance the runs. The API's reference is at /docs,
+    its OpenAPI document at /openapi.json.
     """
     try:
         import uvicorn
@@ -75,13 +85,15 @@ def serve(
             fix="pip install 'perdure[server]'",
         ) from None
     from perdure.runtime.logs import configure
+    from perdure.server.cors import checked_origins
 
+    checked_origins(cors_origins)  # a bad origin is refused before anything starts
     configure(log_format, log_level.upper())
     sock = listening(host, port)
     rt = Runtime(settings.db, workflows=load_app(app))
     try:
         # open event streams end 5 s after SIGTERM; clients reconnect with Last-Event-ID
-        served = create_app(rt, secure_cookies=secure_cookies)
+        served = create_app(rt, secure_cookies=secure_cookies, cors_origins=cors_origins)
         config = uvicorn.Config(served, log_level="warning", timeout_graceful_shutdown=5)
         # the socket listens already: a client that read this line can connect at once
         click.echo(f"serving on http://{host}:{port}/ (dashboard at /, API at /v1)")

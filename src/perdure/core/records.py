@@ -67,6 +67,9 @@ class EventType(StrEnum):
     CHILDREN_SETTLED = "children_settled"
     CHILD_SPAWNED = "child_spawned"
     CACHE_REBUILT = "cache_rebuilt"
+    MESSAGE_STREAM = "message_stream"
+    """A streamed reply's token stream opened (an attempt): ``data`` names its ``message_id``
+    and ``attempt``, so a reader of the run's events can follow the reply as it is written."""
 
 
 class StopReason(StrEnum):

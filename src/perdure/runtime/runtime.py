@@ -181,6 +181,8 @@ class Runtime:
     keys = _verb(Operator.keys, "operator")
     revoke_key = _verb(Operator.revoke_key, "operator")
     authenticate = _verb(Operator.authenticate, "operator")
+    stream_token = _verb(Operator.stream_token, "operator")
+    stream_access = _verb(Operator.stream_access, "operator")
     open_session = _verb(Operator.open_session, "operator")
     session_principal = _verb(Operator.session_principal, "operator")
     end_session = _verb(Operator.end_session, "operator")

@@ -9,23 +9,20 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from perdure.core.errors import InvalidInputError
 from perdure.core.model import JSON, Principal, RunStatus
 from perdure.core.shapes import effect_json, iso, run_json
 from perdure.runtime.runtime import Runtime
-from perdure.server.api import body_of, call, endpoint, json_response, number, text
+from perdure.server.api import call, endpoint, json_response, parsed
 from perdure.server.auth import ADMIN, require
+from perdure.server.bodies import EffectsQuery, NewKey, ResolveEffect, StuckQuery, queried
 
 
 @endpoint
 async def list_effects(request: Request, who: Principal, rt: Runtime) -> Response:
     """Effects of the tenant (or of one run), filtered by status."""
+    query = queried(request, EffectsQuery)
     found = await call(
-        rt.effects,
-        tenant=who,
-        run_id=request.query_params.get("run_id"),
-        status=request.query_params.getlist("status"),
-        limit=number(request, "limit", 1000, 1, 10_000),
+        rt.effects, tenant=who, run_id=query.run_id, status=query.status, limit=query.limit
     )
     return json_response({"effects": [effect_json(e) for e in found]})
 
@@ -34,20 +31,17 @@ async def list_effects(request: Request, who: Principal, rt: Runtime) -> Respons
 async def resolve_effect(request: Request, who: Principal, rt: Runtime) -> Response:
     """Record a person's decision on an ambiguous effect (admin)."""
     require(who, ADMIN, "resolving an effect")
-    body = await body_of(request)
-    applied = body.get("applied")
-    if not isinstance(applied, bool):
-        raise InvalidInputError("field 'applied' must be true or false")
+    body = await parsed(request, ResolveEffect)
     record = await call(
         rt.resolve_effect,
         str(request.path_params["key"]),
-        applied=applied,
+        applied=body.applied,
         by=who.subject,
-        reason=text(body, "reason") or "",
+        reason=body.reason,
         tenant=who,
-        receipt=text(body, "receipt"),
-        result=body.get("result"),
-        request_id=text(body, "request_id"),
+        receipt=body.receipt,
+        result=body.result,
+        request_id=body.request_id,
     )
     return json_response(effect_json(record))
 
@@ -55,7 +49,7 @@ async def resolve_effect(request: Request, who: Principal, rt: Runtime) -> Respo
 @endpoint
 async def stuck_runs(request: Request, who: Principal, rt: Runtime) -> Response:
     """The tenant's RUNNING runs with no progress for ``threshold`` seconds."""
-    threshold = number(request, "threshold", 300, 0, 10**7)
+    threshold = queried(request, StuckQuery).threshold
     found = await call(rt.stuck, threshold_seconds=float(threshold), limit=1000, tenant=who)
     return json_response({"runs": [run_json(r) for r in found], "threshold": threshold})
 
@@ -104,11 +98,8 @@ async def keys(request: Request, who: Principal, rt: Runtime) -> Response:
     """List the tenant's keys (GET) or make one (POST, shown once) (admin)."""
     require(who, ADMIN, "managing keys")
     if request.method == "POST":
-        body = await body_of(request)
-        roles = body.get("roles", [])
-        if not isinstance(roles, list):
-            raise InvalidInputError("field 'roles' must be a list of role names")
-        made = await call(rt.create_key, text(body, "name") or "", tenant=who, roles=roles)
+        body = await parsed(request, NewKey)
+        made = await call(rt.create_key, body.name, tenant=who, roles=body.roles)
         return json_response({**key_json(made.key), "token": made.token}, 201)
     return json_response({"keys": [key_json(k) for k in await call(rt.keys, tenant=who)]})
 

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -17,20 +18,37 @@ from perdure.core.budget import Budget
 from perdure.core.errors import (
     DefinitionError,
     InvalidInputError,
+    NotAuthorizedError,
     PerdureError,
     UnsupportedMediaTypeError,
 )
 from perdure.core.ids import checked_id
 from perdure.core.model import JSON, Principal
 from perdure.core.shapes import approval_json, effect_json, event_json, iso, run_json
+from perdure.core.stream_tokens import EVENTS, message_scope, run_scope
 from perdure.runtime.runtime import Runtime
 from perdure.server import deltas, sse
-from perdure.server.auth import ADMIN, bearer, principal_of, require
+from perdure.server.auth import ADMIN, bearer, principal_of, require, stream_principal_of
+from perdure.server.bodies import (
+    ApprovalsQuery,
+    CancelRun,
+    Decision,
+    EventsQuery,
+    FailRun,
+    ResumeRun,
+    RunsQuery,
+    SendSignal,
+    StartRun,
+    StreamQuery,
+    decoded,
+    queried,
+)
 from perdure.server.guard import Credential, Recheck, guarded
 from perdure.server.hub import Hub
 from perdure.server.listing import cursor_of, run_filter
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 MAX_BODY = 1_000_000
 """The largest request body accepted, in bytes."""
 
@@ -79,26 +97,11 @@ async def body_of(request: Request) -> dict[str, Any]:
     return found
 
 
-def text(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
-    """A string field of a body (missing: ``default``); any other type is ``invalid_input``."""
-    value = body.get(name, default)
-    if value is not None and not isinstance(value, str):
-        raise InvalidInputError(f"field {name!r} must be a string")
-    return value
-
-
-def number(request: Request, name: str, default: int, low: int, high: int) -> int:
-    """A whole-number query parameter within bounds."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInputError(f"query parameter {name}={raw!r} is not a number") from None
-    if not low <= value <= high:
-        raise InvalidInputError(f"query parameter {name} must be from {low} to {high}")
-    return value
+async def parsed(request: Request, model: type[M]) -> M:
+    """The request's body as ``model`` (an empty body is ``{}``), or ``invalid_input``: bad
+    JSON, not an object, or a field missing, unknown or of the wrong type."""
+    await body_of(request)
+    return decoded(model, await request.body())
 
 
 Handler = Callable[[Request, Principal, Runtime], Awaitable[Response]]
@@ -119,6 +122,31 @@ def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     return wrapped
 
 
+def stream_endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint of a stream: authenticated by a bearer key, or by a stream token in
+    ``?token=`` (read-only, one stream: the handler checks its scope with
+    :func:`require_scope`)."""
+
+    async def wrapped(request: Request) -> Response:
+        principal, scope = await stream_principal_of(request)
+        request.state.stream_scope = scope
+        return await handler(request, principal, request.app.state.runtime)
+
+    wrapped.__name__ = handler.__name__
+    wrapped.__doc__ = handler.__doc__
+    return wrapped
+
+
+def require_scope(request: Request, scope: str) -> None:
+    """Refuse a stream token that opens another stream than ``scope``."""
+    held: str | None = request.state.stream_scope
+    if held is not None and held != scope:
+        raise NotAuthorizedError(
+            f"this stream token opens {held!r}, not {scope!r}",
+            fix="mint a token for this stream with POST /v1/stream-tokens",
+        )
+
+
 def run_id_of(request: Request) -> str:
     """The run id of the path."""
     return str(request.path_params["run_id"])
@@ -130,24 +158,17 @@ def run_id_of(request: Request) -> str:
 @endpoint
 async def start_run(request: Request, who: Principal, rt: Runtime) -> Response:
     """Start a run; a repeated idempotency key returns the first run."""
-    body = await body_of(request)
-    workflow = text(body, "workflow")
-    if not workflow:
-        raise InvalidInputError("field 'workflow' is required", fix="name a loaded workflow")
-    key = request.headers.get("idempotency-key") or text(body, "idempotency_key")
-    release = body.get("release")
-    if release is not None and not isinstance(release, dict):
-        raise InvalidInputError("field 'release' must be an object of release ids")
+    body = await parsed(request, StartRun)
     run = await call(
         rt.start,
-        workflow,
-        body.get("input"),
+        body.workflow,
+        body.input,
         tenant=who,
-        thread=text(body, "thread"),
-        idempotency_key=key,
-        durability=text(body, "durability", "sync") or "sync",
-        release=release,
-        policy=text(body, "policy"),
+        thread=body.thread,
+        idempotency_key=request.headers.get("idempotency-key") or body.idempotency_key,
+        durability=body.durability,
+        release=body.release,
+        policy=body.policy,
         trace_context=trace_of(request),
     )
     return json_response(run_json(run), 201)
@@ -165,12 +186,13 @@ async def list_runs(request: Request, who: Principal, rt: Runtime) -> Response:
     ``status``, ``workflow``, ``thread``, ``since``, ``until`` and ``q`` (see
     :mod:`perdure.server.listing`); ``next_cursor`` continues the listing (``null``: the
     last page). A malformed parameter or cursor is a one-line 400."""
+    query = queried(request, RunsQuery)
     found = await call(
         rt.run_page,
         tenant=who,
         where=run_filter(request),
         cursor=cursor_of(request),
-        limit=number(request, "limit", 100, 1, 10_000),
+        limit=query.limit,
     )
     counts: dict[str, int] = {}
     for c in await call(rt.run_counts, tenant=who):
@@ -221,13 +243,13 @@ async def get_run(request: Request, who: Principal, rt: Runtime) -> Response:
 @endpoint
 async def cancel_run(request: Request, who: Principal, rt: Runtime) -> Response:
     """Cancel a run at its next step boundary."""
-    body = await body_of(request)
+    body = await parsed(request, CancelRun)
     run = await call(
         rt.cancel,
         run_id_of(request),
         tenant=who,
-        reason=text(body, "reason", "") or f"cancelled by {who.subject}",
-        request_id=text(body, "request_id"),
+        reason=body.reason or f"cancelled by {who.subject}",
+        request_id=body.request_id,
     )
     return json_response(run_json(run))
 
@@ -236,27 +258,20 @@ async def cancel_run(request: Request, who: Principal, rt: Runtime) -> Response:
 async def resume_run(request: Request, who: Principal, rt: Runtime) -> Response:
     """Hand a run that needs a person back to the workers (admin)."""
     require(who, ADMIN, "resuming a run that needs a person")
-    body = await body_of(request)
-    patch = body.get("patch")
-    if patch is not None and not isinstance(patch, dict):
-        raise InvalidInputError("field 'patch' must be an object of state fields")
-    more = body.get("add_budget")
+    body = await parsed(request, ResumeRun)
+    more = body.add_budget
     budget = None
     if more is not None:
-        if not isinstance(more, dict) or set(more) - {"steps", "cost", "tokens"}:
-            raise InvalidInputError("field 'add_budget' takes steps, cost and tokens")
         try:
-            budget = Budget(
-                steps=more.get("steps"), cost=more.get("cost"), tokens=more.get("tokens")
-            )
+            budget = Budget(steps=more.steps, cost=more.cost, tokens=more.tokens)
         except DefinitionError as exc:
             raise InvalidInputError(f"field 'add_budget': {exc.message}", fix=exc.fix) from None
     run = await call(
         rt.repair,
         run_id_of(request),
         tenant=who,
-        at=text(body, "at"),
-        patch=patch,
+        at=body.at,
+        patch=body.patch,
         add_budget=budget,
         by=who.subject,
     )
@@ -267,28 +282,22 @@ async def resume_run(request: Request, who: Principal, rt: Runtime) -> Response:
 async def fail_run(request: Request, who: Principal, rt: Runtime) -> Response:
     """End a run that needs a person as FAILED (admin)."""
     require(who, ADMIN, "failing a run")
-    body = await body_of(request)
-    reason = text(body, "reason")
-    if not reason:
-        raise InvalidInputError("field 'reason' is required", fix="say why the run is failed")
-    run = await call(rt.fail, run_id_of(request), tenant=who, reason=reason, by=who.subject)
+    body = await parsed(request, FailRun)
+    run = await call(rt.fail, run_id_of(request), tenant=who, reason=body.reason, by=who.subject)
     return json_response(run_json(run))
 
 
 @endpoint
 async def signal_run(request: Request, who: Principal, rt: Runtime) -> Response:
     """Deliver a signal to a run."""
-    body = await body_of(request)
-    name = text(body, "name")
-    if not name:
-        raise InvalidInputError("field 'name' is required", fix="name the signal")
+    body = await parsed(request, SendSignal)
     signal, outcome = await call(
         rt.signal,
         run_id_of(request),
-        name,
-        body.get("payload"),
+        body.name,
+        body.payload,
         tenant=who,
-        signal_id=text(body, "signal_id"),
+        signal_id=body.signal_id,
     )
     return json_response({"signal_id": signal.signal_id, "name": signal.name, "outcome": outcome})
 
@@ -296,14 +305,10 @@ async def signal_run(request: Request, who: Principal, rt: Runtime) -> Response:
 @endpoint
 async def decide(request: Request, who: Principal, rt: Runtime) -> Response:
     """Approve or reject a run's pending request as the authenticated principal."""
-    body = await body_of(request)
+    body = await parsed(request, Decision)
     verb = rt.approve if request.url.path.endswith("/approve") else rt.reject
     approval = await call(
-        verb,
-        run_id_of(request),
-        who,
-        comment=text(body, "comment"),
-        request_id=text(body, "request_id"),
+        verb, run_id_of(request), who, comment=body.comment, request_id=body.request_id
     )
     return json_response(approval_json(approval))
 
@@ -311,10 +316,8 @@ async def decide(request: Request, who: Principal, rt: Runtime) -> Response:
 @endpoint
 async def list_approvals(request: Request, who: Principal, rt: Runtime) -> Response:
     """Approval requests of the tenant (pending ones unless ``pending=false``)."""
-    pending = request.query_params.get("pending", "true").lower() not in ("false", "0", "no")
-    found = await call(
-        rt.approvals, tenant=who, run_id=request.query_params.get("run_id"), pending=pending
-    )
+    query = queried(request, ApprovalsQuery)
+    found = await call(rt.approvals, tenant=who, run_id=query.run_id, pending=query.pending)
     return json_response({"approvals": [approval_json(a) for a in found]})
 
 
@@ -324,17 +327,27 @@ async def list_approvals(request: Request, who: Principal, rt: Runtime) -> Respo
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def key_of(request: Request) -> Credential:
-    """The credential of an API request (its bearer key; the endpoint checked it)."""
-    return ("key", bearer(request) or "")
+def credential_of(request: Request) -> Credential:
+    """The credential a stream was opened with (the endpoint checked it): its bearer key,
+    else its stream token."""
+    key = bearer(request)
+    if key is not None:
+        return ("key", key)
+    return ("stream", request.query_params.get("token") or "")
+
+
+def position_of(request: Request) -> int:
+    """Where a stream starts: after ``Last-Event-ID`` (a reconnect), else after ``?after=``,
+    else from the beginning."""
+    return sse.resume_position(
+        request.headers.get("last-event-id"), request.query_params.get("after")
+    )
 
 
 def event_stream(request: Request, source: sse.Source, credential: Credential) -> Response:
     """A text/event-stream response that follows ``source`` from the client's position, and
     closes once ``credential`` no longer holds (see :mod:`perdure.server.guard`)."""
-    after = sse.resume_position(
-        request.headers.get("last-event-id"), request.query_params.get("after")
-    )
+    after = position_of(request)
     hub: Hub = request.app.state.hub
     heartbeat: float = request.app.state.heartbeat
     recheck: Recheck = request.app.state.recheck
@@ -344,38 +357,41 @@ def event_stream(request: Request, source: sse.Source, credential: Credential) -
     )
 
 
-@endpoint
+@stream_endpoint
 async def run_events(request: Request, who: Principal, rt: Runtime) -> Response:
     """The run's events, live (SSE), resumable with Last-Event-ID; ends when the run ends."""
-    run = await call(rt.get, run_id_of(request), tenant=who)
-    return event_stream(request, sse.RunEvents(rt, who.tenant_id, run.run_id), key_of(request))
+    queried(request, StreamQuery)
+    position_of(request)
+    run_id = checked_id(run_id_of(request), "run id")
+    require_scope(request, run_scope(run_id))
+    run = await call(rt.get, run_id, tenant=who)
+    source = sse.RunEvents(rt, who.tenant_id, run.run_id)
+    return event_stream(request, source, credential_of(request))
 
 
-@endpoint
+@stream_endpoint
 async def message_deltas(request: Request, who: Principal, rt: Runtime) -> Response:
     """A message's token deltas, live (SSE), resumable with Last-Event-ID; ends when the
     message is finished."""
+    queried(request, StreamQuery)
+    after = position_of(request)
     message_id = checked_id(request.path_params["message_id"], "message id")
-    after = sse.resume_position(
-        request.headers.get("last-event-id"), request.query_params.get("after")
-    )
+    require_scope(request, message_scope(message_id))
     heartbeat: float = request.app.state.heartbeat
     recheck: Recheck = request.app.state.recheck
     body = deltas.message_stream(rt, who.tenant_id, message_id, after, heartbeat=heartbeat)
     return StreamingResponse(
-        guarded(body, recheck, key_of(request)),
+        guarded(body, recheck, credential_of(request)),
         media_type="text/event-stream",
         headers=STREAM_HEADERS,
     )
 
 
-@endpoint
+@stream_endpoint
 async def tenant_events(request: Request, who: Principal, rt: Runtime) -> Response:
     """Every run's events of the tenant, live (SSE), filtered by ``type`` and ``workflow``."""
-    source = sse.TenantEvents(
-        rt,
-        who.tenant_id,
-        tuple(request.query_params.getlist("type")),
-        request.query_params.get("workflow"),
-    )
-    return event_stream(request, source, key_of(request))
+    query = queried(request, EventsQuery)
+    position_of(request)
+    require_scope(request, EVENTS)
+    source = sse.TenantEvents(rt, who.tenant_id, tuple(query.type), query.workflow)
+    return event_stream(request, source, credential_of(request))

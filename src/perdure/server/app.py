@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -21,15 +22,17 @@ from perdure.core.errors import PerdureError
 from perdure.core.sessions import IDLE, LIFETIME
 from perdure.core.throttle import Throttle
 from perdure.runtime.runtime import Runtime
-from perdure.server import dashboard, metrics
+from perdure.server import apidocs, assets, dashboard, metrics
 from perdure.server.api import json_response
 from perdure.server.cookies import Cookies
+from perdure.server.cors import Cors, checked_origins
 from perdure.server.errors import on_error
 from perdure.server.guard import Recheck
 from perdure.server.headers import SecurityHeaders
 from perdure.server.hub import Hub
+from perdure.server.openapi import document
 from perdure.server.policy import Policy
-from perdure.server.routes import ENDPOINTS, openapi
+from perdure.server.routes import ENDPOINTS
 
 log = logging.getLogger("perdure.server")
 
@@ -52,6 +55,7 @@ def create_app(
     session_idle: timedelta = IDLE,
     recheck: float = 2.0,
     throttle: Throttle | None = None,
+    cors_origins: tuple[str, ...] = (),
 ) -> Starlette:
     """The ASGI app serving ``runtime``: ``/v1`` (JSON API and SSE streams), ``/openapi.json``,
     ``/metrics`` (Prometheus), ``/healthz`` and, unless ``dashboard_ui=False``, the dashboard
@@ -66,10 +70,15 @@ def create_app(
     ``session_idle`` bound a dashboard session; ``recheck`` is how often, in seconds, an open
     stream checks that its key or session still holds. ``throttle`` counts failed keys (by
     default five are free, then the wait doubles from 1 s up to 15 minutes).
+    ``cors_origins`` are the web origins (``https://app.example.com``) whose pages may call
+    ``/v1`` from a browser (see :mod:`perdure.server.cors`); none by default.
+    ``/docs`` is a page of the API's operations, ``/openapi.json`` its OpenAPI 3.1 document.
     The runtime stays the caller's: close it after the app stops. Mount the app inside
     another ASGI app with ``Mount("/perdure", app=create_app(rt))``.
     """
+    origins = checked_origins(cors_origins)
     hub = Hub(runtime, poll=poll)
+    release = _version()
     policy = Policy(secure_cookies, session_lifetime, session_idle, recheck)
 
     @asynccontextmanager
@@ -81,25 +90,32 @@ def create_app(
         finally:
             hub.stop()
 
+    def spec() -> dict[str, Any]:
+        return document(release, tuple(sorted(runtime.workflows)))
+
     async def openapi_doc(request: Request) -> Response:
-        return json_response(openapi(_version()))
+        return json_response(spec())
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    routes: list[BaseRoute] = [Route(e.path, e.handler, methods=list(e.methods)) for e in ENDPOINTS]
+    routes: list[BaseRoute] = [Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS]
     routes += [
         Route("/openapi.json", openapi_doc, methods=["GET"]),
+        Route(
+            "/docs",
+            apidocs.page(lambda: document(release, tuple(sorted(runtime.workflows)))),
+            methods=["GET"],
+        ),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics.endpoint(runtime), methods=["GET"]),
     ]
-    if dashboard_ui:
-        routes += dashboard.routes()
+    routes += dashboard.routes() if dashboard_ui else assets.routes()
 
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(SecurityHeaders)],
+        middleware=[Middleware(SecurityHeaders), Middleware(Cors, origins=origins)],
         exception_handlers={PerdureError: on_error},
     )
     app.state.runtime = runtime

@@ -87,6 +87,31 @@ async def principal_of(request: Request) -> Principal:
     return principal
 
 
+async def stream_principal_of(request: Request) -> tuple[Principal, str | None]:
+    """Who a stream request speaks for, and the scope its stream token opens (None: it came
+    with a bearer key, which opens every stream of its tenant). ``?token=`` is read only when
+    the request has no ``Authorization`` header; an API key put there is refused, so a key
+    never has to travel in a URL."""
+    token = request.query_params.get("token")
+    if bearer(request) is not None or token is None:
+        return await principal_of(request), None
+    if token.startswith("pdk_"):
+        raise NotAuthenticatedError(
+            "an API key was sent in the URL, where proxies and browsers keep it; it was not used",
+            fix="mint a stream token with POST /v1/stream-tokens and pass that as ?token=, "
+            "then revoke the exposed key (`perdure keys revoke`)",
+        )
+    subjects = [f"addr:{request.client.host if request.client else 'unknown'}"]
+    check_attempts(request, subjects)
+    runtime: Runtime = request.app.state.runtime
+    try:
+        principal, scope = await run_in_threadpool(runtime.stream_access, token)
+    except NotAuthenticatedError:
+        count_attempt(request, subjects, ok=False)
+        raise
+    return principal, scope
+
+
 def require(principal: Principal, role: str, doing: str) -> None:
     """Refuse with :class:`NotAuthorizedError` unless ``principal`` holds ``role``."""
     if role not in principal.roles:

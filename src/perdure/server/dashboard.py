@@ -29,13 +29,13 @@ from perdure.core.model import Principal, RunStatus
 from perdure.core.shapes import iso
 from perdure.runtime.runtime import Runtime
 from perdure.server import assets, sse
-from perdure.server.api import call, event_stream, number, run_detail
+from perdure.server.api import call, event_stream, run_detail
 from perdure.server.auth import ADMIN, require
 from perdure.server.cookies import Cookies
 from perdure.server.csrf import check_csrf, csrf_token
 from perdure.server.forms import failure, form_of, render, to
 from perdure.server.graph import layout
-from perdure.server.listing import cursor_of, run_filter
+from perdure.server.listing import cursor_of, number, run_filter
 from perdure.server.login import login, logout
 from perdure.server.origin import require_not_cross_site, require_same_origin
 from perdure.server.overview import status_bars

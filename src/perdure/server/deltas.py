@@ -23,13 +23,14 @@ import orjson
 
 from perdure.core.streams import StreamEntry
 from perdure.runtime.runtime import Runtime
+from perdure.server.sse import OPENING, framed
 
 _END = object()
 
 
-def _frame(entry: StreamEntry) -> bytes:
+def _frame(entry: StreamEntry, *, first: bool) -> bytes:
     body = {"seq": entry.seq, "attempt": entry.attempt, "kind": str(entry.kind), "text": entry.text}
-    return b"id: %d\ndata: %s\n\n" % (entry.seq, orjson.dumps(body))
+    return framed(orjson.dumps(body), position=entry.seq, first=first)
 
 
 async def message_stream(
@@ -55,7 +56,8 @@ async def message_stream(
 
     threading.Thread(target=pump, name=f"perdure-deltas-{message_id}", daemon=True).start()
     try:
-        yield b"retry: 1000\n\n"
+        yield OPENING
+        first = True
         while True:
             try:
                 item = await asyncio.wait_for(queue.get(), heartbeat)
@@ -63,8 +65,9 @@ async def message_stream(
                 yield b": heartbeat\n\n"
                 continue
             if item is _END or isinstance(item, Exception):
-                yield b"event: end\ndata: {}\n\n"
+                yield framed(b"{}", event="end", first=first)
                 return
-            yield _frame(cast(StreamEntry, item))
+            yield _frame(cast(StreamEntry, item), first=first)
+            first = False
     finally:
         reader.close()

@@ -1,5 +1,6 @@
 """Open streams end when their credential does: a stream opened with an API key closes once
-the key is revoked, one opened with a dashboard session once the session ends (logout, its
+the key is revoked (one opened with a stream token, once the key that minted it is), one
+opened with a dashboard session once the session ends (logout, its
 key revoked, expiry). Revocation may happen in another process (``perdure keys revoke``), so
 each open stream asks again every ``recheck`` seconds; the streams of one credential share
 one question (:class:`Recheck`). A closed stream's last message is ``event: closed`` with the
@@ -18,8 +19,8 @@ from starlette.concurrency import run_in_threadpool
 from perdure.core.errors import NotAuthenticatedError, PerdureError
 from perdure.runtime.runtime import Runtime
 
-Credential = tuple[Literal["key", "session"], str]
-"""What a stream was opened with: an API key or a session token."""
+Credential = tuple[Literal["key", "session", "stream"], str]
+"""What a stream was opened with: an API key, a session token or a stream token."""
 
 
 class Recheck:
@@ -56,6 +57,8 @@ class Recheck:
         try:
             if kind == "key":
                 self.runtime.authenticate(token)
+            elif kind == "stream":
+                self.runtime.stream_access(token, expired_ok=True)
             else:
                 self.runtime.session_principal(token, touch=False)
         except NotAuthenticatedError as exc:

@@ -65,6 +65,26 @@ def run_filter(request: Request) -> RunFilter:
     )
 
 
+def number(request: Request, name: str, default: int, low: int, high: int) -> int:
+    """A whole-number query parameter within bounds (absent or empty: ``default``)."""
+    raw = request.query_params.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInputError(
+            f"query parameter {name}={raw[:40]!r} is not a number",
+            fix=f"give {name} as a whole number from {low} to {high}",
+        ) from None
+    if not low <= value <= high:
+        raise InvalidInputError(
+            f"query parameter {name}={value} is out of range",
+            fix=f"give {name} from {low} to {high}",
+        )
+    return value
+
+
 def cursor_of(request: Request) -> str | None:
     """The ``cursor`` parameter (checked when it is read: :meth:`RunCursor.parse`)."""
     return given(request, "cursor", MAX_CURSOR_LENGTH)

@@ -1,28 +1,42 @@
-"""The API's routes, each with what the OpenAPI document says of it."""
+"""The API's routes: each one's path, method, handler, and the typed models of what it takes
+and answers (:mod:`perdure.server.bodies`, :mod:`perdure.server.replies`), from which
+:mod:`perdure.server.openapi` writes the OpenAPI document."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from perdure.server import admin, api
+from perdure.server import admin, api, bodies, replies, tokens
 
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One route of the API: path, methods, handler, and its OpenAPI description."""
+    """One operation of the API: path, method, handler, what it takes and answers, and the
+    error statuses it may answer beyond those every operation may (see
+    :func:`perdure.server.openapi.document`)."""
 
     path: str
-    methods: tuple[str, ...]
+    method: str
     handler: Callable[[Request], Awaitable[Response]]
     summary: str
+    tag: str
+    reply: type[BaseModel] | None = None
+    status: int = 200
+    body: type[BaseModel] | None = None
+    body_required: bool = False
+    query: type[BaseModel] | None = None
     role: str | None = None
-    body: tuple[str, ...] = ()
-    query: tuple[str, ...] = ()
+    errors: tuple[int, ...] = ()
     stream: bool = False
+    idempotent: bool = False
+    links: tuple[str, ...] = ()
+    """Operations (``METHOD /path``) that take this one's answer as their path parameters
+    (OpenAPI links: clients and fuzzers follow them, e.g. a started run to its events)."""
 
 
 ADMIN = "admin"
@@ -33,201 +47,227 @@ def _decision(verb: str) -> Endpoint:
     """``POST /v1/runs/{run_id}/approve`` or ``/reject``: one handler decides by the path."""
     return Endpoint(
         f"/v1/runs/{{run_id}}/{verb}",
-        ("POST",),
+        "POST",
         api.decide,
         f"{verb.capitalize()} the run's pending request (recorded as the key's name)",
+        "approvals",
+        replies.ApprovalReply,
+        body=bodies.Decision,
         role=APPROVAL,
-        body=("comment", "request_id"),
+        errors=(409,),
     )
 
 
 ENDPOINTS = (
     Endpoint(
         "/v1/runs",
-        ("POST",),
+        "POST",
         api.start_run,
         "Start a run (Idempotency-Key header or idempotency_key field: a repeat returns the "
         "first run)",
-        body=("workflow", "input", "thread", "idempotency_key", "durability", "release", "policy"),
+        "runs",
+        replies.RunReply,
+        status=201,
+        body=bodies.StartRun,
+        body_required=True,
+        errors=(404, 409),
+        idempotent=True,
+        links=(
+            "GET /v1/runs/{run_id}",
+            "GET /v1/runs/{run_id}/events",
+            "POST /v1/runs/{run_id}/signals",
+            "POST /v1/runs/{run_id}/cancel",
+        ),
     ),
     Endpoint(
         "/v1/runs",
-        ("GET",),
+        "GET",
         api.list_runs,
         "List the tenant's runs, newest first, with counts by status",
-        query=("status", "workflow", "thread", "limit"),
+        "runs",
+        replies.RunList,
+        query=bodies.RunsQuery,
     ),
     Endpoint(
         "/v1/runs/{run_id}",
-        ("GET",),
+        "GET",
         api.get_run,
         "A run: state, next step, steps, messages, budget, effects, approvals, events",
+        "runs",
+        replies.RunDetail,
     ),
     Endpoint(
         "/v1/runs/{run_id}/cancel",
-        ("POST",),
+        "POST",
         api.cancel_run,
-        "Cancel a run",
-        body=("reason", "request_id"),
+        "Cancel a run at its next step boundary",
+        "runs",
+        replies.RunReply,
+        body=bodies.CancelRun,
+        errors=(409,),
     ),
     Endpoint(
         "/v1/runs/{run_id}/resume",
-        ("POST",),
+        "POST",
         api.resume_run,
         "Hand a run that needs a person back to the workers",
+        "runs",
+        replies.RunReply,
+        body=bodies.ResumeRun,
         role=ADMIN,
-        body=("at", "patch", "add_budget"),
+        errors=(409,),
     ),
     Endpoint(
         "/v1/runs/{run_id}/fail",
-        ("POST",),
+        "POST",
         api.fail_run,
         "End a run that needs a person as FAILED",
+        "runs",
+        replies.RunReply,
+        body=bodies.FailRun,
+        body_required=True,
         role=ADMIN,
-        body=("reason",),
+        errors=(409,),
     ),
     Endpoint(
         "/v1/runs/{run_id}/signals",
-        ("POST",),
+        "POST",
         api.signal_run,
         "Deliver a signal",
-        body=("name", "payload", "signal_id"),
+        "runs",
+        replies.Signalled,
+        body=bodies.SendSignal,
+        body_required=True,
+        errors=(409,),
     ),
     *(_decision(verb) for verb in ("approve", "reject")),
     Endpoint(
         "/v1/runs/{run_id}/events",
-        ("GET",),
+        "GET",
         api.run_events,
         "The run's events as server-sent events (id = sequence number; resume with "
         "Last-Event-ID or ?after=); ends when the run ends",
-        query=("after",),
+        "streams",
+        query=bodies.StreamQuery,
         stream=True,
     ),
     Endpoint(
         "/v1/events",
-        ("GET",),
+        "GET",
         api.tenant_events,
         "Every run's events of the tenant as server-sent events",
-        query=("after", "type", "workflow"),
+        "streams",
+        query=bodies.EventsQuery,
         stream=True,
     ),
     Endpoint(
         "/v1/messages/{message_id}/stream",
-        ("GET",),
+        "GET",
         api.message_deltas,
         "A message's token deltas as server-sent events (id = sequence number; resume with "
         "Last-Event-ID or ?after=); ends when the message is finished",
-        query=("after",),
+        "streams",
+        query=bodies.StreamQuery,
         stream=True,
     ),
     Endpoint(
+        "/v1/stream-tokens",
+        "POST",
+        tokens.mint,
+        "A short-lived, read-only token that opens one stream as ?token= (for EventSource, "
+        "which cannot send headers)",
+        "streams",
+        replies.StreamTokenReply,
+        status=201,
+        body=bodies.NewStreamToken,
+        errors=(404,),
+    ),
+    Endpoint(
         "/v1/approvals",
-        ("GET",),
+        "GET",
         api.list_approvals,
         "Approval requests (pending unless pending=false)",
-        query=("run_id", "pending"),
+        "approvals",
+        replies.Approvals,
+        query=bodies.ApprovalsQuery,
     ),
     Endpoint(
         "/v1/effects",
-        ("GET",),
+        "GET",
         admin.list_effects,
         "Effects, by run and status",
-        query=("run_id", "status", "limit"),
+        "effects",
+        replies.Effects,
+        query=bodies.EffectsQuery,
     ),
     Endpoint(
         "/v1/effects/{key:path}/resolve",
-        ("POST",),
+        "POST",
         admin.resolve_effect,
         "Record whether an ambiguous effect happened",
+        "effects",
+        replies.EffectReply,
+        body=bodies.ResolveEffect,
+        body_required=True,
         role=ADMIN,
-        body=("applied", "reason", "receipt", "result", "request_id"),
+        errors=(409,),
     ),
     Endpoint(
         "/v1/stuck",
-        ("GET",),
+        "GET",
         admin.stuck_runs,
         "RUNNING runs with no progress for threshold seconds",
-        query=("threshold",),
+        "operations",
+        replies.StuckList,
+        query=bodies.StuckQuery,
     ),
-    Endpoint("/v1/quarantined", ("GET",), admin.quarantined_runs, "QUARANTINED runs"),
-    Endpoint("/v1/workers", ("GET",), admin.list_workers, "Workers of the fleet", role=ADMIN),
-    Endpoint("/v1/me", ("GET",), admin.me, "Who the key speaks for"),
+    Endpoint(
+        "/v1/quarantined",
+        "GET",
+        admin.quarantined_runs,
+        "QUARANTINED runs",
+        "operations",
+        replies.Runs,
+    ),
+    Endpoint(
+        "/v1/workers",
+        "GET",
+        admin.list_workers,
+        "Workers of the fleet",
+        "operations",
+        replies.Workers,
+        role=ADMIN,
+    ),
+    Endpoint("/v1/me", "GET", admin.me, "Who the key speaks for", "keys", replies.Me),
     Endpoint(
         "/v1/keys",
-        ("GET", "POST"),
+        "GET",
         admin.keys,
-        "List the tenant's API keys, or make one (its token is shown once)",
+        "List the tenant's API keys",
+        "keys",
+        replies.Keys,
         role=ADMIN,
-        body=("name", "roles"),
+    ),
+    Endpoint(
+        "/v1/keys",
+        "POST",
+        admin.keys,
+        "Make an API key (its token is shown once)",
+        "keys",
+        replies.MadeKey,
+        status=201,
+        body=bodies.NewKey,
+        body_required=True,
+        role=ADMIN,
+        links=("DELETE /v1/keys/{key_id}",),
     ),
     Endpoint(
         "/v1/keys/{key_id}",
-        ("DELETE",),
+        "DELETE",
         admin.revoke_key,
         "Revoke an API key",
+        "keys",
+        replies.KeyReply,
         role=ADMIN,
     ),
 )
-
-
-def openapi(version: str) -> dict[str, object]:
-    """The OpenAPI 3.1 document of :data:`ENDPOINTS`."""
-    paths: dict[str, dict[str, object]] = {}
-    error = {"$ref": "#/components/schemas/Error"}
-    for e in ENDPOINTS:
-        path = e.path.replace("{key:path}", "{key}")
-        params = [
-            {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-            for n in ("run_id", "key", "key_id")
-            if "{" + n + "}" in path
-        ] + [{"name": n, "in": "query", "schema": {"type": "string"}} for n in e.query]
-        for method in e.methods:
-            op: dict[str, object] = {
-                "summary": e.summary,
-                "operationId": f"{method.lower()}_{path.strip('/').replace('/', '_')}",
-                "security": [{"apiKey": []}],
-                "parameters": params,
-                "responses": {
-                    "200": {
-                        "description": "OK",
-                        "content": {"text/event-stream" if e.stream else "application/json": {}},
-                    },
-                    "default": {
-                        "description": "An error with a stable code",
-                        "content": {"application/json": {"schema": error}},
-                    },
-                },
-            }
-            if e.role:
-                op["x-perdure-role"] = e.role
-            if e.body and method == "POST":
-                props: dict[str, object] = {n: {} for n in e.body}
-                op["requestBody"] = {
-                    "content": {
-                        "application/json": {"schema": {"type": "object", "properties": props}}
-                    }
-                }
-            paths.setdefault(path, {})[method.lower()] = op
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "perdure", "version": version},
-        "paths": paths,
-        "components": {
-            "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "properties": {
-                        "error": {
-                            "type": "object",
-                            "properties": {
-                                "code": {"type": "string"},
-                                "message": {"type": "string"},
-                                "fix": {"type": "string"},
-                            },
-                        }
-                    },
-                }
-            },
-        },
-    }

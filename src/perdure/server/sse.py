@@ -15,6 +15,7 @@ another, served with the same resume rule.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,6 +29,7 @@ from perdure.runtime.runtime import Runtime
 from perdure.server.hub import Hub
 
 PAGE = 500
+POSITION = re.compile(r"^[0-9]{1,19}$")
 TERMINAL_NAMES = frozenset(str(s) for s in TERMINAL)
 
 
@@ -116,36 +118,59 @@ class TenantEvents:
 
 def resume_position(last_event_id: str | None, after: str | None) -> int:
     """Where a stream starts: after ``Last-Event-ID`` (a reconnect), else after ``?after=``,
-    else from the beginning."""
+    else from the beginning. A position is a whole number written in digits only."""
     given = last_event_id if last_event_id not in (None, "") else after
     if given in (None, ""):
         return 0
-    try:
-        position = int(str(given))
-    except ValueError:
+    text = str(given)
+    if not POSITION.match(text) or int(text) >= 2**63:
         raise InvalidInputError(
-            f"stream position {given!r} is not a number", fix="send the last event's id"
-        ) from None
-    if position < 0 or position >= 2**63:
-        raise InvalidInputError(f"stream position {position} is out of range")
-    return position
+            f"stream position {text[:40]!r} is not a number from 0 to 2^63-1",
+            fix="send the last event's id",
+        )
+    return int(text)
+
+
+OPENING = b": open\n\n"
+"""A stream's first bytes: a comment (every client skips it; proxies see the stream begin)."""
+RETRY = 1000
+"""How long, in milliseconds, a client waits before it reconnects."""
+
+
+def framed(
+    data: bytes, *, position: int | None = None, event: str | None = None, first: bool = False
+) -> bytes:
+    """One SSE frame: ``id:`` (the position a reconnect resumes after), ``event:`` (absent for
+    ``message``), and one ``data:`` line of JSON. The first frame of a stream also carries
+    ``retry:``; it never goes out alone, since a frame without ``data`` is dispatched as an
+    empty event by some clients."""
+    lines = [b"retry: %d" % RETRY] if first else []
+    if event is not None:
+        lines.append(b"event: " + event.encode())
+    if position is not None:
+        lines.append(b"id: %d" % position)
+    lines.append(b"data: " + data)
+    return b"\n".join(lines) + b"\n\n"
 
 
 async def stream(
     source: Source, hub: Hub, after: int, *, heartbeat: float = 15.0
 ) -> AsyncIterator[bytes]:
-    """The text/event-stream body for ``source`` from position ``after``."""
-    yield b"retry: 1000\n\n"
+    """The text/event-stream body for ``source`` from position ``after`` (see
+    :func:`framed` for how its frames look)."""
+    yield OPENING
     cursor = after
+    first = True
     with hub.subscribe(source.tenant, source.run_id) as wake:
         while True:
             wake.clear()
             batch = await hub.shared(source, cursor)
             for position, data in batch.items:
-                yield b"id: %d\ndata: %s\n\n" % (position, data)
+                yield framed(data, position=position, first=first)
+                first = False
                 cursor = position
             if batch.finished:
-                yield b"event: end\ndata: {}\n\n"
+                yield framed(b"{}", event="end", first=first)
                 return
             if len(batch.items) >= PAGE:
                 continue

@@ -98,7 +98,10 @@ class StreamsStore(Protocol):
         """Start a new attempt of the message's stream, atomically. The first attempt is 1.
         When an earlier attempt is unfinished (a crash cut it), a ``superseded`` entry of the
         new attempt is written first. A finished message is left as it is
-        (``finished=True``), unless ``reopen``: then it is superseded like a cut one."""
+        (``finished=True``), unless ``reopen``: then it is superseded like a cut one. Each
+        new attempt appends a ``message_stream`` event (``message_id``, ``attempt``) to the
+        run in the same transaction, so the run's event stream announces the reply as soon as
+        its stream opens."""
         ...
 
     def write_stream(

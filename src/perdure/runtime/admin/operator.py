@@ -24,6 +24,9 @@ from perdure.core.observed import (
 from perdure.core.seal import open_state
 from perdure.core.serde import loads
 from perdure.core.sessions import IDLE, LIFETIME, Session, new_session, parse_session_token
+from perdure.core.stream_tokens import StreamToken
+from perdure.core.stream_tokens import mint as mint_stream_token
+from perdure.core.stream_tokens import parse as parse_stream_token
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
 
@@ -67,6 +70,43 @@ class Operator:
         if key.revoked_at is not None:
             raise NotAuthenticatedError(f"the API key {key_id} was revoked")
         return key.principal
+
+    def stream_token(
+        self, principal: Principal, scope: str, *, lifetime: timedelta = timedelta(minutes=5)
+    ) -> StreamToken:
+        """A stream token (see :mod:`perdure.core.stream_tokens`) that opens ``scope`` for
+        ``lifetime`` as the key ``principal`` authenticated with (read-only). A principal
+        that did not come through an API key (a dashboard session, the command line) is
+        :class:`NotAuthenticatedError`."""
+        via = principal.via or ""
+        found = self.parts.store.find_key(via[4:]) if via.startswith("key:") else None
+        if found is None or found[0].revoked_at is not None:
+            raise NotAuthenticatedError(
+                "a stream token is minted with a live API key only",
+                fix="send the request with Authorization: Bearer and an API key",
+            )
+        key, hashed = found
+        return mint_stream_token(key.key_id, hashed, scope, self.parts.clock.now() + lifetime)
+
+    def stream_access(self, token: str, *, expired_ok: bool = False) -> tuple[Principal, str]:
+        """The read-only principal and the scope a stream token opens, or
+        :class:`NotAuthenticatedError` for a malformed, forged or expired token or a revoked
+        key (``expired_ok``: an open stream asks whether its key still holds, not whether
+        its token could still open one)."""
+        presented = parse_stream_token(token)
+        found = self.parts.store.find_key(presented.key_id)
+        if found is None or not presented.valid_for(found[1]):
+            raise NotAuthenticatedError("the stream token is unknown")
+        key = found[0]
+        if key.revoked_at is not None:
+            raise NotAuthenticatedError(f"the API key {key.key_id} was revoked")
+        if not expired_ok and presented.expired(self.parts.clock.now()):
+            raise NotAuthenticatedError(
+                "the stream token has expired",
+                fix="mint a new one with POST /v1/stream-tokens and reconnect with ?after=",
+            )
+        reader = Principal(key.tenant_id, key.name, frozenset(), via=f"stream:{key.key_id}")
+        return reader, presented.scope
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -15,14 +15,22 @@ from datetime import datetime
 from typing import Any
 
 from perdure.core.errors import StreamClosedError
-from perdure.core.model import RunStatus
+from perdure.core.model import JSON, RunStatus
+from perdure.core.records import EventType
 from perdure.core.stream_state import StreamInfo, StreamOpened
 from perdure.core.streams import StreamEntry, StreamEventKind
 from perdure.store.driver import Tx
 from perdure.store.engine.base import EngineBase
-from perdure.store.engine.tx import fetch
+from perdure.store.engine.tx import event, fetch
 from perdure.store.rows import guard_failure
 from perdure.store.watch import Watch
+
+
+def _announce(tx: Tx, ids: dict[str, str], fence: int, attempt: int, at: Any) -> None:
+    """A ``message_stream`` event of the run: its reply's stream opened (in the transaction
+    that opens it, so a reader of the run's events learns the message id before any token)."""
+    data: JSON = {"message_id": ids["message_id"], "attempt": attempt}
+    event(tx, ids, EventType.MESSAGE_STREAM, None, fence, data, at)
 
 
 class Streams(EngineBase):
@@ -43,6 +51,7 @@ class Streams(EngineBase):
         ids = {"tenant_id": tenant_id, "message_id": message_id, "run_id": run_id}
         with self.driver.write() as tx:
             if tx.one("insert_stream", {**ids, "fence": fence, "now": at}) is not None:
+                _announce(tx, ids, fence, 1, at)
                 return StreamOpened(1, superseded=False, finished=False)
             head = tx.one("lock_stream", ids)
             if head is None:  # no stream, and the insert was refused: the run is not ours
@@ -62,6 +71,7 @@ class Streams(EngineBase):
                 tx, array, ids, fence, cut, cut + 1, kinds, [""], False, at, was_finished=finished
             )
             attempt = cut + 1
+            _announce(tx, ids, fence, attempt, at)
         return StreamOpened(attempt, superseded=True, finished=False)
 
     def write_stream(
