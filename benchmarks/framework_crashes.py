@@ -23,8 +23,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from postgres_overhead import fresh_database  # noqa: E402
+from postgres_overhead import database  # noqa: E402
 
 from perdure import Runtime  # noqa: E402
 from perdure.core.model import Principal  # noqa: E402
@@ -63,17 +61,6 @@ POINTS = [
     "before_commit:decide",
     "after_commit:decide",
 ]
-
-
-@contextmanager
-def database(kind: str, folder: Path, dsn: str | None, name: str) -> Iterator[str]:
-    if kind == "sqlite":
-        yield f"sqlite:///{folder / (name + '.db')}"
-        return
-    if not dsn:
-        raise SystemExit("--db postgres needs --dsn (or PERDURE_BENCH_PG_DSN)")
-    with fresh_database(dsn, name) as url:
-        yield url
 
 
 def leg_env(stub: StubServer, point: str) -> dict[str, str]:

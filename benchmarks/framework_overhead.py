@@ -29,8 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 from openai import AsyncOpenAI
 from peers import sqlite_commit_us
-from postgres_overhead import fresh_database
+from postgres_overhead import database
 
 from perdure import Context, Runtime, Workflow, done, step
 from perdure.providers.stub import StubServer, openai_reply
@@ -166,17 +165,6 @@ def noop_effects(n: int, db: str) -> float:
 
 
 # -- databases and their floors ---------------------------------------------------------------
-
-
-@contextmanager
-def database(kind: str, folder: Path, dsn: str | None, name: str) -> Iterator[str]:
-    if kind == "sqlite":
-        yield f"sqlite:///{folder / (name + '.db')}"
-        return
-    if not dsn:
-        raise SystemExit("--db postgres needs --dsn (or PERDURE_BENCH_PG_DSN)")
-    with fresh_database(dsn, name) as url:
-        yield url
 
 
 def floor_us(kind: str, folder: Path, url: str) -> float:

@@ -203,6 +203,19 @@ def fresh_database(dsn: str, name: str) -> Iterator[str]:
             )
 
 
+@contextmanager
+def database(kind: str, folder: Path, dsn: str | None, name: str) -> Iterator[str]:
+    """A database for one benchmark case: a SQLite file ``name`` in ``folder``, or a fresh
+    PostgreSQL database ``name`` on the server of ``dsn`` (dropped after)."""
+    if kind == "sqlite":
+        yield f"sqlite:///{folder / (name + '.db')}"
+        return
+    if not dsn:
+        raise SystemExit("--db postgres needs --dsn (or PERDURE_BENCH_PG_DSN)")
+    with fresh_database(dsn, name) as url:
+        yield url
+
+
 def server_settings(url: str) -> str:
     import psycopg
 

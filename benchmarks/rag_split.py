@@ -33,8 +33,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -42,7 +40,7 @@ from typing import Any, ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from postgres_overhead import fresh_database
+from postgres_overhead import database
 
 from perdure import Context, Lazy, Runtime, Workflow, cache, done, goto, step, wait_for_signal
 from perdure.core.workflow import Outcome
@@ -227,17 +225,6 @@ def measure(url: str, objects: Path, layout: str, runs: int, steps: int) -> Resu
             hits += rt.get(run_id).result == {"docs": 400} and not missed
     out.hit = hits / len(ids)
     return out
-
-
-@contextmanager
-def database(kind: str, folder: Path, dsn: str | None, name: str) -> Iterator[str]:
-    if kind == "sqlite":
-        yield f"sqlite:///{folder / (name + '.db')}"
-        return
-    if not dsn:
-        raise SystemExit("--db postgres needs --dsn (or PERDURE_BENCH_PG_DSN)")
-    with fresh_database(dsn, name) as url:
-        yield url
 
 
 def main() -> None:

@@ -32,8 +32,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,7 +39,7 @@ from typing import Any, ClassVar
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from framework_overhead import floor_us
-from postgres_overhead import fresh_database
+from postgres_overhead import database
 
 from perdure import (
     CheckpointStrategy,
@@ -191,17 +189,6 @@ def lost_per_crash(figures: Figures, runs: list[str]) -> tuple[float, float]:
         steps_lost.append(done_before - count)
         seconds_lost.append(at - last_at)
     return statistics.fmean(steps_lost), statistics.fmean(seconds_lost)
-
-
-@contextmanager
-def database(kind: str, folder: Path, dsn: str | None, name: str) -> Iterator[str]:
-    if kind == "sqlite":
-        yield f"sqlite:///{folder / (name + '.db')}"
-        return
-    if not dsn:
-        raise SystemExit("--db postgres needs --dsn (or PERDURE_BENCH_PG_DSN)")
-    with fresh_database(dsn, name) as url:
-        yield url
 
 
 def main() -> None:
