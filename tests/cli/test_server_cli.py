@@ -4,10 +4,12 @@ decisions made through a server, ``watch``, and a worker's metrics port and JSON
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -211,11 +213,13 @@ def test_a_port_in_use_is_one_line_not_a_traceback(db_url: str) -> None:
 
 
 def test_a_fresh_worker_shows_takeovers_at_zero_so_the_first_one_fires_the_alert(
-    db_url: str, shared_clock: FileClock
+    db_url: str, shared_clock: FileClock, tmp_path: Path
 ) -> None:
     """``increase(perdure_lease_takeovers_total[10m]) > 0`` (docs/observability.md) needs the
     counter at 0 before the first takeover; a worker without ``--metrics-store`` exports no
-    store gauge (the server or one worker does: ``sum()`` must not multiply them)."""
+    store gauge (the server or one worker does: ``sum()`` must not multiply them). Prometheus's
+    own ``promtool`` lints both scrapes and evaluates the shipped alert rules
+    (docs/prometheus-alerts.yml) on the two values the worker exported: the alert fires."""
     run_cli(db_url, "migrate")
     with Runtime(db_url, workflows=[server_app.plain], owner="gone", lease_seconds=10) as gone:
         run = gone.start("plain")
@@ -230,7 +234,8 @@ def test_a_fresh_worker_shows_takeovers_at_zero_so_the_first_one_fires_the_alert
         shared_clock.advance(30)  # the dead owner's lease runs out: the worker takes it over
         read_until(proc, f"run {run.run_id} ")
         after = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-        assert 'perdure_lease_takeovers_total{workflow="plain"} 1.0' in after, "the alert fires"
+        assert 'perdure_lease_takeovers_total{workflow="plain"} 1.0' in after
+        alert_fires_on(before, after, tmp_path)
         open_metrics = httpx.get(
             f"http://127.0.0.1:{port}/metrics",
             headers={"Accept": "application/openmetrics-text; version=1.0.0"},
@@ -241,6 +246,63 @@ def test_a_fresh_worker_shows_takeovers_at_zero_so_the_first_one_fires_the_alert
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+def alert_fires_on(before: str, after: str, folder: Path) -> None:
+    """``promtool check metrics`` accepts both scrapes, and ``promtool test rules`` finds
+    ``PerdureWorkersDying`` silent on the first and firing on the second, a minute later."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is needed (apt-get install prometheus; .ci/run installs it)"
+    for scrape in (before, after):
+        linted = subprocess.run(
+            [promtool, "check", "metrics"],
+            input=scrape,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+    series = 'perdure_lease_takeovers_total{workflow="plain"}'
+    values = [float(s.split(series + " ")[1].split()[0]) for s in (before, after)]
+    dying = {
+        "exp_labels": {"severity": "ticket", "workflow": "plain"},
+        "exp_annotations": {
+            "summary": "Runs of plain were taken over from workers that died or froze",
+            "description": "Look for killed or frozen worker processes (perdure workers).",
+        },
+    }
+    case = {
+        "rule_files": [str(ROOT / "docs" / "prometheus-alerts.yml")],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": series, "values": " ".join(map(str, values))}],
+                "alert_rule_test": [
+                    {"eval_time": "0m", "alertname": "PerdureWorkersDying", "exp_alerts": []},
+                    {"eval_time": "1m", "alertname": "PerdureWorkersDying", "exp_alerts": [dying]},
+                ],
+            }
+        ],
+    }
+    rules_test = folder / "takeover-alert.test.json"  # JSON is YAML
+    rules_test.write_text(json.dumps(case))
+    tested = subprocess.run(
+        [promtool, "test", "rules", str(rules_test)], capture_output=True, text=True, check=False
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_the_shipped_alert_rules_are_valid_prometheus_rules() -> None:
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is needed (apt-get install prometheus; .ci/run installs it)"
+    rules = ROOT / "docs" / "prometheus-alerts.yml"
+    checked = subprocess.run(
+        [promtool, "check", "rules", str(rules)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0 and "SUCCESS: 6 rules found" in checked.stdout, (
+        checked.stdout + checked.stderr
+    )
 
 
 def test_one_worker_with_metrics_store_exports_the_stores_gauges_at_zero(db_url: str) -> None:
