@@ -34,6 +34,7 @@ from perdure.core.chat import Pricing
 from perdure.core.effects import Reconciled
 from perdure.core.workflow import Outcome
 from perdure.pydantic_ai import PendingApproval, PerdureDurability
+from tests.apps.outbox import sent
 from tests.waypoints import reach
 
 PRICING = Pricing(input_per_million=1_000_000, output_per_million=1_000_000)
@@ -46,14 +47,6 @@ class Task:
     stream: bool = False
     pending: dict[str, Any] | None = None
     log: list[str] = field(default_factory=list)
-
-
-def sent(outbox: str) -> list[dict[str, Any]]:
-    """Every message the outbox was given."""
-    path = Path(outbox)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
 def _hold() -> None:

@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from perdure.providers.stub import StubServer
+from tests.apps.outbox import sent
 from tests.conftest import cli_env, kill_at_hold, run_cli
+
+__all__ = ["App", "effects", "sent", "show"]
 
 
 class App:
