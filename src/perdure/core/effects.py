@@ -204,6 +204,13 @@ class EffectRecord:
     """While ``executing``: when the current attempt's call must have given up (None: the
     effect has no deadline, or the attempt was made before deadlines were recorded)."""
 
+    def replayed(self) -> JSON:
+        """What a replay of this settled effect returns: its recorded result, or
+        :class:`EffectRejectedError` when it was rejected."""
+        if self.status is EffectStatus.REJECTED:
+            raise EffectRejectedError(self.key, self.last_error)
+        return self.result
+
 
 @dataclass(frozen=True, slots=True)
 class NewEffect:

@@ -91,7 +91,7 @@ class ToolEffects:
             )
             action = decide(_checkpoint(call), evidence)
             if action is Action.ADVANCE and record is not None:
-                return self._replay(record)
+                return record.replayed()
             if action is Action.RECONCILE and record is not None and reconcile is not None:
                 record = self._reconcile(call, record, reconcile, resolve, recovering=True)
                 reconciled = True
@@ -205,11 +205,6 @@ class ToolEffects:
         if record is not None and record.status is S.AMBIGUOUS:
             return _ambiguous(record.key, "a process stopped during its call")
         return RunClosedError(f"thread {call.thread_id}'s run is {call.status}; no call is made")
-
-    def _replay(self, record: EffectRecord) -> JSON:
-        if record.status is S.REJECTED:
-            raise EffectRejectedError(record.key, record.last_error)
-        return record.result
 
     def _move(
         self,

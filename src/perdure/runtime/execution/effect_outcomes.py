@@ -90,7 +90,7 @@ class EffectOutcomes:
                 raise Escalate("needs_attention", "ambiguous_effect", self._evidence(record, error))
             record = self.reconcile(record, reconcile, recovering=False, error=error)
             if record.status is S.CONFIRMED:
-                return self.replay(record)
+                return record.replayed()
             raise self._retry_or_escalate(record, error, retry)
         record = self.move(record, S.PLANNED, error=error)
         retryable = retry is not None and retry.retries(exc, str(error["kind"]), transient=True)
@@ -184,11 +184,6 @@ class EffectOutcomes:
         action = retry.on_exhausted if retry is not None else "fail"
         last = record.last_error if record is not None else None
         return Escalate(action, "retries_exhausted", {"effect": key, "error": last})
-
-    def replay(self, record: EffectRecord) -> JSON:
-        if record.status is S.REJECTED:
-            raise EffectRejectedError(record.key, record.last_error)
-        return record.result
 
     def move(
         self,

@@ -166,7 +166,7 @@ class EffectRunner:
             )
             action = decide(self._checkpoint(), evidence)
             if action is Action.ADVANCE and record is not None:
-                return self.outcomes.replay(record)
+                return record.replayed()
             if action is Action.RECONCILE and record is not None and reconcile is not None:
                 until = self.outcomes.in_flight(record)
                 record = self.outcomes.reconcile(
