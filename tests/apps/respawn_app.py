@@ -3,7 +3,9 @@
 
 Step ``fragile`` logs ``ENTER fragile RUN_ID`` to the file named by ``COUNTING_LOG``; the first
 time (no file named by ``RESPAWN_MARKER`` yet) it creates the marker and SIGKILLs its process,
-as the kernel's OOM killer would. Step ``finish`` logs too and ends the run.
+as the kernel's OOM killer would; with ``COUNTING_GATE`` set it first reaches the waypoint
+``RESPAWN_WAYPOINT`` and waits at the gate ``fragile`` (see ``tests.apps.counting``). Step
+``finish`` logs too and ends the run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from perdure import Context, Workflow, done, goto
 from perdure.core.workflow import Outcome, StepDef
-from tests.apps.counting import log
+from tests.apps.counting import hold, log
+from tests.waypoints import reach
 
 
 @dataclass
@@ -27,6 +30,9 @@ def fragile(ctx: Context, state: Plain) -> Outcome:
     log(f"ENTER fragile {ctx.run_id}")
     marker = Path(os.environ["RESPAWN_MARKER"])
     if not marker.exists():
+        if os.environ.get("COUNTING_GATE"):
+            reach(os.environ["RESPAWN_WAYPOINT"])
+            hold("fragile")
         marker.touch()
         os.kill(os.getpid(), signal.SIGKILL)
     state.n += 1

@@ -77,9 +77,10 @@ def worker(
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases).
 
-    With ``--respawn`` this process imports everything, then forks the worker and forks another
-    the moment it dies (SIGKILL, out of memory, a crash in native code): the new one takes the
-    dead one's runs over at once, without waiting for their leases to run out
+    With ``--respawn`` this process imports everything, then forks the worker, and beside it a
+    standby (its store open, its app loaded, claiming nothing); the moment the worker dies
+    (SIGKILL, out of memory, a crash in native code) the standby takes the dead one's runs over
+    at once, without waiting for their leases to run out, and another standby is forked
     (:mod:`perdure.runtime.supervisor`).
 
     A SIGTERM that comes before the worker serves (while it imports the app, opens or migrates
@@ -92,24 +93,21 @@ def worker(
     workflows = load_app(app)
     retention = Retention(finished=duration(gc_older_than, "--gc-older-than"))
 
-    def body(ready: Callable[[], None]) -> int:
-        """The worker itself: a runtime on ``settings.db`` serving ``workflows``."""
+    def body(ready: Callable[[], bool]) -> int:
+        """The worker itself: a runtime on ``settings.db`` serving ``workflows``. ``ready`` is
+        called once it is set up, before it claims anything; False means it is not wanted (a
+        standby dismissed by the supervisor) and it leaves without working."""
         if stops.sigterm_came():
             return stopped_early()
         rt = Runtime(
             settings.db, workflows=workflows, lease_seconds=lease_seconds, group_commit=grouping
         )
-        if metrics_port is not None:
-            serve_metrics(rt, metrics_port, metrics_host, store=metrics_store)
         w = Worker(
             rt,
             concurrency=concurrency,
             poll_interval=poll_interval,
             on_stop=lambda run_id, why: click.echo(f"run {run_id} {why}"),
             on_error=lambda exc: click.echo(exc.one_line(), err=True),
-            on_drain=lambda: click.echo(
-                "draining: the steps in flight finish, then their leases go"
-            ),
             gc_every=gc_every,
             retention=retention,
             on_gc=click.echo,
@@ -118,7 +116,14 @@ def worker(
         if stops.sigterm_came():
             rt.close()
             return stopped_early()
-        ready()
+        if not ready():
+            rt.close()
+            return 0
+        w.on_drain = lambda: click.echo(
+            "draining: the steps in flight finish, then their leases go"
+        )
+        if metrics_port is not None:
+            serve_metrics(rt, metrics_port, metrics_host, store=metrics_store)
         serving = ", ".join(sorted(rt.workflows))
         click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
         try:
@@ -129,7 +134,7 @@ def worker(
         return 0
 
     if not respawn:
-        body(lambda: None)
+        body(lambda: True)
         return
     opener(settings.db)  # the store's modules too are imported once, here, before any fork
     if stops.sigterm_came():

@@ -1,47 +1,55 @@
-"""Keep a worker process alive by forking it from a warm parent (``perdure worker --respawn``).
+"""Keep a worker process alive by forking it from a warm parent (``perdure worker --respawn``),
+with a standby ready to take over.
 
 A new Python process that takes over a crashed worker's runs pays for the interpreter and the
-imports before its first step (about 0.3 s; see ``docs/performance.md``). A supervisor pays
-that once: it imports everything, then forks the worker. When the worker process dies (killed
-by SIGKILL or the kernel's OOM killer, a crash in native code, ``os._exit``) the supervisor
-forks another at once; the new process finds the dead one's leases held by a process of this
-host that no longer exists and takes its runs over without waiting for the leases to run out
-(:func:`perdure.runtime.execution.leases.is_dead_local_owner`). Each resumes from its last committed
-step, as after any crash.
+imports before its first step (see ``docs/performance.md``). A supervisor pays that once: it
+imports everything, then forks the worker. Once that worker is ready, the supervisor forks a
+**standby**: a second child that opens its own store connection, loads the app and builds its
+worker, then waits on a pipe without claiming anything (it is not in the workers table either).
+When the active worker dies (killed by SIGKILL or the kernel's OOM killer, a crash in native
+code, ``os._exit``) the supervisor hears it at once (the dead child's end of a pipe closes; see
+:mod:`perdure.runtime.forked`), reaps it, and tells the standby to work: its first claim finds
+the dead process's leases held by a process of this host that no longer exists and takes its
+runs over without waiting for the leases to run out
+(:func:`perdure.runtime.execution.leases.is_dead_local_owner`). Each resumes from its last
+committed step, as after any crash. The supervisor then forks the next standby. No connection is
+ever shared across a fork: the supervisor holds none and starts no thread, and each child opens
+its own after the fork.
 
-The supervisor holds no connection and starts no thread, so forking it is safe. SIGTERM and
-SIGINT are passed to the worker, which drains; the supervisor then exits with its code. A
-worker that dies before it said it was ready (a configuration error, an unreachable database)
-is not started again: the supervisor exits with its code, so a mistake does not loop. The first
-restart is always at once; when workers keep dying within ``quick`` seconds of starting, each
-restart after the first waits a pause that doubles (0.1 s, 0.2 s, ... up to ``max_pause``), so
-a run that kills every process it lands in cannot spin the machine.
+SIGTERM and SIGINT are passed to the active worker, which drains; the standby is then dismissed
+and the supervisor exits with the worker's code. A worker that dies before it said it was ready (a
+configuration error, an unreachable database) is not started again: the supervisor exits with
+its code, so a mistake does not loop. The first restart is always at once; when workers keep
+dying within ``quick`` seconds of starting, each restart after the first waits a pause that
+doubles (0.1 s, 0.2 s, ... up to ``max_pause``), so a run that kills every process it lands in
+cannot spin the machine. A standby that dies is replaced at once if it was ready and lived
+``quick`` seconds; otherwise none is forked until the active worker is next replaced (then
+without a standby: forked on the spot, as the first one was).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
-import sys
 import time
-import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import NoReturn
 
 from perdure.core.errors import ConfigError
+from perdure.runtime.forked import STOPPING, Body, Forked
 
-Body = Callable[[Callable[[], None]], int]
-"""What the worker process runs: given a function to call once it is ready (its runtime and
-worker are set up), it works and returns its exit code."""
+__all__ = ["Body", "Supervisor"]
 
 
 class Supervisor:
-    """Fork ``body`` in a child process and fork it again whenever the child dies.
+    """Fork ``body`` in a child process, keep a standby child ready beside it (``standby``), and
+    make the standby (or a new child) work whenever the active child dies.
 
-    ``on_event`` hears one line per event (a worker started, died, is restarted). ``pause`` and
-    ``clock`` are how the supervisor waits and reads time between restarts (the system's by
-    default)."""
+    ``on_event`` hears one line per event (a worker died and another took over, a standby
+    died). ``pause`` and ``clock`` are how the supervisor waits and reads time between restarts
+    (the system's by default)."""
 
     def __init__(
         self,
@@ -52,6 +60,7 @@ class Supervisor:
         max_pause: float = 30.0,
         pause: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        standby: bool = True,
     ) -> None:
         if not hasattr(os, "fork"):
             raise ConfigError(
@@ -64,7 +73,9 @@ class Supervisor:
         self.max_pause = max_pause
         self.pause = pause
         self.clock = clock
-        self.child: int | None = None
+        self.keep_standby = standby
+        self.active: Forked | None = None
+        self.standby: Forked | None = None
         self.stopping = False
         self.signum: int = signal.SIGTERM
         self.restarts = 0
@@ -72,82 +83,109 @@ class Supervisor:
     def run(self) -> int:
         """Start the worker and keep it running; return its exit code once it stops by itself
         (``--until-idle``), is told to stop, or fails before it is ready."""
-        previous = {s: signal.signal(s, self._forward) for s in (signal.SIGTERM, signal.SIGINT)}
+        previous = {s: signal.signal(s, self._forward) for s in STOPPING}
         try:
-            quick_deaths = 0
-            while True:
-                began = self.clock()
-                ready, code, how = self._once()
-                if self.stopping or (code == 0 and how is None):
-                    return code
-                what = how or f"exited with {code}"
-                if not ready:
-                    self.on_event(f"worker process {what} before it was ready; not started again")
-                    return code or 1
-                quick_deaths = quick_deaths + 1 if self.clock() - began < self.quick else 0
-                wait = min(0.1 * 2 ** (quick_deaths - 2), self.max_pause) if quick_deaths > 1 else 0
-                self.restarts += 1
-                later = f" in {wait:g}s" if wait else ""
-                self.on_event(f"worker process {what}; starting another{later}")
-                if wait:
-                    self.pause(wait)
+            return self._supervise()
         finally:
+            for child in (self.active, self.standby):
+                if child is not None:
+                    _dismiss(child)
+                    child.reap()
+            self.active = self.standby = None
             for s, handler in previous.items():
                 signal.signal(s, handler)
 
-    def _once(self) -> tuple[bool, int, str | None]:
-        """Fork one worker and wait for it: whether it got ready, its exit code, and how it
-        died when a signal killed it (None when it exited)."""
-        read_end, write_end = os.pipe()
-        sys.stdout.flush()  # or the worker would inherit, and print again, what is buffered
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the worker process: it never returns from here
-            os.close(read_end)
-            _work(self.body, write_end)
-        os.close(write_end)
-        self.child = pid
-        if self.stopping:  # a signal that came while forking: the new worker hears it too
-            os.kill(pid, self.signum)
-        try:
-            _, status = os.waitpid(pid, 0)
-        finally:
-            self.child = None
-        ready = os.read(read_end, 1) == b"1"
-        os.close(read_end)
-        if os.WIFSIGNALED(status):
-            number = os.WTERMSIG(status)
-            return ready, 128 + number, f"{pid} was killed by {signal.Signals(number).name}"
-        return ready, os.waitstatus_to_exitcode(status), None
+    def _supervise(self) -> int:
+        with _signals_held():
+            active = self.active = self._fork()
+            active.activate()
+        quick_deaths = 0
+        standby_allowed = self.keep_standby
+        while True:
+            children = [c for c in (active, self.standby) if c is not None]
+            readable, _, _ = select.select([c.life for c in children], [], [])
+            for child in children:
+                if child.life in readable:
+                    was_ready = child.ready
+                    child.hear()
+                    if child.ready and not was_ready and child is self.standby:
+                        self.on_event(f"standby worker process {child.pid} ready")
+            if self.standby is not None and self.standby.gone:
+                standby_allowed = self._bury_standby(self.standby) and standby_allowed
+            if active.gone:
+                self.active = None
+                code, how = active.reap()
+                if self.stopping or (code == 0 and how is None):
+                    return code
+                what = how or f"exited with {code}"
+                if not active.ready:
+                    self.on_event(f"worker process {what} before it was ready; not started again")
+                    return code or 1
+                quick_deaths = quick_deaths + 1 if self.clock() - active.began < self.quick else 0
+                wait = min(0.1 * 2 ** (quick_deaths - 2), self.max_pause) if quick_deaths > 1 else 0
+                self.restarts += 1
+                later = f" in {wait:g}s" if wait else ""
+                taker = "the standby takes over" if self.standby else "starting another"
+                self.on_event(f"worker process {what}; {taker}{later}")
+                if wait:
+                    self.pause(wait)
+                with _signals_held():
+                    if self.standby is not None:
+                        active, self.standby = self.standby, None
+                    else:
+                        active = self._fork()
+                        standby_allowed = self.keep_standby
+                    self.active = active
+                    active.began = self.clock()
+                    active.activate()
+                    if self.stopping:  # a signal that came while it was being made active
+                        os.kill(active.pid, self.signum)
+            if standby_allowed and active.ready and self.standby is None and not self.stopping:
+                with _signals_held():
+                    self.standby = self._fork()
+
+    def _bury_standby(self, standby: Forked) -> bool:
+        """Reap a standby that died and say so; whether another may be forked now (it was
+        ready and lived ``quick`` seconds: not a standby that cannot start)."""
+        self.standby = None
+        code, how = standby.reap()
+        if self.stopping:
+            return False
+        what = how or f"exited with {code}"
+        if standby.ready and self.clock() - standby.began >= self.quick:
+            self.on_event(f"standby worker process {what}; starting another")
+            return True
+        self.on_event(f"standby worker process {what}; none until the worker is replaced")
+        return False
+
+    def _fork(self) -> Forked:
+        """Fork a child (with the stopping signals held, see :meth:`Forked.start`)."""
+        others = [
+            fd for c in (self.active, self.standby) if c is not None for fd in c.descriptors()
+        ]
+        return Forked.start(self.body, self.clock(), others)
 
     def _forward(self, signum: int, frame: FrameType | None) -> None:
         self.stopping, self.signum = True, signum
-        if self.child is not None:
-            os.kill(self.child, signum)
+        if self.active is not None:  # the standby is dismissed once the worker has stopped
+            os.kill(self.active.pid, signum)
 
 
-def _work(body: Body, ready_fd: int) -> NoReturn:
-    """The worker process: run ``body`` with the default signal handlers, tell the supervisor
-    through ``ready_fd`` when it is ready, and exit with its code (an exception is printed and
-    exits 1, as it would in a process of its own)."""
-    for s in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(s, signal.SIG_DFL)
+def _dismiss(child: Forked) -> None:
+    """Send a child away: its ``go`` pipe closed, and a SIGTERM when it is working (it drains)
+    or still getting ready (it ends at once, having claimed nothing)."""
+    child.dismiss()
+    if child.active or not child.ready:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGTERM)
 
-    def ready() -> None:
-        nonlocal ready_fd
-        if ready_fd >= 0:
-            os.write(ready_fd, b"1")
-            os.close(ready_fd)
-            ready_fd = -1
 
-    code = 1
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT while the block forks or swaps children, so the handler never
+    sees them half set (nor runs in a child before it put its own handlers in place)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
     try:
-        code = body(ready)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
+        yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
