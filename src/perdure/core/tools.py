@@ -23,7 +23,6 @@ back to the model as the tool's result, so the model can try again and the run g
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import types
@@ -194,6 +193,8 @@ def make_tool(
             fix="mark it side_effect=True, or drop retry= (a read-only tool's error goes to "
             "the model)",
         )
+    import inspect  # defining a tool loads it; a process that only resumes runs does not
+
     hints = typing.get_type_hints(fn)
     params = [p for p in inspect.signature(fn).parameters.values() if p.name != "return"]
     takes_key = any(p.name == KEY_PARAMETER for p in params)

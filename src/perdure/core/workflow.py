@@ -17,7 +17,7 @@ just transitions (think -> act -> think). A step can only continue with steps it
 
 from __future__ import annotations
 
-import inspect
+import functools
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -76,7 +76,7 @@ class StepDef:
     checkpoint: CheckpointStrategy | None = None
 
     def __post_init__(self) -> None:
-        if inspect.isgeneratorfunction(self.fn) or inspect.isasyncgenfunction(self.fn):
+        if _yields(self.fn):
             raise DefinitionError(
                 f"step {self.name!r} is a generator: a step returns one outcome",
                 fix="return goto(...), done(...) or another outcome instead of yielding",
@@ -333,3 +333,18 @@ __all__ = [
     "wait_for_children",
     "wait_for_signal",
 ]
+
+
+_GENERATOR_FLAGS = 0x20 | 0x200
+"""``CO_GENERATOR | CO_ASYNC_GENERATOR``: a function whose code has either is a generator."""
+
+
+def _yields(fn: object) -> bool:
+    """Whether ``fn`` is a generator or async generator function (as ``inspect`` says, through
+    ``functools.partial`` and bound methods; read from the code flags so that defining a
+    workflow does not import ``inspect``)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    return code is not None and bool(getattr(code, "co_flags", 0) & _GENERATOR_FLAGS)

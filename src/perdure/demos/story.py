@@ -3,9 +3,7 @@ verdict that ends the story (exit code 1 when it went wrong)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +12,8 @@ import click
 
 def fresh_db(prefix: str) -> tuple[Path, str]:
     """A new temporary folder and the URL of an SQLite database in it (announced)."""
+    import tempfile  # only the stories need it, not a resume on their database
+
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     db = f"sqlite:///{folder / 'demo.db'}"
     click.echo(f"Fresh database: {db}")
@@ -27,6 +27,8 @@ def commands(db: str, *group: str) -> Callable[..., int]:
     def step(title: str, *args: str) -> int:
         click.secho(f"\n$ perdure {' '.join([*group, *args])}", bold=True)
         click.echo(f"# {title}")
+        import subprocess  # only the stories need it
+
         cmd = [sys.executable, "-m", "perdure", "--db", db, *group, *args]
         code = subprocess.run(cmd, check=False).returncode
         click.echo(f"# exit code {code}")

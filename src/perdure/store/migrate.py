@@ -12,9 +12,9 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib import resources
 
 from perdure.core.errors import MigrationChecksumError, SchemaTooNewError
+from perdure.store.queries import SHIPPED
 
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -31,7 +31,7 @@ class Migration:
 
 def discover(dialect: str) -> list[Migration]:
     """The dialect's migrations, ordered by version."""
-    folder = resources.files("perdure.store").joinpath(dialect, "sql")
+    folder = SHIPPED / dialect / "sql"
     found: list[Migration] = []
     for entry in folder.iterdir():
         match = _FILE.match(entry.name)

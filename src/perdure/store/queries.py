@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
+from pathlib import Path
+
+SHIPPED = Path(__file__).resolve().parent
+"""The folder of ``perdure.store``, whose ``<dialect>/sql/`` folders hold the migrations and the
+named queries (read as plain files: no resource loader is imported for them)."""
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
@@ -61,7 +65,7 @@ DIALECT_ONLY: dict[str, frozenset[str]] = {
 
 def sql_text(dialect: str, filename: str) -> str:
     """The text of a file shipped in ``perdure/store/<dialect>/sql/``."""
-    return resources.files("perdure.store").joinpath(dialect, "sql", filename).read_text("utf-8")
+    return (SHIPPED / dialect / "sql" / filename).read_text("utf-8")
 
 
 @cache

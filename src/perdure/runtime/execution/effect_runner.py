@@ -4,7 +4,6 @@ is the runner's :class:`~perdure.runtime.execution.effect_outcomes.EffectOutcome
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -302,6 +301,8 @@ class EffectRunner:
         loop = self.loop
 
         def offload(execute: Execute, call: Callable[[], Any]) -> Future[Any]:
+            import inspect  # loaded by the first branch, not by every process that starts
+
             if inspect.iscoroutinefunction(execute):
                 import asyncio  # only a process with async branches loads it
 

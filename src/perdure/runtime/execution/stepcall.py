@@ -3,7 +3,6 @@ exception means for the run (a retry of the step, a person, a failure, a failure
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Coroutine
 from typing import Any
 
@@ -106,7 +105,7 @@ class StepCaller:
             "step": step.name,
             "attempts": attempt,
             "error": failure.to_json(),
-            "traceback": traceback.format_exception(exc)[-5:],
+            "traceback": _traceback_of(exc),
         }
         if isinstance(exc, PerdureError) and exc.fix:
             evidence["fix"] = exc.fix
@@ -149,3 +148,11 @@ class StepCaller:
 def _attention(reason: str, step: str, message: str) -> Escalate:
     """A mistake in the workflow's code: a person fixes it and resumes the run."""
     return Escalate("needs_attention", reason, {"step": step}, message)
+
+
+def _traceback_of(exc: Exception) -> list[str]:
+    """The last lines of ``exc``'s traceback (the module is imported on the first failure, not
+    by every process that starts)."""
+    import traceback  # deferred: a start-up cost only failures need
+
+    return traceback.format_exception(exc)[-5:]
