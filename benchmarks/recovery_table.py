@@ -10,8 +10,9 @@ for perdure, on SQLite and PostgreSQL:
   is a field log, filled by earlier steps) runs ``--crashes`` steps that each SIGKILL their
   process the first time they run (``recovery_app.py``). Time from the instant before the kill
   (written by the dying step) to the instant the step starts again in the next process (written
-  by the step), two ways: ``perdure worker --respawn`` (the supervisor forks a new worker from
-  its warm process when one dies; each worker lives 1.1 s before its crash, since the
+  by the step), two ways: ``perdure worker --respawn`` (the supervisor makes its standby work
+  when the worker dies: a child forked from its warm process in advance, its store open and its
+  app loaded, which then takes the run; each worker lives 1.1 s before its crash, since the
   supervisor pauses before restarting a worker that died within a second, as in a crash loop)
   and a new ``perdure worker`` process started as soon as the old one is gone (a "cold"
   process: interpreter start and imports included, with the bytecode cache warm). Either way

@@ -3,8 +3,8 @@ step runs again in a new process?
 
 Two ways of getting the new process, on the same SQLite file:
 
-* ``perdure worker --respawn``: the supervisor forks a new worker from its warm process the
-  moment the old one dies;
+* ``perdure worker --respawn``: the supervisor makes its standby (a worker forked from its
+  warm process and connected in advance, claiming nothing) work the moment the old one dies;
 * a new ``perdure worker`` process started when the old one died (what a service manager does:
   interpreter start and imports included; the time the manager takes to notice is not).
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +37,8 @@ class LocalObjects:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as out:
                 if isinstance(data, Path):
+                    import shutil  # loaded by the first file put, not by every process
+
                     with open(data, "rb") as src:
                         shutil.copyfileobj(src, out, 1 << 20)
                 else:
