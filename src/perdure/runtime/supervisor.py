@@ -12,7 +12,8 @@ code, ``os._exit``) the supervisor hears it at once (the dead child's end of a p
 the dead process's leases held by a process of this host that no longer exists and takes its
 runs over without waiting for the leases to run out
 (:func:`perdure.runtime.execution.leases.is_dead_local_owner`). Each resumes from its last
-committed step, as after any crash. The supervisor then forks the next standby. No connection is
+committed step, as after any crash. The supervisor forks the next standby half a second later
+(``settle``), once the takeover has had the CPU to itself. No connection is
 ever shared across a fork: the supervisor holds none and starts no thread, and each child opens
 its own after the fork.
 
@@ -48,8 +49,9 @@ class Supervisor:
     make the standby (or a new child) work whenever the active child dies.
 
     ``on_event`` hears one line per event (a worker died and another took over, a standby
-    died). ``pause`` and ``clock`` are how the supervisor waits and reads time between restarts
-    (the system's by default)."""
+    is ready or died). The next standby is forked ``settle`` seconds after a takeover, so that
+    its start does not compete for CPU with the takeover itself. ``pause`` and ``clock`` are how
+    the supervisor waits and reads time between restarts (the system's by default)."""
 
     def __init__(
         self,
@@ -61,6 +63,7 @@ class Supervisor:
         pause: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         standby: bool = True,
+        settle: float = 0.5,
     ) -> None:
         if not hasattr(os, "fork"):
             raise ConfigError(
@@ -74,6 +77,7 @@ class Supervisor:
         self.pause = pause
         self.clock = clock
         self.keep_standby = standby
+        self.settle = settle
         self.active: Forked | None = None
         self.standby: Forked | None = None
         self.stopping = False
@@ -101,9 +105,12 @@ class Supervisor:
             active.activate()
         quick_deaths = 0
         standby_allowed = self.keep_standby
+        standby_due = self.clock()
         while True:
             children = [c for c in (active, self.standby) if c is not None]
-            readable, _, _ = select.select([c.life for c in children], [], [])
+            wanted = standby_allowed and self.standby is None and not self.stopping
+            timeout = max(0.0, standby_due - self.clock()) if wanted and active.ready else None
+            readable, _, _ = select.select([c.life for c in children], [], [], timeout)
             for child in children:
                 if child.life in readable:
                     was_ready = child.ready
@@ -138,9 +145,11 @@ class Supervisor:
                     self.active = active
                     active.began = self.clock()
                     active.activate()
+                    standby_due = active.began + self.settle
                     if self.stopping:  # a signal that came while it was being made active
                         os.kill(active.pid, self.signum)
-            if standby_allowed and active.ready and self.standby is None and not self.stopping:
+            wanted = standby_allowed and self.standby is None and not self.stopping
+            if wanted and active.ready and self.clock() >= standby_due:
                 with _signals_held():
                     self.standby = self._fork()
 
