@@ -16,11 +16,14 @@ import psycopg
 from psycopg.rows import DictRow, tuple_row
 
 from perdure.store.driver import NO_PARAMS
+from perdure.store.postgres import prepared
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
 
 Q = {name: text.encode() for name, text in queries("postgres").items()}
 """Every named PostgreSQL query, as bytes."""
+DOLLAR = {name: prepared.dollar_form(Q[name]) for name in prepared.HOT}
+"""The hot queries with numbered placeholders, and their parameters' names in order."""
 Conn = psycopg.Connection[DictRow]
 R = TypeVar("R")
 
@@ -58,7 +61,13 @@ class PostgresTx:
             self.begin = False
 
     def one(self, query: str, params: Params = NO_PARAMS) -> Row | None:
-        """See :meth:`Tx.one`."""
+        """See :meth:`Tx.one`. A hot statement outside a transaction goes prepared, straight
+        through libpq (:mod:`~perdure.store.postgres.prepared`)."""
+        if query in prepared.HOT and not self.begin and not self.conn.info.transaction_status:
+            sql, names = DOLLAR[query]
+            values = prepared.text_params(names, params)
+            if values is not None:
+                return prepared.one(self.conn, query, sql, values)
         return self._execute(query, params).fetchone()
 
     def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
