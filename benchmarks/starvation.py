@@ -11,6 +11,8 @@ its own when the machine has as many). Systems:
 * ``perdure worker``: one ``Runtime`` and one ``Worker(concurrency=N)`` draining the queued runs,
   as ``perdure worker --concurrency N`` does (its runs share commits: group commit); the runs
   are queued by N threads at once, as the other systems' N threads start theirs;
+* ``perdure worker, 2 groups at once``: the same with ``GroupCommit(in_flight=2)`` (two group
+  transactions in flight at once instead of one);
 * ``perdure worker, no group commit``: the same with ``group_commit=False`` (each run commits
   alone: no run waits for another's transaction);
 * ``LangGraph PostgresSaver``: ``postgres_overhead.py``'s, a saver per thread.
@@ -58,6 +60,7 @@ from postgres_overhead import (
 from step_overhead import linear
 
 from perdure import Runtime
+from perdure.runtime.execution.group_commit import GroupCommit
 from perdure.runtime.worker import Worker
 from perdure.store.postgres.store import PostgresStore
 
@@ -116,13 +119,13 @@ def measured(body: Callable[[], tuple[int, float]], url: str) -> Figures:
 
 
 def worker_level(
-    url: str, concurrency: int, runs: int, steps: int, group: bool = True
+    url: str, concurrency: int, runs: int, steps: int, group: GroupCommit | bool = True
 ) -> tuple[int, float]:
     """One Runtime, one Worker with ``concurrency`` runs in flight, draining ``runs`` queued
     runs; returns the steps done and the seconds from the first run queued to the last one
     ended. The runs are queued inside that section by ``concurrency`` threads, as the other
-    systems' threads start theirs there. ``group``: the runs share commit transactions (the
-    default)."""
+    systems' threads start theirs there. ``group``: the runtime's ``group_commit`` (how the
+    runs share commit transactions)."""
     wf = linear(steps)
     with Runtime(url, workflows=[wf], migrate=False, group_commit=group) as rt:
         tenant = f"w{time.monotonic_ns()}"
@@ -146,7 +149,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--burners", type=int, default=2)
-    parser.add_argument("--systems", default="threads,worker,nogroup,langgraph")
+    parser.add_argument("--systems", default="threads,worker,inflight2,nogroup,langgraph")
     args = parser.parse_args()
     have = available()
     systems = [s for s in args.systems.split(",") if s]
@@ -157,6 +160,7 @@ def main() -> None:
     labels = {
         "threads": "perdure, a Runtime per thread",
         "worker": "perdure worker (one Runtime)",
+        "inflight2": "perdure worker, 2 groups at once",
         "nogroup": "perdure worker, no group commit",
         "langgraph": "LangGraph PostgresSaver",
     }
@@ -167,6 +171,7 @@ def main() -> None:
     bodies: dict[str, Callable[[str], tuple[int, float]]] = {
         "threads": lambda url: timed(perdure_level(url, "sync", n, runs, steps)),
         "worker": lambda url: worker_level(url, n, runs, steps),
+        "inflight2": lambda url: worker_level(url, n, runs, steps, GroupCommit(in_flight=2)),
         "nogroup": lambda url: worker_level(url, n, runs, steps, group=False),
         "langgraph": lambda url: timed(langgraph_level(url, "sync", n, runs, steps)),
     }

@@ -13,17 +13,15 @@ writes share a transaction; a runtime has three, for the boundaries
   every request pending at that moment (up to ``max_batch``) and writes them in one
   transaction (for boundaries, :meth:`~perdure.store.base.Store.commit_many`).
 
-A runtime has ``in_flight`` places (default 2) on a store whose write transactions run side by
+A runtime has ``in_flight`` places (default 1) on a store whose write transactions run side by
 side (PostgreSQL), one on SQLite, whose writers take turns. So a lone write adds no wait at all
 (it leads at once and goes alone, for a boundary through
-:meth:`~perdure.store.base.Store.commit`), under load the number of transactions falls to
-about ``in_flight`` per round of the process's runs, and the server works on that many at once:
-a starved machine schedules the server's processes and the client's threads late, and with a
-single group in flight every such delay stood between one group and the next. Groups written at
-once hold different runs (a run has one write pending at a time), and each takes its runs' locks
-in (tenant, run) order, as groups of different processes do. ``max_wait`` (default 0) lets a
-leader wait that many seconds for company before it writes, trading latency for bigger groups
-(one group is then gathered and written at a time).
+:meth:`~perdure.store.base.Store.commit`), and under load the number of transactions falls to
+about ``in_flight`` per round of the process's runs, the server working on that many at once.
+Groups written at once hold different runs (a run has one write pending at a time), and each
+takes its runs' locks in (tenant, run) order, as groups of different processes do.
+``max_wait`` (default 0) lets a leader wait that many seconds for company before it writes,
+trading latency for bigger groups (one group is then gathered and written at a time).
 
 Nothing is acknowledged before the group's transaction is durable, so ``sync`` keeps a recovery
 point of zero and an effect's intent is on disk before its call; each run keeps its own guard,
@@ -57,14 +55,15 @@ class GroupCommit:
     a commit that finds nobody else pending goes at once).
     ``in_flight``: the most groups written at once, each in a transaction of its own, on a
     store whose transactions write side by side (PostgreSQL; SQLite writes one at a time, so
-    there it is always 1, as it is while ``max_wait`` is above 0). Keep it below the pool's
-    connections (8 by default): the heartbeat, the worker's claims and the effects' groups
-    need connections too.
+    there it is always 1, as it is while ``max_wait`` is above 0). More groups at once means
+    smaller ones: more transactions and more CPU per step, for a server that has CPU to spare
+    but makes each transaction wait (a distant one). Keep it below the pool's connections (8
+    by default): the heartbeat, the worker's claims and the effects' groups need them too.
     """
 
     max_batch: int = 64
     max_wait: float = 0.0
-    in_flight: int = 2
+    in_flight: int = 1
 
     def __post_init__(self) -> None:
         setting("group_commit max_batch", self.max_batch, 1, 10_000, unit="runs")
