@@ -113,6 +113,9 @@ class Driver(Protocol):
     """``sqlite`` or ``postgres``: the folder of the dialect's ``.sql`` files."""
     notifies: bool
     """True when :meth:`wait_for_work` really waits for notifications."""
+    parallel_writes: bool
+    """True when write transactions on different connections run side by side (PostgreSQL's
+    row locks); False when they take turns (SQLite's write lock)."""
     one_statement_writes: bool
     """True when one statement may write several tables (PostgreSQL: a data-modifying
     ``WITH``, one round trip), run by :meth:`statement`: a plain step boundary (the named

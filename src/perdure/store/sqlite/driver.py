@@ -115,6 +115,7 @@ class SqliteDriver:
 
     dialect = "sqlite"
     notifies = False
+    parallel_writes = False
     one_statement_writes = False
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
