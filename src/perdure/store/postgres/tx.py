@@ -69,6 +69,13 @@ class PostgresTx:
         """See :meth:`Tx.values`: a cursor of plain tuples."""
         return self._on(self.conn.cursor(row_factory=tuple_row), query, params).fetchall()
 
+    def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.binary`: a cursor of plain tuples whose results come in PostgreSQL's
+        binary format, where a ``bytea`` value is its bytes as stored (in text format it is
+        hex, twice as long, decoded by the client)."""
+        cursor = self.conn.cursor(binary=True, row_factory=tuple_row)
+        return self._on(cursor, query, params).fetchall()
+
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read, and
         the rows read once it ended (one round trip: reading inside it costs one more)."""

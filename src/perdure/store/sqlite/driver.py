@@ -62,6 +62,11 @@ class SqliteTx:
         found: list[tuple[Any, ...]] = cursor.execute(Q[query], params).fetchall()
         return found
 
+    def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.binary`: SQLite hands a ``BLOB`` over as ``bytes`` in any case, so
+        this is :meth:`values`."""
+        return self.values(query, params)
+
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: one statement after the other."""
         return [self.one(query, params) for query, params in statements]
