@@ -13,8 +13,8 @@ runs (a dialect's own settings, locks and notifications, and what PostgreSQL wri
 statement where SQLite takes several), which :data:`perdure.store.queries.DIALECT_ONLY` declares;
 a shared query one dialect has nothing to do for is a no-op there (``create_schema`` on
 SQLite). Rows are read by column name (:class:`~perdure.store.rows.Row`), or as tuples where a
-read returns many (:meth:`Tx.values`), or as tuples in the database's binary form where the
-values are large and wanted as bytes (:meth:`Tx.binary`).
+read returns many (:meth:`Tx.values`), or as tuples of bytes where the values are large and
+wanted as bytes (:meth:`Tx.binary`).
 """
 
 from __future__ import annotations
@@ -81,11 +81,10 @@ class Tx(Protocol):
         ...
 
     def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
-        """Every row the query returns as a tuple of its columns, read in the database's binary
-        form: a column the query makes binary (``bytea`` on PostgreSQL, ``BLOB`` on SQLite)
-        comes as ``bytes`` exactly as the database sends it, neither spelled out as hex nor
-        decoded into a ``str``. For a read whose values are large and wanted as bytes (a run's
-        state fields, which are decoded from their UTF-8 bytes): a ``str`` would cost a
+        """Every row the query returns as a tuple of its columns, each ``text`` column as its
+        UTF-8 bytes, never decoded into a ``str`` (PostgreSQL sends the rows in its binary
+        format, where text is those bytes). For a read whose values are large and wanted as
+        bytes (a run's state fields, decoded from their UTF-8 bytes): a ``str`` would cost a
         decode, then an encode, each a copy of the whole value."""
         ...
 

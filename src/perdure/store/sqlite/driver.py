@@ -63,9 +63,13 @@ class SqliteTx:
         return found
 
     def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
-        """See :meth:`Tx.binary`: SQLite hands a ``BLOB`` over as ``bytes`` in any case, so
-        this is :meth:`values`."""
-        return self.values(query, params)
+        """See :meth:`Tx.binary`: :meth:`values` read with the connection's ``text_factory``
+        set to ``bytes`` (the connection is this thread's own) and put back after."""
+        self.conn.text_factory = bytes
+        try:
+            return self.values(query, params)
+        finally:
+            self.conn.text_factory = str
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: one statement after the other."""

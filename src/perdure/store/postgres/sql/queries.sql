@@ -80,12 +80,11 @@ ON CONFLICT (run_id, field) DO UPDATE SET value = EXCLUDED.value, log = EXCLUDED
 -- name: load_state
 -- Every field's row (step_seq 0) and the tails of the fields kept as logs, in no order (the
 -- store orders them: a sort here would copy every value it passes, a whole field included).
--- Each value as its UTF-8 bytes (bytea), which the store reads in binary format: the client
--- gets the bytes it decodes, with no hex to undo and no str to build and encode again.
-SELECT field, convert_to(value, 'UTF8') AS value, log, 0 AS step_seq FROM perdure.state_fields
+-- The store reads the rows in binary format, each value as its UTF-8 bytes (Tx.binary).
+SELECT field, value, log, 0 AS step_seq FROM perdure.state_fields
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 UNION ALL
-SELECT field, convert_to(value, 'UTF8'), true, step_seq FROM perdure.state_tails
+SELECT field, value, true, step_seq FROM perdure.state_tails
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
 
 -- name: claim_next

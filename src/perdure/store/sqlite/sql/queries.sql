@@ -72,12 +72,12 @@ ON CONFLICT (run_id, field) DO UPDATE SET value = excluded.value, log = excluded
 
 -- name: load_state
 -- Every field's row (step_seq 0) and the tails of the fields kept as logs, in no order (the
--- store orders them, as on PostgreSQL). Each value as its UTF-8 bytes (a BLOB): the store
--- decodes bytes, so no str is built and encoded again.
-SELECT field, CAST(value AS BLOB) AS value, log, 0 AS step_seq FROM state_fields
+-- store orders them, as on PostgreSQL). The store reads each value as its UTF-8 bytes
+-- (Tx.binary).
+SELECT field, value, log, 0 AS step_seq FROM state_fields
 WHERE tenant_id = :tenant_id AND run_id = :run_id
 UNION ALL
-SELECT field, CAST(value AS BLOB), 1, step_seq FROM state_tails
+SELECT field, value, 1, step_seq FROM state_tails
 WHERE tenant_id = :tenant_id AND run_id = :run_id;
 
 -- name: pick_next
