@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import DictRow, tuple_row
+from psycopg.types.string import ByteaBinaryLoader
 
 from perdure.store.driver import NO_PARAMS
 from perdure.store.postgres import prepared
@@ -77,6 +78,15 @@ class PostgresTx:
     def values(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
         """See :meth:`Tx.values`: a cursor of plain tuples."""
         return self._on(self.conn.cursor(row_factory=tuple_row), query, params).fetchall()
+
+    def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.binary`: a cursor of plain tuples in PostgreSQL's binary format, whose
+        ``text`` values are loaded as ``bytea`` is, into ``bytes`` (one copy out of libpq's
+        result). The server sends a text value as it holds it, with no function to apply to it
+        (``convert_to`` would check the whole value's encoding again)."""
+        cursor = self.conn.cursor(binary=True, row_factory=tuple_row)
+        cursor.adapters.register_loader("text", ByteaBinaryLoader)
+        return self._on(cursor, query, params).fetchall()
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read, and

@@ -82,6 +82,15 @@ class SqliteTx:
         found: list[tuple[Any, ...]] = cursor.execute(Q[query], params).fetchall()
         return found
 
+    def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.binary`: :meth:`values` read with the connection's ``text_factory``
+        set to ``bytes`` (the connection is this thread's own) and put back after."""
+        self.conn.text_factory = bytes
+        try:
+            return self.values(query, params)
+        finally:
+            self.conn.text_factory = str
+
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: one statement after the other."""
         return [self.one(query, params) for query, params in statements]
