@@ -5,7 +5,8 @@ up front to 0, 1, 3.2 and 10 MB; each step appends one item. For each size it pr
 per step of the whole step (wall time), of the commit alone (the store's ``commit``), and of a
 load (``load_state`` plus decoding into the state type, as a new process does on claim), beside
 the floor measured in the same loop, ``orjson.loads`` of the whole list (``ms/decode``), and
-their ratio (``load/dec``), on
+their ratio (``load/dec``: the median of each load's ratio to the decode measured right after
+it, which a machine's changing load disturbs less than the ratio of the two medians), on
 SQLite and on PostgreSQL (``--dsn``, default ``PERDURE_BENCH_PG_DSN`` then
 ``PERDURE_TEST_PG_DSN``), with field logs on (the default) and off (``append_from`` beyond any
 size: every step rewrites the list, as before field logs). With the ``bench`` extra installed it
@@ -84,7 +85,8 @@ def timed(fn: Callable[..., Any], into: list[float]) -> Callable[..., Any]:
 
 
 def perdure_row(db: str, mb: float, steps: int, logs: bool, folder: Path) -> tuple[float, ...]:
-    """(ms per step, ms per commit, ms per load) for a list of ``mb`` MB growing by one item."""
+    """(ms per step, ms per commit, ms per load, ms per decode, load ÷ decode) for a list of
+    ``mb`` MB growing by one item."""
     count = int(mb * 1_000_000 / len(TEXT))
     append_from = 65_536 if logs else 2**40
     objects = str(folder / "objects")
@@ -98,7 +100,7 @@ def perdure_row(db: str, mb: float, steps: int, logs: bool, folder: Path) -> tup
         per_step = [(b - a).total_seconds() for a, b in pairwise(done_at)]
         loads: list[float] = []
         decodes: list[float] = []
-        for _ in range(15):
+        for _ in range(31):
             started = time.perf_counter()
             stored = rt.store.load_state("default", run.run_id)
             fields = rt.artifacts.resolve_fields("default", stored, frozenset())
@@ -112,6 +114,7 @@ def perdure_row(db: str, mb: float, steps: int, logs: bool, folder: Path) -> tup
             statistics.median(commits[-steps:]) * 1000,
             statistics.median(loads) * 1000,
             statistics.median(decodes) * 1000,
+            statistics.median(load / decode for load, decode in zip(loads, decodes, strict=True)),
         )
 
 
@@ -187,7 +190,7 @@ def main() -> None:
             if row is None:
                 print(f"{label:<38} {mb:>5g}   not installed")
             else:
-                ratio = row[2] / row[3] if row[3] == row[3] and row[3] > 0 else float("nan")
+                ratio = row[4] if len(row) > 4 else float("nan")
                 print(
                     f"{label:<38} {mb:>5g} {row[0]:>9.2f} {row[1]:>10.2f} {row[2]:>9.2f} "
                     f"{row[3]:>10.2f} {ratio:>9.2f}"

@@ -9,16 +9,22 @@ its own when the machine has as many). Systems:
 * ``perdure, a Runtime per thread``: ``postgres_overhead.py``'s perdure: each of the N threads
   has its own ``Runtime`` (its own pool) and drives its runs with ``start`` + ``advance_one``;
 * ``perdure worker``: one ``Runtime`` and one ``Worker(concurrency=N)`` draining the queued runs,
-  as ``perdure worker --concurrency N`` does (its runs share commits: group commit);
+  as ``perdure worker --concurrency N`` does (its runs share commits: group commit); the runs
+  are queued by N threads at once, as the other systems' N threads start theirs;
+* ``perdure worker, 2 groups at once``: the same with ``GroupCommit(in_flight=2)`` (two group
+  transactions in flight at once instead of one);
 * ``perdure worker, no group commit``: the same with ``group_commit=False`` (each run commits
   alone: no run waits for another's transaction);
 * ``LangGraph PostgresSaver``: ``postgres_overhead.py``'s, a saver per thread.
 
-For each: steps per second, and per step the process's CPU time and its context switches
-(voluntary: a thread blocked, for the database or for another thread; involuntary: the kernel
-took the CPU away), from ``getrusage`` around the timed section, and the transactions the
-server committed (``pg_stat_database``; the one that reads the counter is not counted). The
-ratio line compares each perdure system with LangGraph in the same round and condition.
+For each: steps per second over the system's timed section (every system first opens its
+connections untimed; the per-thread systems also run one warm-up run per thread, whose steps
+are not counted), and per step the process's CPU time and its context switches (voluntary: a
+thread blocked, for the database or for another thread; involuntary: the kernel took the CPU
+away), from ``getrusage`` around the whole body, and the transactions the server committed
+(``pg_stat_database``; the one that reads the counter is not counted): those include the
+warm-up runs, which add ``concurrency / runs`` to the per-thread systems' figures. The ratio
+line compares each perdure system with LangGraph in the same round and condition.
 
 Run: ``python benchmarks/starvation.py [--rounds 3] [--runs 128] [--burners 2]`` (PostgreSQL
 from ``--dsn``, default ``PERDURE_BENCH_PG_DSN`` then ``PERDURE_TEST_PG_DSN``; a scratch
@@ -35,6 +41,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from postgres_overhead import (
+    Level,
     available,
     fresh_database,
     langgraph_level,
@@ -52,6 +60,7 @@ from postgres_overhead import (
 from step_overhead import linear
 
 from perdure import Runtime
+from perdure.runtime.execution.group_commit import GroupCommit
 from perdure.runtime.worker import Worker
 from perdure.store.postgres.store import PostgresStore
 
@@ -92,14 +101,12 @@ def burning(n: int) -> Iterator[None]:
             p.wait()
 
 
-def measured(body: Callable[[], int], url: str) -> Figures:
-    """Run ``body`` (it returns the steps it executed) and what it cost the process and the
-    server."""
+def measured(body: Callable[[], tuple[int, float]], url: str) -> Figures:
+    """Run ``body`` (it returns the steps of its timed section and that section's seconds) and
+    what it cost the process and the server."""
     committed = server_transactions(url)
     before = resource.getrusage(resource.RUSAGE_SELF)
-    began = time.perf_counter()
-    steps = body()
-    wall = time.perf_counter() - began
+    steps, wall = body()
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Figures(
@@ -111,18 +118,24 @@ def measured(body: Callable[[], int], url: str) -> Figures:
     )
 
 
-def worker_level(url: str, concurrency: int, runs: int, steps: int, group: bool = True) -> int:
+def worker_level(
+    url: str, concurrency: int, runs: int, steps: int, group: GroupCommit | bool = True
+) -> tuple[int, float]:
     """One Runtime, one Worker with ``concurrency`` runs in flight, draining ``runs`` queued
-    runs (queued inside the timed section, as the other systems start theirs there); returns
-    the steps done. ``group``: the runs share commit transactions (the default)."""
+    runs; returns the steps done and the seconds from the first run queued to the last one
+    ended. The runs are queued inside that section by ``concurrency`` threads, as the other
+    systems' threads start theirs there. ``group``: the runtime's ``group_commit`` (how the
+    runs share commit transactions)."""
     wf = linear(steps)
     with Runtime(url, workflows=[wf], migrate=False, group_commit=group) as rt:
         tenant = f"w{time.monotonic_ns()}"
-        for _ in range(runs):
-            rt.start(wf, tenant=tenant)
+        began = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as clients:
+            list(clients.map(lambda _: rt.start(wf, tenant=tenant), range(runs)))
         w = Worker(rt, concurrency=concurrency, poll_interval=0.05)
         w.run(until_idle=True)
-    return runs * steps
+        seconds = time.perf_counter() - began
+    return runs * steps, seconds
 
 
 def main() -> None:
@@ -136,7 +149,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--burners", type=int, default=2)
-    parser.add_argument("--systems", default="threads,worker,nogroup,langgraph")
+    parser.add_argument("--systems", default="threads,worker,inflight2,nogroup,langgraph")
     args = parser.parse_args()
     have = available()
     systems = [s for s in args.systems.split(",") if s]
@@ -147,14 +160,20 @@ def main() -> None:
     labels = {
         "threads": "perdure, a Runtime per thread",
         "worker": "perdure worker (one Runtime)",
+        "inflight2": "perdure worker, 2 groups at once",
         "nogroup": "perdure worker, no group commit",
         "langgraph": "LangGraph PostgresSaver",
     }
-    bodies: dict[str, Callable[[str], int]] = {
-        "threads": lambda url: perdure_level(url, "sync", n, runs, steps).steps,
+
+    def timed(level: Level) -> tuple[int, float]:
+        return level.steps, level.seconds
+
+    bodies: dict[str, Callable[[str], tuple[int, float]]] = {
+        "threads": lambda url: timed(perdure_level(url, "sync", n, runs, steps)),
         "worker": lambda url: worker_level(url, n, runs, steps),
+        "inflight2": lambda url: worker_level(url, n, runs, steps, GroupCommit(in_flight=2)),
         "nogroup": lambda url: worker_level(url, n, runs, steps, group=False),
-        "langgraph": lambda url: langgraph_level(url, "sync", n, runs, steps).steps,
+        "langgraph": lambda url: timed(langgraph_level(url, "sync", n, runs, steps)),
     }
     results: dict[tuple[str, str], list[Figures]] = {}
     print(

@@ -3,7 +3,10 @@ committed exactly once, and bad settings are refused clearly."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -14,6 +17,7 @@ from perdure.core.model import RunStatus
 from perdure.core.workflow import Outcome
 from perdure.runtime.execution.group_commit import GroupCommit
 from perdure.runtime.worker import Worker
+from perdure.store.url import open_store
 
 RUNS = 8
 STEPS = 10
@@ -51,6 +55,46 @@ def test_the_runs_of_a_worker_share_transactions_and_commit_every_step_once(
     assert sum(sizes) == RUNS * STEPS, "every boundary was in exactly one transaction"
     assert max(sizes) > 1, "some transactions carried several runs"
     assert len(sizes) < RUNS * STEPS
+
+
+def test_on_postgres_two_groups_are_written_at_once_and_on_sqlite_one(
+    db_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(db_url)
+    parallel = store.parallel_writes
+    lock = threading.Lock()
+    flying: list[int] = [0, 0]  # commit transactions in flight now, and the most at once
+    second = threading.Event()
+
+    def counted(write: Callable[..., Any]) -> Callable[..., Any]:
+        def counting(*args: Any) -> Any:
+            with lock:
+                flying[0] += 1
+                flying[1] = max(flying)
+                if flying[0] == 2:
+                    second.set()
+            try:
+                if parallel:  # the first write goes on once a second one is being written
+                    assert second.wait(timeout=60), "no group was written beside the first"
+                return write(*args)
+            finally:
+                with lock:
+                    flying[0] -= 1
+
+        return counting
+
+    monkeypatch.setattr(store, "commit", counted(store.commit))
+    monkeypatch.setattr(store, "commit_many", counted(store.commit_many))
+    grouping = GroupCommit(in_flight=2)
+    with Runtime(store, clock=clock, workflows=[ticks], group_commit=grouping) as rt:
+        runs = [rt.start(ticks, Count()).run_id for _ in range(RUNS)]
+        Worker(rt, concurrency=RUNS, poll_interval=0.01).run(until_idle=True)
+        for run_id in runs:
+            run = rt.get(run_id)
+            assert run.status is RunStatus.SUCCEEDED and run.result == {"n": STEPS}
+            seqs = [s.seq for s in rt.store.steps("default", run_id)]
+            assert seqs == list(range(1, STEPS + 1)), "each step committed once, in order"
+    assert flying[1] == (2 if parallel else 1), "PostgreSQL writes two at once, SQLite one"
 
 
 def charge(request: dict[str, int], key: str) -> dict[str, int]:
@@ -101,8 +145,17 @@ def test_grouping_can_be_turned_off(db_url: str, clock: FakeClock) -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"max_batch": 0}, {"max_batch": 2.5}, {"max_batch": True}, {"max_wait": -1}, {"max_wait": 2}],
+    [
+        {"max_batch": 0},
+        {"max_batch": 2.5},
+        {"max_batch": True},
+        {"max_wait": -1},
+        {"max_wait": 2},
+        {"in_flight": 0},
+        {"in_flight": 1.5},
+        {"in_flight": 65},
+    ],
 )
 def test_bad_group_settings_are_refused_clearly(options: dict[str, object]) -> None:
-    with pytest.raises(ConfigError, match="group_commit max_"):
+    with pytest.raises(ConfigError, match=r"group_commit (max_|in_flight)"):
         GroupCommit(**options)  # type: ignore[arg-type]

@@ -51,6 +51,13 @@ from perdure.store.url import opener, safe_url
     help="How long a commit waits for others to join it (0: never).",
 )
 @click.option(
+    "--group-in-flight",
+    default=GroupCommit().in_flight,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Most commit transactions written at once on PostgreSQL (SQLite: always 1).",
+)
+@click.option(
     "--respawn",
     is_flag=True,
     help="Fork the worker from this warm process, and fork another at once when it dies.",
@@ -73,6 +80,7 @@ def worker(
     gc_older_than: str,
     group_max: int,
     group_wait_ms: float,
+    group_in_flight: int,
     respawn: bool,
 ) -> None:
     """Claim and advance runs until SIGTERM (finishes the current steps, releases the leases).
@@ -89,7 +97,9 @@ def worker(
     from perdure.cli.history import duration
 
     configure_logs(log_format, log_level.upper())
-    grouping = GroupCommit(max_batch=group_max, max_wait=group_wait_ms / 1000)
+    grouping = GroupCommit(
+        max_batch=group_max, max_wait=group_wait_ms / 1000, in_flight=group_in_flight
+    )
     workflows = load_app(app)
     retention = Retention(finished=duration(gc_older_than, "--gc-older-than"))
 

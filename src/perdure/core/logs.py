@@ -47,8 +47,9 @@ def tail_of(old: bytes, new: bytes) -> bytes | None:
 
 
 def joined(base: bytes, tails: Iterable[bytes]) -> bytes:
-    """A log's value: its base with every tail appended, in order."""
-    return b"".join((base[:-1], *tails, b"]"))
+    """A log's value: its base with every tail appended, in order. The base is read through a
+    view, so the whole value is copied once (into the result), not twice."""
+    return b"".join((memoryview(base)[:-1], *tails, b"]"))
 
 
 class StoredFields(dict[str, bytes]):

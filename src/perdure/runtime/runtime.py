@@ -132,8 +132,8 @@ class Runtime:
             parts.limits,
             self.loop,
             self.artifacts,
-            effect_group(group_commit, store.plan_effects),
-            effect_group(group_commit, store.move_effects),
+            effect_group(group_commit, store.plan_effects, parallel=store.parallel_writes),
+            effect_group(group_commit, store.move_effects, parallel=store.parallel_writes),
             group=grouper(store, group_commit),
             append_from=int(setting("append_from", append_from, 2, 2**40, "bytes")),
         )

@@ -198,10 +198,16 @@ class Telemetry:
         with tracer.start_as_current_span("perdure.run", context=parent, attributes=attributes):
             yield
 
-    @contextmanager
-    def step(self, run: Run, step: str, attempt: int) -> Iterator[StepReport]:
+    def step(self, run: Run, step: str, attempt: int) -> AbstractContextManager[StepReport]:
         """Around one step: a ``perdure.step`` span, a log line, and its duration and outcome
-        for the observers."""
+        for the observers. With none of the three wanted (no observer, ``perdure`` not logging
+        at INFO, no tracer provider) it only hands out the report."""
+        if not self.observers and not log.isEnabledFor(logging.INFO) and not tracing():
+            return nullcontext(StepReport())
+        return self._step(run, step, attempt)
+
+    @contextmanager
+    def _step(self, run: Run, step: str, attempt: int) -> Iterator[StepReport]:
         report = StepReport()
         fields = fields_of(run, step, attempt)
         span_of: AbstractContextManager[Any] = nullcontext()

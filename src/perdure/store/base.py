@@ -169,6 +169,10 @@ class Store(
     url: str
     notifies: bool
     """True when :meth:`wait_for_work` really waits for notifications."""
+    parallel_writes: bool
+    """True when write transactions on different connections run side by side (PostgreSQL);
+    False when they take turns (SQLite's one writer), so writing several at once from one
+    process only splits what one transaction could carry."""
 
     def migrate(self, now: datetime) -> list[str]:
         """Apply pending schema migrations, in order, and return the names applied.

@@ -13,7 +13,8 @@ runs (a dialect's own settings, locks and notifications, and what PostgreSQL wri
 statement where SQLite takes several), which :data:`perdure.store.queries.DIALECT_ONLY` declares;
 a shared query one dialect has nothing to do for is a no-op there (``create_schema`` on
 SQLite). Rows are read by column name (:class:`~perdure.store.rows.Row`), or as tuples where a
-read returns many (:meth:`Tx.values`).
+read returns many (:meth:`Tx.values`), or as tuples of bytes where the values are large and
+wanted as bytes (:meth:`Tx.binary`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ class Tx(Protocol):
         thread's messages)."""
         ...
 
+    def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """Every row the query returns as a tuple of its columns, each ``text`` column as its
+        UTF-8 bytes, never decoded into a ``str`` (PostgreSQL sends the rows in its binary
+        format, where text is those bytes). For a read whose values are large and wanted as
+        bytes (a run's state fields, decoded from their UTF-8 bytes): a ``str`` would cost a
+        decode, then an encode, each a copy of the whole value."""
+        ...
+
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """Each named query with its parameters, all sent together (one round trip on
         PostgreSQL); the first row each returned, or None, in the same order."""
@@ -113,6 +122,9 @@ class Driver(Protocol):
     """``sqlite`` or ``postgres``: the folder of the dialect's ``.sql`` files."""
     notifies: bool
     """True when :meth:`wait_for_work` really waits for notifications."""
+    parallel_writes: bool
+    """True when write transactions on different connections run side by side (PostgreSQL's
+    row locks); False when they take turns (SQLite's write lock)."""
     one_statement_writes: bool
     """True when one statement may write several tables (PostgreSQL: a data-modifying
     ``WITH``, one round trip), run by :meth:`statement`: a plain step boundary (the named

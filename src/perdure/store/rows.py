@@ -113,7 +113,7 @@ def step_params(ids: Params, seq: int, b: Boundary, fence: int, stamp: Stamp) ->
         "seq": seq,
         "name": b.step,
         "fence": fence,
-        "outcome": b.outcome,
+        "outcome": str(b.outcome),  # plain text: sqlite3 looks for adapters of a subclass
         "next_step": b.next_step,
         "started_at": stamp(b.started_at),
         "finished_at": stamp(b.finished_at),

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import cast
 
-from perdure.core.errors import PerdureError
+from perdure.core.errors import PerdureError, StoreUnavailableError
 from perdure.core.model import Durability, RunStatus
 from perdure.core.strategies import CheckpointStrategy, per_effect, per_step
 from perdure.runtime.execution.claim import Claim
@@ -82,7 +82,8 @@ class Committer:
             self._async_queue().put(boundary)
             return False
         self._buffer.append(boundary)
-        elapsed = (self._now() - self._flushed_at).total_seconds()
+        # the boundary was made just now: its end is the clock's reading (no second one)
+        elapsed = (boundary.finished_at - self._flushed_at).total_seconds()
         strategy = self._strategy(boundary.step)
         if boundary.status is not RunStatus.RUNNING or strategy.flush_after_boundary(
             side_effect=side_effect, elapsed=elapsed
@@ -119,7 +120,7 @@ class Committer:
         if self._buffer:
             batch, self._buffer = self._buffer, []
             self._commit(batch)
-            self._flushed_at = self._now()
+            self._flushed_at = self._at(batch)
 
     def discard(self) -> None:
         """Drop what is not yet durable (the run was lost or closed under us)."""
@@ -134,18 +135,35 @@ class Committer:
     def _commit(self, batch: list[Boundary]) -> None:
         """Commit, riding out a database outage (:func:`ride_out`): the same commit (same
         fence, same expected version) is retried for up to ``retry_for`` seconds, and a retry
-        first checks whether the lost attempt landed, so a boundary is never committed twice."""
+        first checks whether the lost attempt landed, so a boundary is never committed twice.
+        The first try is made directly (no closures made for a commit that lands at once)."""
+        try:
+            self._write_once(batch)
+        except StoreUnavailableError as first:
+            tries = iter((first,))  # ride_out sees the failed first try, then tries again
 
-        def write() -> bool:
-            c = self.claim
-            started = time.perf_counter()
-            version = self._write(c.tenant_id, c.run_id, c.fence, c.version, batch, self._now())
-            c.committed(version, len(batch))
-            if self.on_commit is not None:
-                self.on_commit(len(batch), time.perf_counter() - started)
-            return True
+            def write() -> bool:
+                failed = next(tries, None)
+                if failed is not None:
+                    raise failed
+                return self._write_once(batch)
 
-        ride_out(self._what, write, lambda: self._landed(len(batch)) or None, self.retry_for)
+            ride_out(self._what, write, lambda: self._landed(len(batch)) or None, self.retry_for)
+
+    def _at(self, batch: list[Boundary]) -> datetime:
+        """The time a commit of ``batch`` is made at: under ``sync`` and ``exit``, the end of
+        its last step (read by the runtime's clock as its boundary was made, just before); the
+        background writer of ``async`` reads the clock."""
+        return self._now() if self.mode is Durability.ASYNC else batch[-1].finished_at
+
+    def _write_once(self, batch: list[Boundary]) -> bool:
+        c = self.claim
+        started = time.perf_counter()
+        version = self._write(c.tenant_id, c.run_id, c.fence, c.version, batch, self._at(batch))
+        c.committed(version, len(batch))
+        if self.on_commit is not None:
+            self.on_commit(len(batch), time.perf_counter() - started)
+        return True
 
     def _what(self) -> str:
         return f"a step boundary of run {self.claim.run_id}"

@@ -7,16 +7,21 @@ fsync, PostgreSQL spends a transaction of client work per write. A :class:`Group
 writes share a transaction; a runtime has three, for the boundaries
 (:class:`GroupCommitter`) and for the effects' intents and status moves (:func:`effect_group`):
 
-* the first execution to write becomes the *leader*: it takes every request pending at that
-  moment (up to ``max_batch``), writes them in one transaction (for boundaries,
-  :meth:`~perdure.store.base.Store.commit_many`), hands each execution its own answer and
-  steps down;
-* executions that arrive while a leader writes wait for it; the next leader takes all of them.
+* an execution that writes while a leader's place is free becomes a *leader* at once;
+* executions that arrive while every place is taken wait; when a leader's write is durable it
+  hands each member its own answer and its place to the oldest waiting execution, which takes
+  every request pending at that moment (up to ``max_batch``) and writes them in one
+  transaction (for boundaries, :meth:`~perdure.store.base.Store.commit_many`).
 
-So a lone write adds no wait at all (it leads at once and goes alone, for a boundary through
-:meth:`~perdure.store.base.Store.commit`), and under load the number of transactions falls
-to one per group. ``max_wait`` (default 0) lets a leader wait that many seconds for company
-before it writes, trading latency for bigger groups.
+A runtime has ``in_flight`` places (default 1) on a store whose write transactions run side by
+side (PostgreSQL), one on SQLite, whose writers take turns. So a lone write adds no wait at all
+(it leads at once and goes alone, for a boundary through
+:meth:`~perdure.store.base.Store.commit`), and under load the number of transactions falls to
+about ``in_flight`` per round of the process's runs, the server working on that many at once.
+Groups written at once hold different runs (a run has one write pending at a time), and each
+takes its runs' locks in (tenant, run) order, as groups of different processes do.
+``max_wait`` (default 0) lets a leader wait that many seconds for company before it writes,
+trading latency for bigger groups (one group is then gathered and written at a time).
 
 Nothing is acknowledged before the group's transaction is durable, so ``sync`` keeps a recovery
 point of zero and an effect's intent is on disk before its call; each run keeps its own guard,
@@ -29,6 +34,7 @@ whether the group landed).
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,19 +53,31 @@ class GroupCommit:
     ``max_batch``: the most runs one transaction carries (1 turns grouping off).
     ``max_wait``: seconds a leader waits for more commits before it writes (0: never waits;
     a commit that finds nobody else pending goes at once).
+    ``in_flight``: the most groups written at once, each in a transaction of its own, on a
+    store whose transactions write side by side (PostgreSQL; SQLite writes one at a time, so
+    there it is always 1, as it is while ``max_wait`` is above 0). More groups at once means
+    smaller ones: more transactions and more CPU per step, for a server that has CPU to spare
+    but makes each transaction wait (a distant one). Keep it below the pool's connections (8
+    by default): the heartbeat, the worker's claims and the effects' groups need them too.
     """
 
     max_batch: int = 64
     max_wait: float = 0.0
+    in_flight: int = 1
 
     def __post_init__(self) -> None:
         setting("group_commit max_batch", self.max_batch, 1, 10_000, unit="runs")
         setting("group_commit max_wait", self.max_wait, 0, 1)
-        if not isinstance(self.max_batch, int):
-            raise ConfigError(
-                f"group_commit max_batch {self.max_batch!r} is not a whole number of runs",
-                fix="give max_batch a whole number from 1 to 10000",
-            )
+        setting("group_commit in_flight", self.in_flight, 1, 64, unit="groups")
+        for name, value, unit, high in (
+            ("max_batch", self.max_batch, "runs", 10_000),
+            ("in_flight", self.in_flight, "groups", 64),
+        ):
+            if not isinstance(value, int):
+                raise ConfigError(
+                    f"group_commit {name} {value!r} is not a whole number of {unit}",
+                    fix=f"give {name} a whole number from 1 to {high}",
+                )
 
 
 R = TypeVar("R")
@@ -68,28 +86,31 @@ A = TypeVar("A")
 
 class _Pending(Generic[R, A]):
     """One thread's request, waiting in the group. ``wake`` is set once it has its answer
-    (``done``), or once it is made the next leader: each waiter is woken on its own, never all
-    of them at once (a process may hold a thousand runs)."""
+    (``done``), or once it is made a leader (``leads``): each waiter is woken on its own, never
+    all of them at once (a process may hold a thousand runs)."""
 
-    __slots__ = ("answer", "done", "request", "wake")
+    __slots__ = ("answer", "done", "leads", "request", "wake")
 
     def __init__(self, request: R) -> None:
         self.request = request
         self.answer: A | PerdureError | None = None
         self.done = False
+        self.leads = False
         self.wake = threading.Event()
 
 
 class Group(Generic[R, A]):
-    """Writes the requests of many threads together: the first to arrive leads, taking every
-    request pending at that moment (up to ``max_batch``) into one write, ``together``; a
-    request that finds nobody else goes at once, ``alone``, with no added wait. Each request
-    gets its own answer (``together`` answers a refused one with its error, which is raised
-    to its thread). See the module docstring.
+    """Writes the requests of many threads together: a request that finds a leader's place
+    free (fewer than ``places`` groups being written) goes at once, ``alone``, with no added
+    wait; the others wait, and when a leader's write is durable the oldest of them leads the
+    next group, taking every request pending at that moment (up to ``max_batch``) into one
+    write, ``together``. Each request gets its own answer (``together`` answers a refused one
+    with its error, which is raised to its thread). See the module docstring.
 
-    ``crash_name``: the group's crash points are named ``<crash_name>_begin:N`` and
-    ``<crash_name>_durable:N`` (None: it has none). ``on_group``: told how many requests each
-    write carried."""
+    ``places``: how many groups may be written at once (``in_flight`` where the store's
+    transactions write side by side, else 1). ``crash_name``: the group's crash points are
+    named ``<crash_name>_begin:N`` and ``<crash_name>_durable:N`` (None: it has none).
+    ``on_group``: told how many requests each write carried."""
 
     def __init__(
         self,
@@ -97,6 +118,7 @@ class Group(Generic[R, A]):
         alone: Callable[[R, datetime], A],
         together: Callable[[list[R], datetime], Sequence[A | PerdureError]],
         *,
+        places: int = 1,
         crash_name: str | None = None,
         on_group: Callable[[int], None] | None = None,
     ) -> None:
@@ -106,10 +128,15 @@ class Group(Generic[R, A]):
         self.crash_name = crash_name
         self.on_group = on_group
         self._lock = threading.Lock()
-        self._pending: list[_Pending[R, A]] = []
-        self._leading = False
+        self._pending: deque[_Pending[R, A]] = deque()
+        """Requests waiting for a leader (never a leader's own)."""
+        self._leaders = 0
+        """Groups being written (or gathered) now: at most :attr:`places`."""
+        self.places = 1 if options.max_wait else places
+        """How many groups may be written at once (one while leaders wait for company, so
+        that the company they wait for is theirs)."""
         self._enough = threading.Event()
-        """Set when ``max_batch`` requests are pending (a leader waiting for company stops)."""
+        """Set when a leader's group is full (a leader waiting for company stops)."""
         self._groups = 0
         """How many groups of two or more requests were written (names the crash points)."""
 
@@ -122,18 +149,17 @@ class Group(Generic[R, A]):
             if self.on_group is not None:
                 self.on_group(1)
             return lone
+        mine: _Pending[R, A] = _Pending(request)
         with self._lock:
-            alone = not (self._leading or self._pending or self.options.max_wait)
-            if alone:
-                self._leading = True
+            free = self._leaders < self.places
+            alone = free and not (self._pending or self.options.max_wait)
+            if free:
+                self._leaders += 1
+                mine.leads = True
             else:
-                mine: _Pending[R, A] = _Pending(request)
                 self._pending.append(mine)
-                if len(self._pending) >= self.options.max_batch:
+                if len(self._pending) >= self.options.max_batch - 1:
                     self._enough.set()
-                if not self._leading:  # nobody leads: this one does, at once
-                    self._leading = True
-                    mine.wake.set()
         if alone:  # nobody to wait for: lead a group of one, straight to the store
             try:
                 alone_answer = self.alone(request, now)
@@ -142,42 +168,56 @@ class Group(Generic[R, A]):
                 return alone_answer
             finally:
                 self._step_down()
-        mine.wake.wait()
-        if not mine.done:  # made the leader: write what is pending (this request first)
-            try:
-                if self.options.max_wait and not self._enough.is_set():
-                    self._enough.wait(self.options.max_wait)
-                with self._lock:
-                    group = self._pending[: self.options.max_batch]
-                    del self._pending[: len(group)]
-                    self._enough.clear()
-                self._write(group, now)
-            finally:
-                self._step_down()
+        if not mine.leads:
+            mine.wake.wait()
+        if not mine.done:  # made a leader: write what is pending (this request first)
+            self._lead(mine, now)
         answer = mine.answer
         if isinstance(answer, PerdureError):
             raise answer
         assert answer is not None
         return answer
 
-    def _step_down(self) -> None:
-        """The leader is done: the oldest pending request, if any, leads next (woken alone)."""
-        with self._lock:
-            self._leading = bool(self._pending)
-            if self._pending:
-                self._pending[0].wake.set()
+    def _lead(self, mine: _Pending[R, A], now: datetime) -> None:
+        """Write ``mine`` with the requests pending (up to ``max_batch`` in all), then hand
+        the leader's place over."""
+        try:
+            if self.options.max_wait and not self._enough.is_set():
+                self._enough.wait(self.options.max_wait)
+            with self._lock:
+                group = [mine]
+                while self._pending and len(group) < self.options.max_batch:
+                    group.append(self._pending.popleft())
+                if len(self._pending) < self.options.max_batch - 1:
+                    self._enough.clear()
+                if len(group) > 1:
+                    self._groups += 1
+                number = self._groups
+            self._write(group, now, number)
+        finally:
+            self._step_down()
 
-    def _write(self, group: list[_Pending[R, A]], now: datetime) -> None:
+    def _step_down(self) -> None:
+        """A leader is done: the oldest pending request, if any, leads next (woken alone);
+        else the leader's place is free."""
+        with self._lock:
+            if self._pending:
+                after = self._pending.popleft()
+                after.leads = True
+                after.wake.set()
+            else:
+                self._leaders -= 1
+
+    def _write(self, group: list[_Pending[R, A]], now: datetime, number: int) -> None:
         """Write one group and give every member its answer (never raises a PerdureError)."""
         answers: Sequence[A | PerdureError]
         try:
             if len(group) == 1:
                 answers = [self.alone(group[0].request, now)]
             else:
-                self._groups += 1
-                self._crashpoint("begin")
+                self._crashpoint("begin", number)
                 answers = self.together([p.request for p in group], now)
-                self._crashpoint("durable")
+                self._crashpoint("durable", number)
         except PerdureError as exc:
             answers = [exc] * len(group)
         except BaseException as exc:  # not the store's: every member must still be answered
@@ -191,9 +231,9 @@ class Group(Generic[R, A]):
         if self.on_group is not None:
             self.on_group(len(group))
 
-    def _crashpoint(self, when: str) -> None:
+    def _crashpoint(self, when: str, number: int) -> None:
         if self.crash_name is not None:
-            crashpoint(f"{self.crash_name}_{when}", str(self._groups))
+            crashpoint(f"{self.crash_name}_{when}", str(number))
 
 
 class GroupCommitter(Group[CommitRequest, int]):
@@ -211,6 +251,7 @@ class GroupCommitter(Group[CommitRequest, int]):
                 r.tenant_id, r.run_id, r.fence, r.expected_version, r.boundaries, now
             ),
             store.commit_many,
+            places=options.in_flight if store.parallel_writes else 1,
             crash_name="group",
             on_group=on_group,
         )
@@ -235,12 +276,16 @@ class GroupCommitter(Group[CommitRequest, int]):
 def effect_group(
     option: GroupCommit | bool,
     write: Callable[[list[R], datetime], Sequence[A | PerdureError]],
+    *,
+    parallel: bool = False,
 ) -> Group[R, A]:
     """Where a runtime's executions write one kind of effect record (intents with
     :meth:`Store.plan_effects <perdure.store.base.Store.plan_effects>`, status moves with
     :meth:`Store.move_effects <perdure.store.base.Store.move_effects>`), under the same
     ``group_commit`` option as their boundaries: the writes of many runs in one transaction
-    (with grouping off, each alone)."""
+    (with grouping off, each alone). ``parallel``: the store's write transactions run side
+    by side (:attr:`Store.parallel_writes <perdure.store.base.Store.parallel_writes>`), so up
+    to ``in_flight`` groups are written at once."""
 
     def alone(request: R, now: datetime) -> A:
         (answer,) = write([request], now)
@@ -248,7 +293,8 @@ def effect_group(
             raise answer
         return answer
 
-    return Group(_options(option) or GroupCommit(max_batch=1), alone, write)
+    options = _options(option) or GroupCommit(max_batch=1)
+    return Group(options, alone, write, places=options.in_flight if parallel else 1)
 
 
 def grouper(store: Store, option: GroupCommit | bool) -> GroupCommitter | None:

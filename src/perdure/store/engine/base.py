@@ -8,7 +8,7 @@ from perdure.store.driver import Driver
 class EngineBase:
     """The base of every capability class of :mod:`perdure.store.engine` (``Runs``,
     ``Commits``, ``Effects``, ...): the :class:`~perdure.store.driver.Driver` they speak to the
-    database through, and the two attributes of :class:`~perdure.store.base.Store` it gives.
+    database through, and the three attributes of :class:`~perdure.store.base.Store` it gives.
     A capability's methods read these and call each other, never a method of another
     capability: what two capabilities share is a plain function that takes the driver or an
     open transaction (:mod:`perdure.store.engine.tx`, or a helper of a capability's module)."""
@@ -21,3 +21,5 @@ class EngineBase:
         self.notifies = driver.notifies
         """True when :meth:`~perdure.store.base.Store.wait_for_work` really waits for
         notifications."""
+        self.parallel_writes = driver.parallel_writes
+        """True when write transactions on different connections run side by side."""

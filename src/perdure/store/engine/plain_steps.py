@@ -95,6 +95,7 @@ def _step_params(request: CommitRequest, at: Any) -> dict[str, Any]:
     """The parameters of ``commit_step`` (one run): the guard, and the rest as one JSON object
     (times as ISO-8601 text, the changed fields' values as their JSON text)."""
     b = request.boundaries[0]
+    finished = iso(b.finished_at)
     step = {
         "fence": request.fence,
         "next_step": b.next_step,
@@ -105,11 +106,11 @@ def _step_params(request: CommitRequest, at: Any) -> dict[str, Any]:
         "name": b.step,
         "outcome": b.outcome,
         "started_at": iso(b.started_at),
-        "finished_at": iso(b.finished_at),
+        "finished_at": finished,
         "completed": to_json(step_completion(b)),
         "fields": list(b.state),
         "values": [v.decode() for v in b.state.values()],
-        "now": iso(at),
+        "now": finished if at is b.finished_at else iso(at),
     }
     return {
         "tenant_id": request.tenant_id,

@@ -155,18 +155,23 @@ class Runs(EngineBase):
 
     def load_state(self, tenant_id: str, run_id: str) -> StoredFields:
         """See :meth:`Store.load_state`: each field's row, and the tails of those kept as logs
-        joined to their base (one query)."""
-        found = fetch(self.driver, "load_state", {"tenant_id": tenant_id, "run_id": run_id})
+        joined to their base (one query). The rows are read as bytes
+        (:meth:`~perdure.store.driver.Tx.binary`), so a large field is copied once from the
+        driver into ``bytes``, and once more only when a log's tails are joined to it. They are
+        ordered here, not by the query, whose sort would copy every value it passes."""
+        with self.driver.read() as tx:
+            found = tx.binary("load_state", {"tenant_id": tenant_id, "run_id": run_id})
         fields: dict[str, bytes] = {}
         tails: dict[str, list[bytes]] = {}
-        for r in found:
-            name = r["field"]
-            if int(r["step_seq"]) == 0:
-                fields[name] = r["value"].encode()
-                if r["log"]:
+        found.sort(key=lambda row: (row[0], row[3]))  # by field, then base before tails in order
+        for field, value, log, step_seq in found:
+            name = field.decode()
+            if step_seq == 0:
+                fields[name] = value
+                if log:
                     tails[name] = []
             elif name in tails:
-                tails[name].append(r["value"].encode())
+                tails[name].append(value)
         for name, parts in tails.items():
             if parts:
                 fields[name] = joined(fields[name], parts)

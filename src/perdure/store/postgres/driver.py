@@ -70,6 +70,7 @@ class PostgresDriver:
 
     dialect = "postgres"
     notifies = True
+    parallel_writes = True
     one_statement_writes = True
 
     def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 30.0) -> None:

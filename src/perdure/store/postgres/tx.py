@@ -14,13 +14,17 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import DictRow, tuple_row
+from psycopg.types.string import ByteaBinaryLoader
 
 from perdure.store.driver import NO_PARAMS
+from perdure.store.postgres import prepared
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
 
 Q = {name: text.encode() for name, text in queries("postgres").items()}
 """Every named PostgreSQL query, as bytes."""
+DOLLAR = {name: prepared.dollar_form(Q[name]) for name in prepared.HOT}
+"""The hot queries with numbered placeholders, and their parameters' names in order."""
 Conn = psycopg.Connection[DictRow]
 R = TypeVar("R")
 
@@ -58,7 +62,13 @@ class PostgresTx:
             self.begin = False
 
     def one(self, query: str, params: Params = NO_PARAMS) -> Row | None:
-        """See :meth:`Tx.one`."""
+        """See :meth:`Tx.one`. A hot statement outside a transaction goes prepared, straight
+        through libpq (:mod:`~perdure.store.postgres.prepared`)."""
+        if query in prepared.HOT and not self.begin and not self.conn.info.transaction_status:
+            sql, names = DOLLAR[query]
+            values = prepared.text_params(names, params)
+            if values is not None:
+                return prepared.one(self.conn, query, sql, values)
         return self._execute(query, params).fetchone()
 
     def all(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
@@ -68,6 +78,15 @@ class PostgresTx:
     def values(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
         """See :meth:`Tx.values`: a cursor of plain tuples."""
         return self._on(self.conn.cursor(row_factory=tuple_row), query, params).fetchall()
+
+    def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.binary`: a cursor of plain tuples in PostgreSQL's binary format, whose
+        ``text`` values are loaded as ``bytea`` is, into ``bytes`` (one copy out of libpq's
+        result). The server sends a text value as it holds it, with no function to apply to it
+        (``convert_to`` would check the whole value's encoding again)."""
+        cursor = self.conn.cursor(binary=True, row_factory=tuple_row)
+        cursor.adapters.register_loader("text", ByteaBinaryLoader)
+        return self._on(cursor, query, params).fetchall()
 
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: in a pipeline, every statement queued before a row is read, and

@@ -37,6 +37,26 @@ from perdure.store.watch import NoWatch
 
 Q = queries("sqlite")
 
+
+def _same(value: bytes | None) -> bytes | None:
+    return value
+
+
+sqlite3.register_adapter(bool, int)
+sqlite3.register_adapter(type(None), _same)
+sqlite3.register_adapter(bytes, _same)
+"""``sqlite3`` binds only exact ``int``, ``float`` and ``str`` values without asking its adapter
+registry; any other parameter (``None``, ``bytes``, a ``bool``: several in every statement)
+with no entry there first fails two attribute lookups (``__adapt__``, ``__conform__``), each
+formatting an exception and clearing it. These entries bind each one as ``sqlite3`` would
+anyway (NULL, a BLOB, 0 or 1), found at once."""
+
+_DRIVER_ERRORS = (sqlite3.Error, UnicodeEncodeError, OverflowError)
+"""What ``sqlite3`` raises that :meth:`SqliteDriver._translate` turns into a typed error."""
+
+_NO_BATCH = nullcontext()
+"""What :meth:`SqliteTx.batch` returns (stateless, so one serves every batch)."""
+
 MIGRATE = "run `perdure migrate` if the database is new (a Runtime migrates on open)"
 
 
@@ -62,6 +82,15 @@ class SqliteTx:
         found: list[tuple[Any, ...]] = cursor.execute(Q[query], params).fetchall()
         return found
 
+    def binary(self, query: str, params: Params = NO_PARAMS) -> list[tuple[Any, ...]]:
+        """See :meth:`Tx.binary`: :meth:`values` read with the connection's ``text_factory``
+        set to ``bytes`` (the connection is this thread's own) and put back after."""
+        self.conn.text_factory = bytes
+        try:
+            return self.values(query, params)
+        finally:
+            self.conn.text_factory = str
+
     def many(self, statements: Sequence[tuple[str, Params]]) -> list[Row | None]:
         """See :meth:`Tx.many`: one statement after the other."""
         return [self.one(query, params) for query, params in statements]
@@ -73,7 +102,7 @@ class SqliteTx:
     def batch(self, *, last: bool = False) -> AbstractContextManager[None]:
         """See :meth:`Tx.batch`: an in-process database has no round trips to save (the
         transaction commits when it ends, ``last`` or not)."""
-        return nullcontext()
+        return _NO_BATCH
 
     def lock_thread(self, tenant_id: str, thread_id: str) -> None:
         """See :meth:`Tx.lock_thread`: ``BEGIN IMMEDIATE`` already excludes every writer."""
@@ -95,6 +124,7 @@ class SqliteDriver:
 
     dialect = "sqlite"
     notifies = False
+    parallel_writes = False
     one_statement_writes = False
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
@@ -102,6 +132,7 @@ class SqliteDriver:
         self.url = f"sqlite:///{self.path}"
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
+        self._last_stamp: tuple[datetime | None, str | None] = (None, None)
         self._all: list[tuple[weakref.ref[threading.Thread], sqlite3.Connection]] = []
         self._lock = threading.Lock()
         self._writing = threading.RLock()
@@ -122,8 +153,17 @@ class SqliteDriver:
         return None if value is None else datetime.fromisoformat(value)
 
     def stamp(self, value: datetime | None) -> str | None:
-        """See :meth:`Driver.stamp`: ISO-8601 text with microseconds."""
-        return None if value is None else value.isoformat(timespec="microseconds")
+        """See :meth:`Driver.stamp`: ISO-8601 text with microseconds. A commit stamps the
+        same time more than once (the step's end is the boundary's time): the last time
+        stamped is kept with its text."""
+        if value is None:
+            return None
+        last = self._last_stamp
+        if last[0] is value:
+            return last[1]
+        text = value.isoformat(timespec="microseconds")
+        self._last_stamp = (value, text)  # one tuple, replaced whole: safe across threads
+        return text
 
     def array(self, values: Sequence[str]) -> str | None:
         """See :meth:`Driver.array`: JSON text, for ``json_each``."""
@@ -133,16 +173,19 @@ class SqliteDriver:
     def write(self) -> Iterator[SqliteTx]:
         """See :meth:`Driver.write`: ``BEGIN IMMEDIATE`` ... ``COMMIT``, one thread of the
         process at a time."""
-        with self._writing, self._translated():
-            conn = self._conn()
-            conn.execute(Q["begin_write"])
+        with self._writing:
             try:
-                yield SqliteTx(conn)
-                conn.execute(Q["commit_write"])
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute(Q["rollback_write"])
-                raise
+                conn = self._conn()
+                conn.execute(Q["begin_write"])
+                try:
+                    yield SqliteTx(conn)
+                    conn.execute(Q["commit_write"])
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute(Q["rollback_write"])
+                    raise
+            except _DRIVER_ERRORS as exc:  # one context for both (it runs on every write)
+                raise self._translate(exc) from exc
 
     @contextmanager
     def read(self) -> Iterator[SqliteTx]:
@@ -187,14 +230,19 @@ class SqliteDriver:
     def _translated(self) -> Iterator[None]:
         try:
             yield
-        except sqlite3.Error as exc:
-            raise translate_error(exc, self.path) from exc
-        except UnicodeEncodeError as exc:
-            raise not_text(exc) from exc
-        except OverflowError as exc:  # sqlite3 refuses to bind an integer beyond 64 bits
-            raise InvalidInputError(
-                f"SQLite cannot store a value: {exc}", fix="keep numbers within 64 bits"
-            ) from exc
+        except _DRIVER_ERRORS as exc:
+            raise self._translate(exc) from exc
+
+    def _translate(self, exc: Exception) -> PerdureError:
+        """The typed error for what ``sqlite3`` raised."""
+        if isinstance(exc, sqlite3.Error):
+            return translate_error(exc, self.path)
+        if isinstance(exc, UnicodeEncodeError):
+            return not_text(exc)
+        # sqlite3 refuses to bind an integer beyond 64 bits
+        return InvalidInputError(
+            f"SQLite cannot store a value: {exc}", fix="keep numbers within 64 bits"
+        )
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -78,13 +78,14 @@ VALUES (%(run_id)s, %(tenant_id)s, %(field)s, %(value)s, %(log)s::boolean)
 ON CONFLICT (run_id, field) DO UPDATE SET value = EXCLUDED.value, log = EXCLUDED.log;
 
 -- name: load_state
--- Every field's row (step_seq 0), then the tails of the fields kept as logs, in order.
+-- Every field's row (step_seq 0) and the tails of the fields kept as logs, in no order (the
+-- store orders them: a sort here would copy every value it passes, a whole field included).
+-- The store reads the rows in binary format, each value as its UTF-8 bytes (Tx.binary).
 SELECT field, value, log, 0 AS step_seq FROM perdure.state_fields
 WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
 UNION ALL
 SELECT field, value, true, step_seq FROM perdure.state_tails
-WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
-ORDER BY field, step_seq;
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s;
 
 -- name: claim_next
 -- The worker's scan and its claim in one statement (one round trip): the oldest runnable run

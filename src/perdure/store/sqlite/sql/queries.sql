@@ -71,13 +71,14 @@ VALUES (:run_id, :tenant_id, :field, :value, :log)
 ON CONFLICT (run_id, field) DO UPDATE SET value = excluded.value, log = excluded.log;
 
 -- name: load_state
--- Every field's row (step_seq 0), then the tails of the fields kept as logs, in order.
+-- Every field's row (step_seq 0) and the tails of the fields kept as logs, in no order (the
+-- store orders them, as on PostgreSQL). The store reads each value as its UTF-8 bytes
+-- (Tx.binary).
 SELECT field, value, log, 0 AS step_seq FROM state_fields
 WHERE tenant_id = :tenant_id AND run_id = :run_id
 UNION ALL
 SELECT field, value, 1, step_seq FROM state_tails
-WHERE tenant_id = :tenant_id AND run_id = :run_id
-ORDER BY field, step_seq;
+WHERE tenant_id = :tenant_id AND run_id = :run_id;
 
 -- name: pick_next
 -- The worker's scan: the oldest runnable run (the write lock admits one claimer at a time),
