@@ -29,6 +29,8 @@ NOT_LOADED = (
     "openai",
     "anthropic",
     "email",
+    "subprocess",  # the demos' stories load it when they run
+    "zipfile",  # the store reads its SQL files from its folder, not through importlib.resources
     "perdure.server",
     "perdure.providers",
     "perdure.langgraph",
