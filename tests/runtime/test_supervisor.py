@@ -180,6 +180,9 @@ def test_a_standby_never_works_before_it_is_made_active(tmp_path: Path) -> None:
 
     def body(ready: Callable[[], bool]) -> int:
         n = start()
+        # as the worker does: from here on SIGTERM asks it to stop (the supervisor sends one
+        # to a standby it has not heard ready yet, besides closing its pipe)
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
         if n == 2:  # the standby: it says it is ready, then waits to be told
             os.write(said_write, b"standby\n")
         told = ready()
