@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+import orjson
+
 from perdure.core.effects import (
     EffectMove,
     EffectPlan,
@@ -152,7 +154,7 @@ def _planned_group(
 ) -> list[EffectRecord | PerdureError]:
     """The intents in one transaction (a lone one in autocommit, where the driver can)."""
     at = d.stamp(now)
-    params = [_plan_params(p, at) for p in plans]
+    params = [_plan_params(d, p, at) for p in plans]
     if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
         with d.statement() as tx:
             row = tx.one("plan_effect", params[0])
@@ -168,9 +170,11 @@ def _planned_group(
         ]
 
 
-def _plan_params(plan: EffectPlan, at: Any) -> dict[str, Any]:
-    """The parameters of ``insert_effect`` and ``plan_effect`` for one intent."""
+def _plan_params(d: Driver, plan: EffectPlan, at: Any) -> dict[str, Any]:
+    """The parameters of ``insert_effect`` and ``plan_effect`` for one intent (``planned``
+    and, for an intent recorded ``executing``, ``started``: its events' data)."""
     new = plan.effect
+    executing = plan.executing
     return {
         "tenant_id": plan.tenant_id,
         "run_id": plan.run_id,
@@ -185,19 +189,28 @@ def _plan_params(plan: EffectPlan, at: Any) -> dict[str, Any]:
         "compensator": new.compensator,
         "fence": plan.fence,
         "now": at,
-        "planned": to_json(_planned(new)),
+        "status": _EXECUTING if executing else _PLANNED,
+        "attempts": int(executing),
+        "deadline": d.stamp(plan.deadline) if executing else None,
+        "planned": f'{{"key":{_text(new.key)},"to":"planned"}}',
+        "started": (
+            f'{{"key":{_text(new.key)},"from":"planned","to":"executing"}}' if executing else None
+        ),
     }
 
 
-def _planned(new: NewEffect) -> dict[str, JSON]:
-    """The data of the ``effect`` event of a new intent."""
-    return {"key": new.key, "to": "planned"}
+_PLANNED, _EXECUTING = str(EffectStatus.PLANNED), str(EffectStatus.EXECUTING)
+
+
+def _text(value: str) -> str:
+    """A string as JSON text."""
+    return orjson.dumps(value).decode()
 
 
 def _plan(
     tx: Tx, d: Driver, plan: EffectPlan, params: dict[str, Any], at: Any
 ) -> EffectRecord | PerdureError:
-    """One intent inside the transaction ``tx``: recorded (with its event) unless its key is
+    """One intent inside the transaction ``tx``: recorded (with its events) unless its key is
     already; the record, or why the guard refused it."""
     ids = {"tenant_id": plan.tenant_id, "run_id": plan.run_id}
     inserted = tx.run("insert_effect", params)
@@ -206,8 +219,17 @@ def _plan(
         exc = guard_failure(tx, ids, plan.fence, -1)
         return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
     if inserted:
-        event(tx, ids, "effect", plan.effect.step, plan.fence, _planned(plan.effect), at)
+        step, fence = plan.effect.step, plan.fence
+        _event(tx, ids, step, fence, params["planned"], at)
+        if params["started"] is not None:
+            _event(tx, ids, step, fence, params["started"], at)
     return effect_from_row(found, d.when)
+
+
+def _event(tx: Tx, ids: dict[str, str], step: str, fence: int, data: str, at: Any) -> None:
+    """An ``effect`` event whose data is the JSON text ``data``."""
+    params = {"type": "effect", "step": step, "fence": fence, "data": data, "at": at}
+    tx.run("insert_event", {**ids, **params})
 
 
 def _moved_group(
