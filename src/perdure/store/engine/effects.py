@@ -28,7 +28,14 @@ from perdure.core.model import JSON
 from perdure.store.driver import Driver, Tx
 from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import effect_guard_failure, event, fetch, guard_failure
-from perdure.store.rows import Params, Row, effect_change, effect_from_row, to_json
+from perdure.store.rows import (
+    Params,
+    Row,
+    effect_change,
+    effect_from_row,
+    effect_from_values,
+    to_json,
+)
 
 
 class _OfRun(Protocol):
@@ -157,9 +164,9 @@ def _planned_group(
     params = [_plan_params(d, p, at) for p in plans]
     if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
         with d.statement() as tx:
-            row = tx.one("plan_effect", params[0])
-        if row is not None:
-            return [effect_from_row(row, d.when)]
+            found = tx.values("plan_effect", params[0])
+        if found:
+            return [effect_from_values(found[0], d.when)]
     with d.write() as tx:
         rows: list[Row | None] = [None] * len(plans)
         if d.one_statement_writes and len(plans) > 1:
@@ -240,9 +247,9 @@ def _moved_group(
     work = [_move_work(d, at, m) for m in moves]
     if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit
         with d.statement() as tx:
-            row = tx.one(*_move_statement(*work[0]))
-        if row is not None:
-            return [effect_from_row(row, d.when)]
+            found = tx.values(*_move_statement(*work[0]))
+        if found:
+            return [effect_from_values(found[0], d.when)]
         with d.read() as tx:  # nothing was written: say why
             return [_refusal(tx, moves[0])]
     with d.write() as tx:

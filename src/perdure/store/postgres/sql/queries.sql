@@ -574,7 +574,8 @@ WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s;
 -- fence holds and the run is unfinished. The events: %(planned)s, then %(started)s unless it
 -- is NULL (an intent recorded 'executing': its move to the first attempt), in this order. No
 -- row: nothing was written, because the intent was already recorded or the guard matched
--- nothing; the transaction path (insert_effect, get_effect) then says which.
+-- nothing; the transaction path (insert_effect, get_effect) then says which. A lone intent is
+-- read as a tuple: rows.effect_from_values unpacks the columns in this order.
 WITH planned AS (
     INSERT INTO perdure.effects (effect_key, tenant_id, run_id, step, step_seq, name, target,
                                  operation, request_hash, request, status, attempts,
@@ -610,7 +611,8 @@ FROM planned;
 -- number order and a claim that would raise the fence waits for it. A person's decision
 -- passes no fence and locks the run before, in the same transaction. No row: the guard
 -- matched nothing and nothing was written. (SQLite, whose statements write one table each:
--- update_effect, then insert_event.)
+-- update_effect, then insert_event.) A lone move is read as a tuple: rows.effect_from_values
+-- unpacks the columns in this order.
 WITH moved AS (
     UPDATE perdure.effects
     SET status = %(status)s,
