@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import orjson
 
@@ -34,6 +34,7 @@ from perdure.store.rows import (
     effect_change,
     effect_from_row,
     effect_from_values,
+    from_json,
     to_json,
 )
 
@@ -220,17 +221,47 @@ def _plan(
     """One intent inside the transaction ``tx``: recorded (with its events) unless its key is
     already; the record, or why the guard refused it."""
     ids = {"tenant_id": plan.tenant_id, "run_id": plan.run_id}
-    inserted = tx.run("insert_effect", params)
-    found = tx.one("get_effect", {"tenant_id": plan.tenant_id, "key": plan.effect.key})
-    if found is None:
-        exc = guard_failure(tx, ids, plan.fence, -1)
-        return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
-    if inserted:
+    if tx.run("insert_effect", params):
         step, fence = plan.effect.step, plan.fence
         _event(tx, ids, step, fence, params["planned"], at)
         if params["started"] is not None:
             _event(tx, ids, step, fence, params["started"], at)
+        return _inserted(d, plan, params)
+    found = tx.one("get_effect", {"tenant_id": plan.tenant_id, "key": plan.effect.key})
+    if found is None:
+        exc = guard_failure(tx, ids, plan.fence, -1)
+        return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
     return effect_from_row(found, d.when)
+
+
+def _inserted(d: Driver, plan: EffectPlan, params: dict[str, Any]) -> EffectRecord:
+    """The record ``insert_effect`` just wrote with ``params``, made from what it wrote (as
+    ``get_effect`` would read it back, without the statement): the new effect's columns, its
+    status, attempts and deadline, its times, and nothing settled yet."""
+    new = plan.effect
+    at = cast(datetime, d.when(params["now"]))  # a stamped time: never None
+    return EffectRecord(
+        key=new.key,
+        tenant_id=plan.tenant_id,
+        run_id=plan.run_id,
+        step=new.step,
+        step_seq=new.step_seq,
+        name=new.name,
+        target=new.target,
+        operation=new.operation,
+        request_hash=new.request_hash,
+        request=from_json(params["request"]),
+        status=EffectStatus(params["status"]),
+        attempts=params["attempts"],
+        result=None,
+        receipt=None,
+        last_error=None,
+        compensator=new.compensator,
+        resolution=None,
+        created_at=at,
+        updated_at=at,
+        deadline=d.when(params["deadline"]),
+    )
 
 
 def _event(tx: Tx, ids: dict[str, str], step: str, fence: int, data: str, at: Any) -> None:
