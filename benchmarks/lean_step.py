@@ -9,7 +9,9 @@ For each database it prints, in one run:
   ``synchronous=FULL``) and one-row ``INSERT`` in autocommit with psycopg on PostgreSQL, and the
   ratio of the two.
 * **CPU per recorded call**: ``--calls`` no-op ``ctx.effect`` calls in one step, minus the same
-  step without them, per call; and its ratio to a plain step.
+  step without them, per call; and its ratio to a plain step. Twice: effects without a
+  reconciler (intent, ``executing``, outcome: three writes), and with one (the intent recorded
+  ``executing``, then the outcome: two writes), as recorded model calls are.
 * **Statements per plain step and per recorded call**: on SQLite the statements the connection
   ran (``sqlite3``'s trace callback, ``BEGIN`` and ``COMMIT`` included); on PostgreSQL the
   round trips (a run of messages the client sent, then one the server sent, in libpq's
@@ -31,8 +33,9 @@ the bare driver's commits, ``--runs`` x ``--steps`` of them), for a counter to w
 ``valgrind --tool=callgrind --callgrind-out-file=/dev/null python benchmarks/lean_step.py
 --workload steps --db sqlite --runs 5`` and again with ``--runs 15``: the difference of the
 two counts over 200 steps is the instructions of one step, the interpreter's start and the
-imports left out. (``calls``: runs of the two-step workflow with ``--calls`` calls; compare
-with ``--calls 0``.)
+imports left out. (``calls``: runs of the two-step workflow with ``--calls`` calls, with a
+reconciler under ``--reconcile``; compare ``--calls 10`` with ``--calls 30``, so that what the
+first call of a process loads cancels out.)
 """
 
 from __future__ import annotations
@@ -133,10 +136,12 @@ def plain_step_us(open_store: Callable[[], Store], runs: int, steps: int) -> flo
         return cpu_us(rt.run_until_idle, runs * steps)
 
 
-def effects_workflow(calls: int) -> Workflow[Empty]:
-    """A no-op step, then a step making ``calls`` no-op recorded calls: the calls are in a step
-    occurrence after the first of the execution, as an agent's calls mostly are (the first
-    occurrence of an execution may be a re-execution, and reads each effect's record first)."""
+def effects_workflow(calls: int, reconciled: bool = False) -> Workflow[Empty]:
+    """A no-op step, then a step making ``calls`` no-op recorded calls (with a reconciler when
+    ``reconciled``): the calls are in a step occurrence after the first of the execution, as an
+    agent's calls mostly are (the first occurrence of an execution may be a re-execution, and
+    reads each effect's record first)."""
+    reconcile = (lambda r, k: None) if reconciled else None
 
     @step(next=["act"])
     def start(ctx: Context, s: Empty):  # type: ignore[no-untyped-def]
@@ -145,18 +150,27 @@ def effects_workflow(calls: int) -> Workflow[Empty]:
     @step
     def act(ctx: Context, s: Empty):  # type: ignore[no-untyped-def]
         for i in range(calls):
-            ctx.effect(f"e{i}", target="t", operation="o", request=i, execute=lambda r, k: r)
+            ctx.effect(
+                f"e{i}",
+                target="t",
+                operation="o",
+                request=i,
+                execute=lambda r, k: r,
+                reconcile=reconcile,
+            )
         return done(None)
 
     return Workflow(f"calls{calls}x{next(_names)}", state=Empty, steps=[start, act])
 
 
-def recorded_call_us(open_store: Callable[[], Store], calls: int, runs: int = 4) -> float:
+def recorded_call_us(
+    open_store: Callable[[], Store], calls: int, reconciled: bool = False, runs: int = 4
+) -> float:
     """CPU per no-op recorded call: ``runs`` runs of one step with ``calls`` calls, minus the
     same runs of a step without calls."""
     spent = []
     for n in (calls, 0):
-        wf = effects_workflow(n)
+        wf = effects_workflow(n, reconciled)
         with Runtime(open_store(), workflows=[wf]) as rt:
             rt.start(wf)
             rt.run_until_idle()  # warm-up
@@ -216,8 +230,10 @@ def per_step(open_store: Callable[[], Store], steps: int, counter: Counter) -> f
     return (many - one) / steps
 
 
-def per_call(open_store: Callable[[], Store], calls: int, counter: Counter) -> float:
-    many = counted(open_store, effects_workflow(calls), counter)
+def per_call(
+    open_store: Callable[[], Store], calls: int, counter: Counter, reconciled: bool = False
+) -> float:
+    many = counted(open_store, effects_workflow(calls, reconciled), counter)
     none = counted(open_store, effects_workflow(0), counter)
     return (many - none) / calls
 
@@ -230,8 +246,10 @@ class Figures:
     bare: float
     step: float
     call: float
+    reconciled_call: float
     step_count: float
     call_count: float
+    reconciled_call_count: float
 
 
 def measure(
@@ -240,22 +258,27 @@ def measure(
     counter: Counter,
     args: argparse.Namespace,
 ) -> Figures:
-    rounds: list[tuple[float, float, float]] = []
+    rounds: list[tuple[float, float, float, float]] = []
     for _ in range(args.rounds):
         rounds.append(
             (
                 bare(args.runs * args.steps),
                 plain_step_us(open_store, args.runs, args.steps),
                 recorded_call_us(open_store, args.calls),
+                recorded_call_us(open_store, args.calls, reconciled=True),
             )
         )
-    bare_us, step_us, call_us = (statistics.median(r[i] for r in rounds) for i in range(3))
+    bare_us, step_us, call_us, reconciled_us = (
+        statistics.median(r[i] for r in rounds) for i in range(4)
+    )
     return Figures(
         bare_us,
         step_us,
         call_us,
+        reconciled_us,
         per_step(open_store, 10, counter),
         per_call(open_store, 10, counter),
+        per_call(open_store, 10, counter, reconciled=True),
     )
 
 
@@ -264,8 +287,11 @@ def report(name: str, f: Figures, unit: str) -> None:
     print(f"  bare driver commit           {f.bare:8.1f} µs CPU")
     print(f"  plain step                   {f.step:8.1f} µs CPU  {f.step / f.bare:5.2f}x bare")
     print(f"  recorded call (no-op effect) {f.call:8.1f} µs CPU  {f.call / f.step:5.2f}x a step")
+    r = f.reconciled_call
+    print(f"  ... with a reconciler        {r:8.1f} µs CPU  {r / f.step:5.2f}x a step")
     print(f"  {unit} per plain step      {f.step_count:8.2f}")
     print(f"  {unit} per recorded call   {f.call_count:8.2f}")
+    print(f"  ... with a reconciler        {f.reconciled_call_count:8.2f}")
 
 
 @contextmanager
@@ -300,7 +326,7 @@ def workload(args: argparse.Namespace) -> None:
     wf = (
         fleet_app.linear(args.steps, f"lean{os.getpid()}")
         if args.workload == "steps"
-        else effects_workflow(args.calls)
+        else effects_workflow(args.calls, args.reconcile)
     )
     with Runtime(open_store(), workflows=[wf]) as rt:
         for _ in range(3):
@@ -321,6 +347,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--db", default="sqlite,postgres", help="which databases")
     parser.add_argument("--workload", choices=["steps", "calls", "bare"], help="only run it")
+    parser.add_argument(
+        "--reconcile", action="store_true", help="calls workload: effects with a reconciler"
+    )
     args = parser.parse_args()
     if args.workload:
         workload(args)

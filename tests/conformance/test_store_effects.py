@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from perdure import FakeClock
@@ -357,3 +359,37 @@ def test_a_group_of_intents_refuses_only_the_stale_one(store: Store, clock: Fake
     planned = [e.data["key"] for e in store.events("t1", "r1") if e.type == "effect"]
     assert planned == [run_intent("r1", "old").key, run_intent("r1").key]
     assert [e.type for e in store.events("t1", "r2") if e.type == "effect"] == []
+
+
+def test_an_intent_recorded_executing_is_the_first_attempt_with_both_events(
+    store: Store, clock: FakeClock
+) -> None:
+    runs = three_running(store, clock)
+    deadline = clock.now() + timedelta(seconds=30)
+    alone = store.plan_effects(
+        [EffectPlan("t1", "r1", runs["r1"].fence, run_intent("r1"), True, deadline)], clock.now()
+    )
+    grouped = store.plan_effects(
+        [
+            EffectPlan("t1", "r2", runs["r2"].fence, run_intent("r2"), True, deadline),
+            EffectPlan("t1", "r3", runs["r3"].fence, run_intent("r3")),
+        ],
+        clock.now(),
+    )
+    for answer, run_id in zip([*alone, *grouped], ["r1", "r2", "r3"], strict=True):
+        assert isinstance(answer, EffectRecord)
+        assert answer == store.get_effect("t1", run_intent(run_id).key), (
+            "what an intent answers is its record as read back"
+        )
+    executing, planned = alone[0], grouped[1]
+    assert isinstance(executing, EffectRecord) and isinstance(planned, EffectRecord)
+    assert (executing.status, executing.attempts, executing.deadline) == (
+        E.EXECUTING,
+        1,
+        deadline,
+    )
+    assert (planned.status, planned.attempts, planned.deadline) == (E.PLANNED, 0, None)
+    moves = [
+        (e.data.get("from"), e.data["to"]) for e in store.events("t1", "r1") if e.type == "effect"
+    ]
+    assert moves == [(None, "planned"), ("planned", "executing")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,3 +175,62 @@ def test_a_retry_wait_survives_the_process_and_a_worker_finishes_it(
     final = json.loads(run_cli(db_url, "show", run_id, "--json").stdout)
     assert final["status"] == "SUCCEEDED"
     assert SmartLight(light).status() == {"brightness": 70, "commands": 1}
+
+
+def _effects(db_url: str, run_id: str) -> dict[str, dict[str, Any]]:
+    listed = json.loads(run_cli(db_url, "effects", "--run", run_id, "--json").stdout)
+    return {e["name"]: e for e in listed}
+
+
+def _started(db_url: str, tmp_path: Path) -> tuple[str, Path, Path]:
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    start = run_cli(
+        db_url,
+        "start",
+        "two_effects",
+        "--app",
+        APP,
+        "--input",
+        json.dumps({"a": str(a), "b": str(b)}),
+    )
+    return start.stdout.split()[1], a, b
+
+
+def test_a_kill_between_a_reconciled_intent_and_its_call_is_reconciled_then_sent_once(
+    db_url: str, tmp_path: Path
+) -> None:
+    run_id, a, b = _started(db_url, tmp_path)
+    crashed = run_cli(
+        db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT="after_intent:dim")
+    )
+    assert crashed.returncode == 75, crashed.stderr
+    dim = _effects(db_url, run_id)["dim"]
+    assert (dim["status"], dim["attempts"]) == ("executing", 1), (
+        "with a reconciler, the intent is the first attempt under way: one write before the call"
+    )
+    assert SmartLight(a).status()["commands"] == 0, "the call was never made"
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    assert json.loads(run_cli(db_url, "show", run_id, "--json").stdout)["status"] == "SUCCEEDED"
+    dim = _effects(db_url, run_id)["dim"]
+    assert (dim["status"], dim["attempts"]) == ("confirmed", 1), (
+        "the reconciler found nothing: the interrupted attempt is not counted, the call is made"
+    )
+    assert SmartLight(a).status()["commands"] == 1
+    assert SmartLight(b, initial=0).status()["commands"] == 1
+
+
+def test_a_kill_between_an_unreconciled_intent_and_its_call_sends_it_again(
+    db_url: str, tmp_path: Path
+) -> None:
+    run_id, _, b = _started(db_url, tmp_path)
+    crashed = run_cli(
+        db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT="after_intent:notify")
+    )
+    assert crashed.returncode == 75, crashed.stderr
+    notify = _effects(db_url, run_id)["notify"]
+    assert (notify["status"], notify["attempts"]) == ("planned", 0), (
+        "without a reconciler, the intent says that nothing was sent"
+    )
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    assert json.loads(run_cli(db_url, "show", run_id, "--json").stdout)["status"] == "SUCCEEDED"
+    assert SmartLight(b, initial=0).status()["commands"] == 1

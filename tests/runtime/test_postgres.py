@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from perdure import Context, FakeClock, RunStatus, Runtime, Workflow, done, goto, step
+from perdure.core.effects import Reconciled
 from perdure.core.errors import StoreError
 from perdure.core.model import Message, Run, ToolCall
 from perdure.runtime import fleet
@@ -388,8 +389,9 @@ def refuse_once(conn: psycopg.Connection[Any]) -> None:
     )
 
 
-def calls_then_end(calls: int, name: str) -> Workflow[Any]:
-    """A no-op step, then a step making ``calls`` no-op recorded calls."""
+def calls_then_end(calls: int, name: str, reconciled: bool = False) -> Workflow[Any]:
+    """A no-op step, then a step making ``calls`` no-op recorded calls (with a reconciler when
+    ``reconciled``)."""
 
     @step(next=["act"])
     def first(ctx: Context, s: Any):  # type: ignore[no-untyped-def]
@@ -397,11 +399,36 @@ def calls_then_end(calls: int, name: str) -> Workflow[Any]:
 
     @step
     def act(ctx: Context, s: Any):  # type: ignore[no-untyped-def]
-        for i in range(calls):
-            ctx.effect(f"e{i}", target="t", operation="o", request=i, execute=lambda r, k: r)
+        no_op_calls(ctx, calls, reconciled)
         return done(None)
 
     return Workflow(name, state=Order, steps=[first, act])
+
+
+def no_op_calls(ctx: Context, calls: int, reconciled: bool) -> None:
+    """``calls`` no-op recorded calls, with a reconciler (that finds nothing) when
+    ``reconciled``."""
+    reconcile = (lambda r, k: Reconciled.not_found()) if reconciled else None
+    for i in range(calls):
+        ctx.effect(
+            f"e{i}",
+            target="t",
+            operation="o",
+            request=i,
+            execute=lambda r, k: r,
+            reconcile=reconcile,
+        )
+
+
+def first_step_calls(calls: int, reconciled: bool = False) -> Workflow[Any]:
+    """One step making ``calls`` no-op recorded calls: the first step of its execution."""
+
+    @step
+    def only(ctx: Context, s: Any):  # type: ignore[no-untyped-def]
+        no_op_calls(ctx, calls, reconciled)
+        return done(None)
+
+    return Workflow(f"first_step{calls}{'r' if reconciled else ''}", state=Order, steps=[only])
 
 
 def waits_of_a_run(db_url: str, clock: FakeClock, wf: Workflow[Any], trace: Path) -> int:
@@ -427,15 +454,21 @@ def test_a_recorded_call_after_the_first_step_of_an_execution_is_three_round_tri
     three = waits_of_a_run(db_url, clock, calls_then_end(3, "calls3"), tmp_path / "3")
     assert three - plain == 3 * 3
 
-    def only(calls: int) -> Workflow[Any]:
-        @step
-        def only(ctx: Context, s: Any):  # type: ignore[no-untyped-def]
-            for i in range(calls):
-                ctx.effect(f"e{i}", target="t", operation="o", request=i, execute=lambda r, k: r)
-            return done(None)
-
-        return Workflow(f"first_step{calls}", state=Order, steps=[only])
-
-    without = waits_of_a_run(db_url, clock, only(0), tmp_path / "without")
-    first = waits_of_a_run(db_url, clock, only(3), tmp_path / "first")
+    without = waits_of_a_run(db_url, clock, first_step_calls(0), tmp_path / "without")
+    first = waits_of_a_run(db_url, clock, first_step_calls(3), tmp_path / "first")
     assert first - without == 3 * 4, "the read, the intent and two moves"
+
+
+def test_a_recorded_call_with_a_reconciler_is_two_round_trips_after_the_first_step(
+    db_url: str, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a reconciler, the intent is recorded as the first attempt under way (``executing``,
+    with its deadline): a recorded call waits for the server twice, the intent and the outcome,
+    and three times in the first step an execution runs (the read before the intent)."""
+    monkeypatch.setattr(fleet, "REFRESH_SECONDS", 10**9)  # the dead workers: read once, kept
+    plain = waits_of_a_run(db_url, clock, calls_then_end(0, "rcalls0", True), tmp_path / "0")
+    three = waits_of_a_run(db_url, clock, calls_then_end(3, "rcalls3", True), tmp_path / "3")
+    assert three - plain == 3 * 2
+    without = waits_of_a_run(db_url, clock, first_step_calls(0, True), tmp_path / "without")
+    first = waits_of_a_run(db_url, clock, first_step_calls(3, True), tmp_path / "first")
+    assert first - without == 3 * 3, "the read, the intent recorded executing, the outcome"

@@ -231,12 +231,20 @@ class NewEffect:
 class EffectPlan:
     """The intent of a new effect, recorded by the worker running its step under the run's
     fence: what :meth:`~perdure.store.base.Store.plan_effect` is given, as one item of a group
-    of intents from different runs (:meth:`~perdure.store.base.Store.plan_effects`)."""
+    of intents from different runs (:meth:`~perdure.store.base.Store.plan_effects`).
+
+    ``executing``: the intent is recorded as the first attempt already under way (status
+    ``executing``, attempts 1, the attempt's ``deadline``), with the events of both moves, for a
+    call made right after it with nothing in between. A process that stops after such an
+    intent may or may not have sent the call, as one stopped during it: the runner folds the
+    two writes only for an effect whose reconciler can tell (see ``docs/recovery.md``)."""
 
     tenant_id: str
     run_id: str
     fence: int
     effect: NewEffect
+    executing: bool = False
+    deadline: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

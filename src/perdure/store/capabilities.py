@@ -50,7 +50,10 @@ class EffectLedger(Protocol):
         durable write for all of them. Each is recorded and answered in the order given
         exactly as :meth:`plan_effect` would: the record (the existing one if the key was
         recorded already), or the error it would have raised. A refused intent writes nothing
-        and does not hold back the others. Raises
+        and does not hold back the others. An intent whose plan says ``executing`` is recorded
+        as its first attempt under way (status ``executing``, attempts 1, the plan's
+        ``deadline``) with two ``effect`` events, to ``planned`` and then to ``executing``;
+        an existing record is returned unchanged, as for any intent. Raises
         :class:`~perdure.core.errors.StoreUnavailableError` when the database could not be
         reached and the outcome of the whole group is unknown; nothing else escapes.
         """

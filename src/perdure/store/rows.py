@@ -7,7 +7,7 @@ store's ``when`` converter (ISO text on SQLite, ``datetime`` already on PostgreS
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, cast
 
@@ -270,6 +270,59 @@ def effect_from_row(row: Row, when: When) -> EffectRecord:
         created_at=_at(when, row["created_at"]),
         updated_at=_at(when, row["updated_at"]),
         deadline=when(row["deadline"]),
+    )
+
+
+def effect_from_values(values: Sequence[Any], when: When) -> EffectRecord:
+    """An :class:`~perdure.core.effects.EffectRecord` from a row of ``effects`` read as a tuple,
+    its columns in the order the queries that return one as a tuple list them (``effect_key,
+    tenant_id, run_id, step, step_seq, name, target, operation, request_hash, request, status,
+    attempts, result, receipt, last_error, compensator, resolution, created_at, updated_at,
+    deadline``): no column names to decode and no dict to build, on the hot path of a recorded
+    call."""
+    (
+        key,
+        tenant_id,
+        run_id,
+        step,
+        step_seq,
+        name,
+        target,
+        operation,
+        request_hash,
+        request,
+        status,
+        attempts,
+        result,
+        receipt,
+        last_error,
+        compensator,
+        resolution,
+        created_at,
+        updated_at,
+        deadline,
+    ) = values
+    return EffectRecord(
+        key=key,
+        tenant_id=tenant_id,
+        run_id=run_id,
+        step=step,
+        step_seq=step_seq,
+        name=name,
+        target=target,
+        operation=operation,
+        request_hash=request_hash,
+        request=from_json(request),
+        status=EffectStatus(status),
+        attempts=attempts,
+        result=from_json(result),
+        receipt=receipt,
+        last_error=from_json(last_error),
+        compensator=compensator,
+        resolution=from_json(resolution),
+        created_at=_at(when, created_at),
+        updated_at=_at(when, updated_at),
+        deadline=when(deadline),
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from perdure.core.chat import MODEL_TARGET
@@ -194,22 +194,37 @@ class EffectRunner:
     ) -> Generator[Any, None, JSON]:
         where = (new.name, new.step, new.step_seq)
         crashpoint("before_intent", *where)
+        folded = False
         if record is None:
+            # with a reconciler, the intent is recorded as the first attempt under way: one
+            # write before the call instead of two (a stop after it is reconciled, as one
+            # during the call is); without one, "planned" keeps telling that nothing was sent
+            folded = reconcile is not None
             run = self.claim.run
-            plan = EffectPlan(run.tenant_id, run.run_id, run.fence, new)
+            now = self.clock.now()
+            plan = EffectPlan(
+                run.tenant_id,
+                run.run_id,
+                run.fence,
+                new,
+                executing=folded,
+                deadline=_until(now, deadline) if folded else None,
+            )
             record = ride_out(  # maybe with other runs' intents; through an outage
                 lambda: f"the intent of effect {new.key}",
-                lambda: self.plans.submit(plan, self.clock.now()),
+                lambda: self.plans.submit(plan, now),
                 lambda: self.outcomes.landed(plan),
             )
-            if record.status is not S.PLANNED or record.attempts:  # never, by _recorded
+            status = S.EXECUTING if folded else S.PLANNED
+            if record.status is not status or record.attempts != int(folded):  # never, by _recorded
                 raise PerdureError(
                     f"effect {new.key} was found recorded ({record.status}) in a step "
                     "occurrence no execution ran before; nothing was called"
                 )
         crashpoint("after_intent", *where)
-        until = None if deadline is None else self.clock.now() + timedelta(seconds=deadline)
-        record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
+        if not folded:
+            until = _until(self.clock.now(), deadline)
+            record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
         try:
             run = self.claim.run
             with self.telemetry.effect(
@@ -338,3 +353,8 @@ class EffectRunner:
 
 async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
+
+
+def _until(now: datetime, deadline: float | None) -> datetime | None:
+    """The deadline of an attempt started ``now`` (None: the effect has none)."""
+    return None if deadline is None else now + timedelta(seconds=deadline)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
+
+import orjson
 
 from perdure.core.effects import (
     EffectMove,
@@ -26,7 +28,15 @@ from perdure.core.model import JSON
 from perdure.store.driver import Driver, Tx
 from perdure.store.engine.base import EngineBase
 from perdure.store.engine.tx import effect_guard_failure, event, fetch, guard_failure
-from perdure.store.rows import Params, Row, effect_change, effect_from_row, to_json
+from perdure.store.rows import (
+    Params,
+    Row,
+    effect_change,
+    effect_from_row,
+    effect_from_values,
+    from_json,
+    to_json,
+)
 
 
 class _OfRun(Protocol):
@@ -152,12 +162,12 @@ def _planned_group(
 ) -> list[EffectRecord | PerdureError]:
     """The intents in one transaction (a lone one in autocommit, where the driver can)."""
     at = d.stamp(now)
-    params = [_plan_params(p, at) for p in plans]
+    params = [_plan_params(d, p, at) for p in plans]
     if d.one_statement_writes and len(plans) == 1:  # one round trip, in autocommit
         with d.statement() as tx:
-            row = tx.one("plan_effect", params[0])
-        if row is not None:
-            return [effect_from_row(row, d.when)]
+            found = tx.values("plan_effect", params[0])
+        if found:
+            return [effect_from_values(found[0], d.when)]
     with d.write() as tx:
         rows: list[Row | None] = [None] * len(plans)
         if d.one_statement_writes and len(plans) > 1:
@@ -168,9 +178,11 @@ def _planned_group(
         ]
 
 
-def _plan_params(plan: EffectPlan, at: Any) -> dict[str, Any]:
-    """The parameters of ``insert_effect`` and ``plan_effect`` for one intent."""
+def _plan_params(d: Driver, plan: EffectPlan, at: Any) -> dict[str, Any]:
+    """The parameters of ``insert_effect`` and ``plan_effect`` for one intent (``planned``
+    and, for an intent recorded ``executing``, ``started``: its events' data)."""
     new = plan.effect
+    executing = plan.executing
     return {
         "tenant_id": plan.tenant_id,
         "run_id": plan.run_id,
@@ -185,29 +197,77 @@ def _plan_params(plan: EffectPlan, at: Any) -> dict[str, Any]:
         "compensator": new.compensator,
         "fence": plan.fence,
         "now": at,
-        "planned": to_json(_planned(new)),
+        "status": _EXECUTING if executing else _PLANNED,
+        "attempts": int(executing),
+        "deadline": d.stamp(plan.deadline) if executing else None,
+        "planned": f'{{"key":{_text(new.key)},"to":"planned"}}',
+        "started": (
+            f'{{"key":{_text(new.key)},"from":"planned","to":"executing"}}' if executing else None
+        ),
     }
 
 
-def _planned(new: NewEffect) -> dict[str, JSON]:
-    """The data of the ``effect`` event of a new intent."""
-    return {"key": new.key, "to": "planned"}
+_PLANNED, _EXECUTING = str(EffectStatus.PLANNED), str(EffectStatus.EXECUTING)
+
+
+def _text(value: str) -> str:
+    """A string as JSON text."""
+    return orjson.dumps(value).decode()
 
 
 def _plan(
     tx: Tx, d: Driver, plan: EffectPlan, params: dict[str, Any], at: Any
 ) -> EffectRecord | PerdureError:
-    """One intent inside the transaction ``tx``: recorded (with its event) unless its key is
+    """One intent inside the transaction ``tx``: recorded (with its events) unless its key is
     already; the record, or why the guard refused it."""
     ids = {"tenant_id": plan.tenant_id, "run_id": plan.run_id}
-    inserted = tx.run("insert_effect", params)
+    if tx.run("insert_effect", params):
+        step, fence = plan.effect.step, plan.fence
+        _event(tx, ids, step, fence, params["planned"], at)
+        if params["started"] is not None:
+            _event(tx, ids, step, fence, params["started"], at)
+        return _inserted(d, plan, params)
     found = tx.one("get_effect", {"tenant_id": plan.tenant_id, "key": plan.effect.key})
     if found is None:
         exc = guard_failure(tx, ids, plan.fence, -1)
         return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
-    if inserted:
-        event(tx, ids, "effect", plan.effect.step, plan.fence, _planned(plan.effect), at)
     return effect_from_row(found, d.when)
+
+
+def _inserted(d: Driver, plan: EffectPlan, params: dict[str, Any]) -> EffectRecord:
+    """The record ``insert_effect`` just wrote with ``params``, made from what it wrote (as
+    ``get_effect`` would read it back, without the statement): the new effect's columns, its
+    status, attempts and deadline, its times, and nothing settled yet."""
+    new = plan.effect
+    at = cast(datetime, d.when(params["now"]))  # a stamped time: never None
+    return EffectRecord(
+        key=new.key,
+        tenant_id=plan.tenant_id,
+        run_id=plan.run_id,
+        step=new.step,
+        step_seq=new.step_seq,
+        name=new.name,
+        target=new.target,
+        operation=new.operation,
+        request_hash=new.request_hash,
+        request=from_json(params["request"]),
+        status=EffectStatus(params["status"]),
+        attempts=params["attempts"],
+        result=None,
+        receipt=None,
+        last_error=None,
+        compensator=new.compensator,
+        resolution=None,
+        created_at=at,
+        updated_at=at,
+        deadline=d.when(params["deadline"]),
+    )
+
+
+def _event(tx: Tx, ids: dict[str, str], step: str, fence: int, data: str, at: Any) -> None:
+    """An ``effect`` event whose data is the JSON text ``data``."""
+    params = {"type": "effect", "step": step, "fence": fence, "data": data, "at": at}
+    tx.run("insert_event", {**ids, **params})
 
 
 def _moved_group(
@@ -218,9 +278,9 @@ def _moved_group(
     work = [_move_work(d, at, m) for m in moves]
     if d.one_statement_writes and len(moves) == 1:  # one round trip, in autocommit
         with d.statement() as tx:
-            row = tx.one(*_move_statement(*work[0]))
-        if row is not None:
-            return [effect_from_row(row, d.when)]
+            found = tx.values(*_move_statement(*work[0]))
+        if found:
+            return [effect_from_values(found[0], d.when)]
         with d.read() as tx:  # nothing was written: say why
             return [_refusal(tx, moves[0])]
     with d.write() as tx:

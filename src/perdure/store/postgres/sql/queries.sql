@@ -546,13 +546,15 @@ VALUES (%(version)s, %(name)s, %(checksum)s, %(now)s);
 
 -- name: insert_effect
 -- The run's row is share-locked while the intent is recorded, so a claim that would raise the
--- fence waits for this transaction instead of overtaking it.
+-- fence waits for this transaction instead of overtaking it. %(status)s is 'planned' (attempts
+-- 0), or 'executing' (attempts 1, the attempt's %(deadline)s) for an intent folded with the
+-- move that starts its first attempt.
 INSERT INTO perdure.effects (effect_key, tenant_id, run_id, step, step_seq, name, target,
                              operation, request_hash, request, status, attempts, compensator,
-                             created_at, updated_at)
+                             created_at, updated_at, deadline)
 SELECT %(key)s, %(tenant_id)s, %(run_id)s, %(step)s, %(step_seq)s, %(name)s, %(target)s,
-       %(operation)s, %(request_hash)s, %(request)s::json, 'planned', 0, %(compensator)s,
-       %(now)s, %(now)s
+       %(operation)s, %(request_hash)s, %(request)s::json, %(status)s, %(attempts)s,
+       %(compensator)s, %(now)s, %(now)s, %(deadline)s::timestamptz
 WHERE EXISTS (SELECT 1 FROM perdure.runs
               WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND fence = %(fence)s
                 AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
@@ -567,18 +569,20 @@ FROM perdure.effects
 WHERE tenant_id = %(tenant_id)s AND effect_key = %(key)s;
 
 -- name: plan_effect
--- insert_effect and its 'effect' event (%(planned)s: its data) as one statement, one round trip
--- in autocommit: the intent is recorded, the run's row share-locked first as insert_effect
--- does, only while the fence holds and the run is unfinished. No row: nothing was written,
--- because the intent was already recorded or the guard matched nothing; the transaction path
--- (insert_effect, get_effect) then says which.
+-- insert_effect and its 'effect' events as one statement, one round trip in autocommit: the
+-- intent is recorded, the run's row share-locked first as insert_effect does, only while the
+-- fence holds and the run is unfinished. The events: %(planned)s, then %(started)s unless it
+-- is NULL (an intent recorded 'executing': its move to the first attempt), in this order. No
+-- row: nothing was written, because the intent was already recorded or the guard matched
+-- nothing; the transaction path (insert_effect, get_effect) then says which. A lone intent is
+-- read as a tuple: rows.effect_from_values unpacks the columns in this order.
 WITH planned AS (
     INSERT INTO perdure.effects (effect_key, tenant_id, run_id, step, step_seq, name, target,
                                  operation, request_hash, request, status, attempts,
-                                 compensator, created_at, updated_at)
+                                 compensator, created_at, updated_at, deadline)
     SELECT %(key)s, %(tenant_id)s, %(run_id)s, %(step)s, %(step_seq)s, %(name)s, %(target)s,
-           %(operation)s, %(request_hash)s, %(request)s::json, 'planned', 0, %(compensator)s,
-           %(now)s, %(now)s
+           %(operation)s, %(request_hash)s, %(request)s::json, %(status)s, %(attempts)s,
+           %(compensator)s, %(now)s, %(now)s, %(deadline)s::timestamptz
     WHERE EXISTS (SELECT 1 FROM perdure.runs
                   WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND fence = %(fence)s
                     AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
@@ -589,8 +593,11 @@ WITH planned AS (
           created_at, updated_at, deadline
 ), logged AS (
     INSERT INTO perdure.events (tenant_id, run_id, type, step, fence, data, at)
-    SELECT tenant_id, run_id, 'effect', step, %(fence)s, %(planned)s::json, %(now)s
+    SELECT tenant_id, run_id, 'effect', step, %(fence)s, moves.data, %(now)s
     FROM planned
+    CROSS JOIN (VALUES (1, %(planned)s::json), (2, %(started)s::json)) AS moves (n, data)
+    WHERE moves.data IS NOT NULL
+    ORDER BY moves.n
 )
 SELECT effect_key, tenant_id, run_id, step, step_seq, name, target, operation, request_hash,
           request, status, attempts, result, receipt, last_error, compensator, resolution,
@@ -604,7 +611,8 @@ FROM planned;
 -- number order and a claim that would raise the fence waits for it. A person's decision
 -- passes no fence and locks the run before, in the same transaction. No row: the guard
 -- matched nothing and nothing was written. (SQLite, whose statements write one table each:
--- update_effect, then insert_event.)
+-- update_effect, then insert_event.) A lone move is read as a tuple: rows.effect_from_values
+-- unpacks the columns in this order.
 WITH moved AS (
     UPDATE perdure.effects
     SET status = %(status)s,

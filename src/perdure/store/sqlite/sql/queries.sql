@@ -301,11 +301,13 @@ WHERE tenant_id = :tenant_id AND run_id = :run_id
 RETURNING *;
 
 -- name: insert_effect
+-- :status is 'planned' (attempts 0), or 'executing' (attempts 1, the attempt's :deadline) for an
+-- intent folded with the move that starts its first attempt.
 INSERT INTO effects (effect_key, tenant_id, run_id, step, step_seq, name, target, operation,
                      request_hash, request, status, attempts, compensator, created_at,
-                     updated_at)
+                     updated_at, deadline)
 SELECT :key, :tenant_id, :run_id, :step, :step_seq, :name, :target, :operation,
-       :request_hash, :request, 'planned', 0, :compensator, :now, :now
+       :request_hash, :request, :status, :attempts, :compensator, :now, :now, :deadline
 WHERE EXISTS (SELECT 1 FROM runs
               WHERE tenant_id = :tenant_id AND run_id = :run_id AND fence = :fence
                 AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
