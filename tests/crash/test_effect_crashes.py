@@ -196,21 +196,30 @@ def _started(db_url: str, tmp_path: Path) -> tuple[str, Path, Path]:
     return start.stdout.split()[1], a, b
 
 
+def _killed_after_intent(db_url: str, run_id: str, effect: str) -> dict[str, Any]:
+    """Resume the run with a crash right after ``effect``'s intent; its record then."""
+    crash = cli_env(PERDURE_CRASH_AT=f"after_intent:{effect}")
+    crashed = run_cli(db_url, "resume", run_id, "--app", APP, env=crash)
+    assert crashed.returncode == 75, crashed.stderr
+    found: dict[str, Any] = _effects(db_url, run_id)[effect]
+    return found
+
+
+def _resumed_to_the_end(db_url: str, run_id: str) -> None:
+    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
+    assert json.loads(run_cli(db_url, "show", run_id, "--json").stdout)["status"] == "SUCCEEDED"
+
+
 def test_a_kill_between_a_reconciled_intent_and_its_call_is_reconciled_then_sent_once(
     db_url: str, tmp_path: Path
 ) -> None:
     run_id, a, b = _started(db_url, tmp_path)
-    crashed = run_cli(
-        db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT="after_intent:dim")
-    )
-    assert crashed.returncode == 75, crashed.stderr
-    dim = _effects(db_url, run_id)["dim"]
+    dim = _killed_after_intent(db_url, run_id, "dim")
     assert (dim["status"], dim["attempts"]) == ("executing", 1), (
         "with a reconciler, the intent is the first attempt under way: one write before the call"
     )
     assert SmartLight(a).status()["commands"] == 0, "the call was never made"
-    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
-    assert json.loads(run_cli(db_url, "show", run_id, "--json").stdout)["status"] == "SUCCEEDED"
+    _resumed_to_the_end(db_url, run_id)
     dim = _effects(db_url, run_id)["dim"]
     assert (dim["status"], dim["attempts"]) == ("confirmed", 1), (
         "the reconciler found nothing: the interrupted attempt is not counted, the call is made"
@@ -223,14 +232,9 @@ def test_a_kill_between_an_unreconciled_intent_and_its_call_sends_it_again(
     db_url: str, tmp_path: Path
 ) -> None:
     run_id, _, b = _started(db_url, tmp_path)
-    crashed = run_cli(
-        db_url, "resume", run_id, "--app", APP, env=cli_env(PERDURE_CRASH_AT="after_intent:notify")
-    )
-    assert crashed.returncode == 75, crashed.stderr
-    notify = _effects(db_url, run_id)["notify"]
+    notify = _killed_after_intent(db_url, run_id, "notify")
     assert (notify["status"], notify["attempts"]) == ("planned", 0), (
         "without a reconciler, the intent says that nothing was sent"
     )
-    assert run_cli(db_url, "resume", run_id, "--app", APP).returncode == 0
-    assert json.loads(run_cli(db_url, "show", run_id, "--json").stdout)["status"] == "SUCCEEDED"
+    _resumed_to_the_end(db_url, run_id)
     assert SmartLight(b, initial=0).status()["commands"] == 1

@@ -37,6 +37,18 @@ def tick(ctx: Context, state: Count) -> Outcome:
 ticks = Workflow("ticks", state=Count, steps=[tick])
 
 
+def drain_ticks(rt: Runtime) -> None:
+    """Start ``RUNS`` runs of ``ticks``, drain them with a worker running them all at once, and
+    check each one succeeded with every step committed once, in order."""
+    runs = [rt.start(ticks, Count()).run_id for _ in range(RUNS)]
+    Worker(rt, concurrency=RUNS, poll_interval=0.01).run(until_idle=True)
+    for run_id in runs:
+        run = rt.get(run_id)
+        assert run.status is RunStatus.SUCCEEDED and run.result == {"n": STEPS}
+        seqs = [s.seq for s in rt.store.steps("default", run_id)]
+        assert seqs == list(range(1, STEPS + 1)), "each step committed once, in order"
+
+
 def test_the_runs_of_a_worker_share_transactions_and_commit_every_step_once(
     db_url: str, clock: FakeClock
 ) -> None:
@@ -45,13 +57,7 @@ def test_the_runs_of_a_worker_share_transactions_and_commit_every_step_once(
     with Runtime(db_url, clock=clock, workflows=[ticks], group_commit=grouping) as rt:
         assert rt.services.group is not None
         rt.services.group.on_group = sizes.append
-        runs = [rt.start(ticks, Count()).run_id for _ in range(RUNS)]
-        Worker(rt, concurrency=RUNS, poll_interval=0.01).run(until_idle=True)
-        for run_id in runs:
-            run = rt.get(run_id)
-            assert run.status is RunStatus.SUCCEEDED and run.result == {"n": STEPS}
-            seqs = [s.seq for s in rt.store.steps("default", run_id)]
-            assert seqs == list(range(1, STEPS + 1))
+        drain_ticks(rt)
     assert sum(sizes) == RUNS * STEPS, "every boundary was in exactly one transaction"
     assert max(sizes) > 1, "some transactions carried several runs"
     assert len(sizes) < RUNS * STEPS
@@ -87,13 +93,7 @@ def test_on_postgres_two_groups_are_written_at_once_and_on_sqlite_one(
     monkeypatch.setattr(store, "commit_many", counted(store.commit_many))
     grouping = GroupCommit(in_flight=2)
     with Runtime(store, clock=clock, workflows=[ticks], group_commit=grouping) as rt:
-        runs = [rt.start(ticks, Count()).run_id for _ in range(RUNS)]
-        Worker(rt, concurrency=RUNS, poll_interval=0.01).run(until_idle=True)
-        for run_id in runs:
-            run = rt.get(run_id)
-            assert run.status is RunStatus.SUCCEEDED and run.result == {"n": STEPS}
-            seqs = [s.seq for s in rt.store.steps("default", run_id)]
-            assert seqs == list(range(1, STEPS + 1)), "each step committed once, in order"
+        drain_ticks(rt)
     assert flying[1] == (2 if parallel else 1), "PostgreSQL writes two at once, SQLite one"
 
 

@@ -140,15 +140,13 @@ class Committer:
         try:
             self._write_once(batch)
         except StoreUnavailableError as first:
-            tries = iter((first,))  # ride_out sees the failed first try, then tries again
-
-            def write() -> bool:
-                failed = next(tries, None)
-                if failed is not None:
-                    raise failed
-                return self._write_once(batch)
-
-            ride_out(self._what, write, lambda: self._landed(len(batch)) or None, self.retry_for)
+            ride_out(
+                self._what,
+                lambda: self._write_once(batch),
+                lambda: self._landed(len(batch)) or None,
+                self.retry_for,
+                failed=first,
+            )
 
     def _at(self, batch: list[Boundary]) -> datetime:
         """The time a commit of ``batch`` is made at: under ``sync`` and ``exit``, the end of

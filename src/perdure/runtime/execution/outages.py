@@ -31,27 +31,33 @@ def ride_out(
     write: Callable[[], T],
     landed: Callable[[], T | None],
     retry_for: float = RETRY_FOR,
+    failed: StoreUnavailableError | None = None,
 ) -> T:
     """``write()``'s answer. While it raises :class:`StoreUnavailableError`, wait (50 ms,
     doubling up to 2 s) and try again for up to ``retry_for`` seconds, then raise it. Before
     each new try, ``landed()`` returns the answer of a lost attempt that did land, or None.
     The first failure is logged as a warning naming what is being written (``what()``: made
-    only then, not on every write)."""
+    only then, not on every write). ``failed``: the caller's own first try already failed
+    so (it wrote directly, to make nothing for a write that lands at once); the next step is
+    the wait."""
     deadline = time.monotonic() + retry_for
     delay = FIRST_DELAY
     while True:
-        try:
-            return write()
-        except StoreUnavailableError as exc:
-            if time.monotonic() + delay > deadline:
-                raise
-            if delay == FIRST_DELAY:
-                log.warning(
-                    "%s could not reach the database (%s); trying again for up to %.0f s",
-                    what(),
-                    exc.message,
-                    retry_for,
-                )
+        exc, failed = failed, None
+        if exc is None:
+            try:
+                return write()
+            except StoreUnavailableError as caught:
+                exc = caught
+        if time.monotonic() + delay > deadline:
+            raise exc
+        if delay == FIRST_DELAY:
+            log.warning(
+                "%s could not reach the database (%s); trying again for up to %.0f s",
+                what(),
+                exc.message,
+                retry_for,
+            )
         time.sleep(delay)
         delay = min(delay * 2, 2.0)
         try:
