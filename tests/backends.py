@@ -94,6 +94,28 @@ class PgServer:
         self.admin.close()
 
 
+DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+"""The server the README's test command uses when :data:`DSN_VARIABLE` is not set (the one CI
+starts)."""
+
+
+def default_dsn() -> str | None:
+    """:data:`DSN_VARIABLE` when set (empty: PostgreSQL tests off); else :data:`DEFAULT_DSN`
+    when a server answers there, else None."""
+    dsn = os.environ.get(DSN_VARIABLE)
+    if dsn is not None:
+        return dsn or None
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    try:
+        psycopg.connect(DEFAULT_DSN, connect_timeout=3).close()
+    except psycopg.Error:
+        return None
+    return DEFAULT_DSN
+
+
 def pg_server_or_skip() -> PgServer:
     """The test server, or a skip (a failure under CI) when none is configured."""
     dsn = os.environ.get(DSN_VARIABLE)

@@ -25,7 +25,7 @@ from perdure.runtime.clock import TEST_CLOCK_VARIABLE
 from perdure.store.sqlite.store import SqliteStore
 from perdure.testing import FileClock
 from tests import processes
-from tests.backends import PgServer, pg_server_or_skip
+from tests.backends import DSN_VARIABLE, PgServer, default_dsn, pg_server_or_skip
 from tests.waypoints import Waypoint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +36,19 @@ TESTS = ROOT / "tests"
 PG_FIXTURES = {"pg_server", "pg_url", "pg_empty_url"}
 PG_FOLDERS = {"outage"}  # starts its own PostgreSQL server
 SLOW_FOLDERS = {"cli", "crash", "fleet", "outage", "browser", "frameworks"}  # processes, kills
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the PostgreSQL tests at the local server when none is named: the README's test
+    command then runs them too (``PERDURE_TEST_PG_DSN=`` empty turns them off)."""
+    dsn = default_dsn()
+    if dsn is not None and not os.environ.get(DSN_VARIABLE):
+        os.environ[DSN_VARIABLE] = dsn
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    dsn = os.environ.get(DSN_VARIABLE)
+    return f"PostgreSQL tests: {dsn}" if dsn else f"PostgreSQL tests: off ({DSN_VARIABLE} empty)"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

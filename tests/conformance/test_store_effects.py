@@ -125,6 +125,51 @@ def test_a_stale_fence_cannot_plan_or_move_an_effect(store: Store, clock: FakeCl
     assert store.get_effect("t1", planned.key) == planned
 
 
+def test_a_stale_fence_is_refused_an_intent_the_new_owner_recorded(
+    store: Store, clock: FakeClock
+) -> None:
+    """The intent of a worker that lost its run is refused even when its key is recorded
+    already (by the worker that took the run over): answering with that record would let the
+    stale worker make the call on an intent that is not its own."""
+    old = claimed(store, clock)
+    clock.advance(31)
+    new = store.claim("w2", clock.now() + LEASE, clock.now(), ["wf"])
+    assert new is not None and new.fence == old.fence + 1
+    fresh = store.plan_effects([EffectPlan("t1", "r1", new.fence, intent(), True)], clock.now())
+    assert isinstance(fresh[0], EffectRecord) and fresh[0].status is E.EXECUTING
+    with pytest.raises(LeaseLostError):
+        store.plan_effect("t1", "r1", old.fence, intent(), clock.now())
+    for executing in (False, True):
+        alone = store.plan_effects(
+            [EffectPlan("t1", "r1", old.fence, intent(), executing)], clock.now()
+        )
+        assert isinstance(alone[0], LeaseLostError), alone
+    store.create_run(new_run("r2", thread="r2"), clock.now())
+    other = claim(store, clock, tenant_id="t1", run_id="r2")
+    assert other is not None
+    grouped = store.plan_effects(
+        [
+            EffectPlan("t1", "r1", old.fence, intent(), True),
+            EffectPlan("t1", "r2", other.fence, run_intent("r2")),
+        ],
+        clock.now(),
+    )
+    assert isinstance(grouped[0], LeaseLostError) and isinstance(grouped[1], EffectRecord)
+    assert store.get_effect("t1", intent().key) == fresh[0], "the new owner's record is as it was"
+
+
+def test_an_intent_recorded_before_its_run_finished_is_refused_after(
+    store: Store, clock: FakeClock
+) -> None:
+    run = claimed(store, clock)
+    store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+    now = clock.now()
+    end = Boundary("first", "done", None, RunStatus.SUCCEEDED, now, now)
+    store.commit("t1", "r1", run.fence, run.state_version, [end], now)
+    with pytest.raises(RunClosedError):
+        store.plan_effect("t1", "r1", run.fence, intent(), clock.now())
+
+
 def test_an_effect_moves_only_from_the_status_the_caller_saw(
     store: Store, clock: FakeClock
 ) -> None:

@@ -179,3 +179,74 @@ def test_an_effect_whose_outcome_meets_a_database_outage_records_it_once_the_dat
     (effect,) = shown["effects"]  # type: ignore[misc]
     assert effect["status"] == "confirmed" and effect["attempts"] == 1
     assert SmartLight(light).status()["commands"] == 1
+
+
+def _bookings(ledger: Path) -> dict[str, int]:
+    """How many commands the ledger applied, per booking key."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(ledger)) as conn:
+        rows = conn.execute("SELECT op_id, count(*) FROM commands GROUP BY op_id").fetchall()
+    return {str(key): int(n) for key, n in rows}
+
+
+def test_two_workers_through_restarts_and_a_stopped_server_book_each_run_once(
+    cluster: tuple[str, Path, int], tmp_path: Path
+) -> None:
+    """The outage drill: two workers with short leases work through runs whose third step
+    books into a ledger that applies every command it receives, while the server is restarted
+    fast, restarted immediately (no shutdown checkpoint, connections cut), then stopped for a
+    few seconds, longer than a lease, and started. Leases run out during the outage, so the
+    workers take each other's runs over when it ends, while their own writes ride it out under
+    fences that moved on: every run still books exactly once."""
+    url, data, port = cluster
+    ledger = tmp_path / "ledger.db"
+    SmartLight(ledger, initial=50)  # its tables exist before any worker books
+    total = 40
+    runs = [
+        run_cli(
+            url,
+            "start",
+            "booking",
+            "--app",
+            OUTAGE_APP,
+            "--input",
+            json.dumps({"ledger": str(ledger)}),
+        ).stdout.split()[1]
+        for _ in range(total)
+    ]
+    args = ("--concurrency", "4", "--poll", "0.02", "--lease", "2")
+    env = cli_env(BOOKING_SECONDS="0.3")  # a call in flight while another worker's write waits
+    workers = [start_worker(url, OUTAGE_APP, *args, env=env) for _ in range(2)]
+    ctl = [str(BIN / "pg_ctl"), "-D", str(data), "-w"]
+    where = ["-o", f"-p {port} -k {data.parent}", "-l", str(data.parent / "log")]
+    try:
+        deadline = time.monotonic() + 60
+        while len(_bookings(ledger)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)  # bounded: the drill starts once the workers are booking
+        _as_postgres(*ctl, "-m", "fast", *where, "restart")
+        _as_postgres(*ctl, "-m", "immediate", *where, "restart")
+        _as_postgres(*ctl, "-m", "immediate", "stop")
+        time.sleep(3)  # the server is down for longer than a lease: real time, as an outage is
+        _as_postgres(*ctl, *where, "start")
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            out = run_cli(url, "runs", "--json", "--limit", "1000")
+            done = list(json.loads(out.stdout)) if out.returncode == 0 else []
+            if len(done) == total and all(r["status"] == "SUCCEEDED" for r in done):
+                break
+            time.sleep(0.2)
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        for worker in workers:
+            worker.communicate(timeout=60)
+    statuses = {
+        r["run_id"]: r["status"]
+        for r in json.loads(run_cli(url, "runs", "--json", "--limit", "1000").stdout)
+    }
+    assert sorted(statuses) == sorted(runs)
+    assert set(statuses.values()) == {"SUCCEEDED"}, statuses
+    booked = _bookings(ledger)
+    assert len(booked) == total, "every run booked"
+    assert {k: n for k, n in booked.items() if n != 1} == {}, "no booking was applied twice"

@@ -21,6 +21,11 @@ effect point may name one occurrence: ``<effect>@<step>`` is the effect of that 
 ``perdure history`` numbers them), for a step that runs more than once. ``after_call:model.1``
 still means every effect so named.
 
+``PERDURE_PAUSE_AT=<point>[:<name>]`` names one of the same points at which the process, the
+first time it gets there, stops itself with ``SIGSTOP`` instead: every thread of it is frozen
+(its heartbeat too), as a paused VM or a stop-the-world pause would freeze it, until the test
+sends ``SIGCONT``.
+
 Fault points, for the fault drills (``perdure drills``): ``PERDURE_FAULT_AT=<fault>:<name>``
 injects one fault, once per process: ``timeout:<step>`` makes the step's call raise
 ``TimeoutError`` (a model call that timed out) before the step's code runs, and
@@ -42,6 +47,7 @@ EXIT_CODE = 75
 
 _spec = os.environ.get("PERDURE_CRASH_AT") or None
 _point, _, _name = (_spec or "").partition(":")
+_pause = os.environ.get("PERDURE_PAUSE_AT") or None
 
 
 EFFECT_POINTS = ("before_intent", "after_intent", "after_call", "after_outcome")
@@ -119,9 +125,26 @@ def crashpoint(
 ) -> None:
     """Exit the process at once if ``PERDURE_CRASH_AT`` selects this point (and name; for an
     effect's point, ``step`` and ``seq`` say which step occurrence it belongs to)."""
+    if _pause is not None:
+        _paused(point, name, step, seq)
     if _spec is None or point != _point or not selects(_name, name, step, seq):
         return
     sys.stdout.flush()
     sys.stderr.write(f"CRASH {point}{':' + name if name else ''}\n")
     sys.stderr.flush()
     os._exit(EXIT_CODE)
+
+
+def _paused(point: str, name: str | None, step: str | None, seq: int | None) -> None:
+    """Stop this process (``SIGSTOP``, once) if ``PERDURE_PAUSE_AT`` selects this point."""
+    global _pause  # noqa: PLW0603 (one process-wide setting, like the variable)
+    wanted, _, wanted_name = (_pause or "").partition(":")
+    if point != wanted or not selects(wanted_name, name, step, seq):
+        return
+    _pause = None
+    import signal
+
+    sys.stdout.flush()
+    sys.stderr.write(f"PAUSE {point}{':' + name if name else ''}\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGSTOP)

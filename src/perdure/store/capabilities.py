@@ -36,10 +36,13 @@ class EffectLedger(Protocol):
     ) -> EffectRecord:
         """Record the intent of an effect (status ``planned``) before its first call.
 
-        Idempotent on ``new.key``: if the effect exists, nothing is written and the existing
-        record is returned (the caller compares request hashes). Guarded by ``fence`` and a
-        non-terminal run: raises :class:`~perdure.core.errors.LeaseLostError` or
-        :class:`~perdure.core.errors.RunClosedError` otherwise. Appends an ``effect`` event.
+        Guarded by ``fence`` and a non-terminal run: raises
+        :class:`~perdure.core.errors.LeaseLostError` or
+        :class:`~perdure.core.errors.RunClosedError` otherwise, **also when the key is recorded
+        already** (by the worker that took the run over: its record is never handed to a worker
+        whose fence was superseded). Under the run's current fence it is idempotent on
+        ``new.key``: if the effect exists, nothing is written and the existing record is
+        returned (the caller compares request hashes). Appends an ``effect`` event.
         """
         ...
 

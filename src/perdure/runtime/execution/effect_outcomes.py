@@ -5,6 +5,7 @@ re-execution that finds a stopped or settled record does. Held by the
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Awaitable
 from datetime import datetime
@@ -25,7 +26,7 @@ from perdure.core.effects import (
     error_json,
     storable,
 )
-from perdure.core.errors import PerdureError
+from perdure.core.errors import LeaseLostError, PerdureError
 from perdure.core.model import JSON
 from perdure.core.retry import RetryPolicy
 from perdure.core.signals import Escalate, RetryLater
@@ -229,6 +230,37 @@ class EffectOutcomes:
         if found is None or (isinstance(write, EffectMove) and found.status is not write.status):
             return None
         return found
+
+    def not_sent(self, record: EffectRecord) -> LeaseLostError:
+        """An attempt that is not made after all (the lease may be another worker's): its
+        record is moved back to ``planned`` with the attempt uncounted, so that whoever runs
+        the step next calls without reconciling or waiting for the attempt's deadline; the
+        move is refused when the run is another worker's already, and skipped when the
+        database cannot be reached (the next owner reconciles). The error to stop with."""
+        note: dict[str, JSON] = {
+            "class": "not_sent",
+            "kind": "lease_in_doubt",
+            "message": "the worker was paused or cut off before the call; nothing was sent",
+        }
+        move = EffectMove(
+            record.tenant_id,
+            record.run_id,
+            record.key,
+            S.EXECUTING,
+            S.PLANNED,
+            self.claim.run.fence,
+            -1,
+            None,
+            None,
+            note,
+            None,
+        )
+        with contextlib.suppress(PerdureError):
+            self.moves.submit(move, self.clock.now())
+        return LeaseLostError(
+            f"run {record.run_id}: effect {record.key} was not sent: the lease may have been "
+            "taken over while this worker was paused or cut off from the database"
+        )
 
     def in_flight(self, record: EffectRecord) -> datetime | None:
         """The deadline of an earlier execution's attempt that has not passed yet (an

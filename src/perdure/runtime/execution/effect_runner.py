@@ -81,6 +81,10 @@ class EffectRunner:
         recorded outcome is replayed, an effect in doubt reconciled, and no call is made."""
         self.offload: Callable[[Execute, Callable[[], Any]], Future[Any]] | None = None
         """Set while a step's parallel branches run (see :meth:`offloading`)."""
+        self.holds: Callable[[], bool] = lambda: True
+        """Whether this execution's lease is still surely its own (the execution sets it:
+        :meth:`~perdure.runtime.execution.leases.Heartbeat.holds`); asked just before every
+        call."""
 
     def begin_step(self, step: str, seq: int) -> None:
         """Effects from now on belong to occurrence ``seq`` of ``step``."""
@@ -225,6 +229,10 @@ class EffectRunner:
         if not folded:
             until = _until(self.clock.now(), deadline)
             record = self.outcomes.move(record, S.EXECUTING, attempts_delta=1, deadline=until)
+        if not self.holds() or _passed(record.deadline, self.clock.now()):
+            # paused or cut off since the intent: another worker may have taken the run over
+            # and be reconciling this attempt, so it is not made (the fence cannot stop a call)
+            raise self.outcomes.not_sent(record)
         try:
             run = self.claim.run
             with self.telemetry.effect(
@@ -353,6 +361,11 @@ class EffectRunner:
 
 async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
+
+
+def _passed(deadline: datetime | None, now: datetime) -> bool:
+    """Whether an attempt's deadline (None: none) has come."""
+    return deadline is not None and now >= deadline
 
 
 def _until(now: datetime, deadline: float | None) -> datetime | None:

@@ -143,7 +143,8 @@ class Execution:
 
     def _execute(self) -> Stopped:
         run = self.run
-        lease = self.heartbeat.hold(run.tenant_id, run.run_id, run.fence)
+        lease = self.heartbeat.hold(run.tenant_id, run.run_id, run.fence, run.lease_until)
+        self.effects.holds = lambda: self.heartbeat.holds(lease)
         try:
             if run.status is RunStatus.CANCEL_REQUESTED:
                 if not self.stops.in_doubt():

@@ -7,20 +7,23 @@ import os
 import socket
 import threading
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from perdure.core.clock import Clock
 from perdure.core.errors import PerdureError
+from perdure.core.model import MISSED_BEATS
 from perdure.store.base import Store
 
 
 @dataclass(slots=True)
 class Lease:
-    """A held lease. ``lost`` is set when a renewal found the lease taken by someone else."""
+    """A held lease. ``lost`` is set when a renewal found the lease taken by someone else.
+    ``until``: the expiry the last claim or renewal of it wrote (None: not known)."""
 
     tenant_id: str
     run_id: str
     fence: int
+    until: datetime | None = None
     lost: threading.Event = field(default_factory=threading.Event)
 
 
@@ -30,6 +33,10 @@ class Heartbeat:
 
     A renewal that fails with :class:`LeaseLostError` marks the lease lost; the execution sees it
     at its next boundary, and its commit would be refused by the fence anyway.
+
+    :meth:`holds` tells, from what the beats last wrote and without a round trip, whether no
+    other worker can have taken a lease over yet: asked just before an effect's call, which no
+    fence can stop once sent (see ``docs/recovery.md``, "A worker that was paused").
     """
 
     def __init__(self, store: Store, clock: Clock, owner: str, lease_seconds: float) -> None:
@@ -44,6 +51,8 @@ class Heartbeat:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._concurrency: int | None = None
+        self._beaten: datetime | None = None
+        """The time the last worker beat that landed was sent (a registered worker)."""
 
     def register_worker(self, concurrency: int) -> None:
         """Report this process in the workers table at every beat (``perdure workers``)."""
@@ -66,9 +75,10 @@ class Heartbeat:
                 )
                 self._thread.start()
 
-    def hold(self, tenant_id: str, run_id: str, fence: int) -> Lease:
-        """Start renewing a lease the caller just claimed."""
-        lease = Lease(tenant_id, run_id, fence)
+    def hold(self, tenant_id: str, run_id: str, fence: int, until: datetime | None = None) -> Lease:
+        """Start renewing a lease the caller just claimed (``until``: the expiry its claim
+        wrote)."""
+        lease = Lease(tenant_id, run_id, fence, until)
         with self._lock:
             self._held[run_id] = lease
         self._start()
@@ -87,32 +97,65 @@ class Heartbeat:
 
     def beat(self) -> None:
         """Renew every held lease once, and report the worker when registered (the loop calls
-        this; tests may call it directly)."""
+        this; tests may call it directly). A registered worker that was silent long enough for
+        the fleet to count it dead gives up the leases it held across the silence: another
+        worker may be taking them over on what it read while this one was dead, whatever this
+        renewal writes."""
         held = self.held()
+        sent = self.clock.now()
         if self._concurrency is not None:
+            if self._beaten is not None and sent > self._beaten + self._dead_after:
+                for lease in held:
+                    lease.lost.set()
+                    self.drop(lease)
+                held = []
             host, _, pid = self.owner.rpartition(":")
-            # an unreachable database is reported by the lease renewals below too
-            with contextlib.suppress(PerdureError):
+            try:
                 self.store.worker_beat(
                     self.owner,
                     host=host or socket.gethostname(),
                     pid=int(pid) if pid.isdigit() else os.getpid(),
                     concurrency=self._concurrency,
                     runs_held=len(held),
-                    now=self.clock.now(),
+                    now=sent,
                     beat_seconds=self.interval,
                 )
+                self._beaten = sent
+            except PerdureError:
+                pass  # an unreachable database is reported by the lease renewals below too
         if not held:
             return
         refs = [(lease.tenant_id, lease.run_id, lease.fence) for lease in held]
+        until = sent + self.lease
         try:
-            lost = set(self.store.renew_leases(self.owner, refs, self.clock.now() + self.lease))
+            lost = set(self.store.renew_leases(self.owner, refs, until))
         except PerdureError:
             return  # the database is unreachable: try again at the next beat
         for lease in held:
             if (lease.tenant_id, lease.run_id, lease.fence) in lost:
                 lease.lost.set()
                 self.drop(lease)
+            else:
+                lease.until = until
+
+    @property
+    def _dead_after(self) -> timedelta:
+        """How long the fleet waits for this worker's beat before counting it dead."""
+        return timedelta(seconds=MISSED_BEATS * self.interval)
+
+    def holds(self, lease: Lease) -> bool:
+        """True when no other worker can have taken ``lease`` over yet, with a margin of half
+        a beat interval: its expiry has not come, and (a registered worker) the fleet cannot
+        count this worker dead. Read from what the last claim and beats wrote, by the clock:
+        a worker that was paused or cut off from the database for a third of its lease finds
+        it false, before any renewal could tell it so. False too when the lease is lost."""
+        if lease.lost.is_set():
+            return False
+        limit = self.clock.now() + timedelta(seconds=self.interval / 2)
+        if lease.until is not None and limit >= lease.until:
+            return False
+        beaten = self._beaten
+        return self._concurrency is None or beaten is None or limit < beaten + self._dead_after
 
     def stop(self) -> None:
         """Stop the thread (held leases simply expire or are released by their owners)."""

@@ -24,10 +24,11 @@ from perdure.core.effects import (
     NewEffect,
 )
 from perdure.core.errors import PerdureError, StoreUnavailableError
-from perdure.core.model import JSON
+from perdure.core.model import JSON, RunStatus
+from perdure.store import rows
 from perdure.store.driver import Driver, Tx
 from perdure.store.engine.base import EngineBase
-from perdure.store.engine.tx import effect_guard_failure, event, fetch, guard_failure
+from perdure.store.engine.tx import effect_guard_failure, event, fetch
 from perdure.store.rows import (
     Params,
     Row,
@@ -227,11 +228,20 @@ def _plan(
         if params["started"] is not None:
             _event(tx, ids, step, fence, params["started"], at)
         return _inserted(d, plan, params)
+    # the guard before the key: a worker whose fence was superseded is refused even when the
+    # key is recorded (by the worker that took the run over), or it would call on that record
+    run = tx.one("get_run", ids)
     found = tx.one("get_effect", {"tenant_id": plan.tenant_id, "key": plan.effect.key})
-    if found is None:
-        exc = guard_failure(tx, ids, plan.fence, -1)
+    if found is None or not _guard_holds(run, plan.fence):
+        exc = rows.guard_failure(run, ids, plan.fence, -1)
         return exc if isinstance(exc, PerdureError) else PerdureError(str(exc))
     return effect_from_row(found, d.when)
+
+
+def _guard_holds(run: Row | None, fence: int) -> bool:
+    """Whether an intent under ``fence`` may be answered: the run is there, at that fence, and
+    not finished."""
+    return run is not None and run["fence"] == fence and not RunStatus(run["status"]).terminal
 
 
 def _inserted(d: Driver, plan: EffectPlan, params: dict[str, Any]) -> EffectRecord:
