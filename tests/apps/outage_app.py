@@ -8,7 +8,9 @@ light.
 
 ``booking``: five steps, the third of which books into a ledger that applies every command it
 receives (with a reconciler that looks the booking up by its key); each booking takes
-``BOOKING_SECONDS`` (default 0), as a provider's call takes time."""
+``BOOKING_SECONDS`` (default 0), as a provider's call takes time, under a deadline of
+``BOOKING_DEADLINE`` seconds (default 30): a call in flight when another worker takes the run
+over is waited for, not sent again (docs/recovery.md, deadlines)."""
 
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ def book(ctx: Context, s: Booking) -> Outcome:
         found = ledger.lookup(key)
         return Reconciled.not_found() if found is None else Reconciled.confirmed(found)
 
-    def execute(request: Any, key: str) -> Any:
+    def execute(request: Any, key: str, timeout: float | None = None) -> Any:
         time.sleep(float(os.environ.get("BOOKING_SECONDS", "0")))  # a provider that takes time
         return ledger.adjust(request["delta"], key)
 
@@ -87,6 +89,7 @@ def book(ctx: Context, s: Booking) -> Outcome:
         request={"delta": 0},
         execute=execute,
         reconcile=reconcile,
+        deadline=float(os.environ.get("BOOKING_DEADLINE", "30")),
     )
     return goto("confirm")
 

@@ -198,7 +198,10 @@ def test_two_workers_through_restarts_and_a_stopped_server_book_each_run_once(
     fast, restarted immediately (no shutdown checkpoint, connections cut), then stopped for a
     few seconds, longer than a lease, and started. Leases run out during the outage, so the
     workers take each other's runs over when it ends, while their own writes ride it out under
-    fences that moved on: every run still books exactly once."""
+    fences that moved on: every run still books exactly once. The booking takes 0.3 s, longer
+    than the margin a worker keeps before its lease runs out, so a call can still be in flight
+    when its run is taken over: its deadline makes the taker wait for it instead of booking again
+    (without one, that is the documented limit of a provider that does not deduplicate)."""
     url, data, port = cluster
     ledger = tmp_path / "ledger.db"
     SmartLight(ledger, initial=50)  # its tables exist before any worker books
@@ -216,7 +219,7 @@ def test_two_workers_through_restarts_and_a_stopped_server_book_each_run_once(
         for _ in range(total)
     ]
     args = ("--concurrency", "4", "--poll", "0.02", "--lease", "2")
-    env = cli_env(BOOKING_SECONDS="0.3")  # a call in flight while another worker's write waits
+    env = cli_env(BOOKING_SECONDS="0.3", BOOKING_DEADLINE="4")
     workers = [start_worker(url, OUTAGE_APP, *args, env=env) for _ in range(2)]
     ctl = [str(BIN / "pg_ctl"), "-D", str(data), "-w"]
     where = ["-o", f"-p {port} -k {data.parent}", "-l", str(data.parent / "log")]
