@@ -102,7 +102,11 @@ class Runtime:
         append_from: int = APPEND_FROM,
     ) -> None:
         lease_seconds = setting("lease_seconds", lease_seconds, 1, 86_400)
-        store = db if db is not None and not isinstance(db, str) else open_store(db)
+        store = (
+            db
+            if db is not None and not isinstance(db, str)
+            else open_store(db, lease_seconds=lease_seconds)
+        )
         self.parts = parts = RuntimeParts(
             store,
             clock or default_clock(),

@@ -41,7 +41,9 @@ class Worker:
     :meth:`run` returns.
     Each wait reads the runtime's clock afresh, so a test clock moved by another process (see
     :mod:`perdure.runtime.clock`) is honoured within ``max_poll_interval`` seconds.
-    The process reports itself in the workers table while it runs (``perdure workers``).
+    The process reports itself in the workers table while it runs (``perdure workers``); a worker
+    that missed its beats (it was frozen: the fleet counts it dead) beats before it claims again,
+    so no run it claims is taken over at once as a dead worker's.
     With ``gc_every`` (seconds), an idle dispatcher runs :meth:`Runtime.gc` under
     ``retention`` at most that often (by the runtime's clock); what it did goes to
     ``on_gc``, and an error to ``on_error``. ``on_stop`` hears each execution's run id and why it
@@ -134,10 +136,14 @@ class Worker:
             if rt.shutdown.is_set():
                 break
             try:
-                run = rt.claim_next()
+                run = None if self._missed_beats() else rt.claim_next()
             except StoreError as exc:
                 if self.on_error is not None:
                     self.on_error(exc)
+                rt.shutdown.wait(delay)
+                delay = min(delay * 2, self.max_poll_interval)
+                continue
+            if run is None and rt.heartbeat.overdue():  # the beat failed: claim nothing yet
                 rt.shutdown.wait(delay)
                 delay = min(delay * 2, self.max_poll_interval)
                 continue
@@ -161,6 +167,14 @@ class Worker:
         with self._slots:  # drain: every claimed run finishes its step and lets go
             while self._in_flight:
                 self._slots.wait(1.0)
+
+    def _missed_beats(self) -> bool:
+        """Beat first if this worker missed its beats (it was frozen: the fleet may count it dead,
+        and would take over at once any run it claimed now); True when the beat failed."""
+        heartbeat = self.runtime.heartbeat
+        if heartbeat.overdue():
+            heartbeat.beat()  # also learns which leases were lost meanwhile
+        return heartbeat.overdue()
 
     def _advance(self, run: Run) -> None:
         try:

@@ -57,6 +57,8 @@ DIALECT_ONLY: dict[str, frozenset[str]] = {
             "move_effect",
             # PostgresStore.terminate_sessions, for the fault drills' outage
             "terminate_sessions",
+            # the listener's bound on a transaction left waiting for a frozen client
+            "end_stalled_transactions",
         }
     ),
 }

@@ -18,17 +18,20 @@ def default_url() -> str:
     return os.environ.get("PERDURE_DB") or DEFAULT_DB
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(url: str | None = None, *, lease_seconds: float = 30.0) -> Store:
     """Open (but do not migrate) the store a URL names.
 
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a bare file path select
     the embedded SQLite store; ``postgresql://`` (or ``postgres://``) URLs select the PostgreSQL
     store, whose driver is imported only then (``pip install 'perdure[postgres]'``).
+    ``lease_seconds`` is the lease of the runtime that opens it: PostgreSQL bounds how long a
+    transaction may wait for its client by it (see
+    :func:`perdure.store.postgres.driver.idle_transaction_seconds_for`).
     """
-    return opener(url)()
+    return opener(url, lease_seconds=lease_seconds)()
 
 
-def opener(url: str | None = None) -> Callable[[], Store]:
+def opener(url: str | None = None, *, lease_seconds: float = 30.0) -> Callable[[], Store]:
     """What opens the store a URL names (see :func:`open_store`), with its modules imported
     but nothing opened yet: a supervisor prepares this before it forks its workers."""
     url = url or default_url()
@@ -50,7 +53,7 @@ def opener(url: str | None = None) -> Callable[[], Store]:
                 f"the database URL names PostgreSQL, but its driver is not installed ({exc.name})",
                 fix="pip install 'perdure[postgres]'",
             ) from exc
-        return lambda: PostgresStore(url)
+        return lambda: PostgresStore(url, lease_seconds=lease_seconds)
     if "://" not in url:
         from perdure.store.sqlite.store import SqliteStore
 

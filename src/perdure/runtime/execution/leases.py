@@ -157,6 +157,20 @@ class Heartbeat:
         beaten = self._beaten
         return self._concurrency is None or beaten is None or limit < beaten + self._dead_after
 
+    def overdue(self) -> bool:
+        """True when this registered worker's last beat that landed (by the runtime's clock) is
+        older than :data:`~perdure.core.model.MISSED_BEATS` less one of its intervals: it was
+        frozen or cut off, and the fleet counts it dead, or is about to; the worker then beats
+        before it claims anything (:class:`~perdure.runtime.worker.Worker`). A worker that is
+        not registered is never overdue."""
+        if self._concurrency is None:
+            return False
+        beaten = self._beaten
+        if beaten is None:
+            return True
+        late = (self.clock.now() - beaten).total_seconds()
+        return late >= (MISSED_BEATS - 1) * self.interval
+
     def stop(self) -> None:
         """Stop the thread (held leases simply expire or are released by their owners)."""
         self._stopped.set()

@@ -14,15 +14,26 @@ transaction-scoped advisory lock on the thread; migrations run under ``pg_adviso
 (DDL is transactional in PostgreSQL). Idle workers are woken by LISTEN/NOTIFY on a connection
 of its own. Driver errors are translated once, by :func:`translate_error`, from their SQLSTATE,
 constraint name or class.
+
+Every pooled session bounds how long a transaction may wait for its client
+(``idle_in_transaction_session_timeout``, see :func:`idle_transaction_seconds`) and asks the
+server for TCP keepalives, so a worker frozen inside a transaction (SIGSTOP, a paused VM, a
+stop-the-world pause) loses its session, and the row locks it held, well before its runs are
+due to be taken over; the frozen worker's next statement finds the connection gone
+(:class:`~perdure.core.errors.StoreUnavailableError`), and its late writes are refused by the
+fence on a fresh one.
 """
 
 from __future__ import annotations
 
+import os
 import select
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -52,6 +63,17 @@ FEED_WAIT = "200ms"
 """The longest a read of the event feed waits for the transactions writing events (and so
 the longest a writer may wait behind it); it gives up with :class:`LockTimeoutError`."""
 
+IDLE_TRANSACTION_FLOOR = 2.0
+"""The shortest bound on a transaction's wait for its client, in seconds, whatever the lease: a
+loaded machine may pause a live worker between two statements of one transaction for a moment."""
+
+KEEPALIVE_SECONDS = 10
+"""The server's TCP keepalive idle time and interval on worker sessions (with 3 probes)."""
+
+IDLE_TRANSACTION_ENV = "PERDURE_IDLE_TRANSACTION_SECONDS"
+"""The environment variable that sets the bound on a transaction's wait for its client (seconds;
+0 turns it off), instead of the one derived from the lease."""
+
 REACH = (
     "check that PostgreSQL is running and reachable, and that the URL's host, port, database, "
     "user and password are right (--db or PERDURE_DB)"
@@ -65,7 +87,9 @@ class PostgresDriver:
     ``max_connections`` bounds the pool; ``timeout`` is how long an operation waits for a
     connection (for example while the server restarts) before it fails with a
     :class:`~perdure.core.errors.StoreError`. The server is contacted once on open, so a wrong
-    URL fails at once with the driver's reason.
+    URL fails at once with the driver's reason. ``lease_seconds`` is the lease of the runtime on
+    this store, from which the bound on a transaction's wait for its client is derived
+    (:func:`idle_transaction_seconds`); ``idle_transaction_seconds`` gives it instead (0: none).
     """
 
     dialect = "postgres"
@@ -73,8 +97,21 @@ class PostgresDriver:
     parallel_writes = True
     one_statement_writes = True
 
-    def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = 8,
+        timeout: float = 30.0,
+        lease_seconds: float = 30.0,
+        idle_transaction_seconds: float | None = None,
+    ) -> None:
         self.url = url
+        self.idle_transaction = idle_transaction_seconds_for(
+            lease_seconds, idle_transaction_seconds
+        )
+        """The longest, in seconds, a transaction of this driver may wait for its client before
+        the server ends its session (0: no bound)."""
         try:
             params = conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
@@ -91,6 +128,9 @@ class PostgresDriver:
             kwargs["connect_timeout"] = 10
         if "application_name" not in params:
             kwargs["application_name"] = "perdure"
+        self.application_name = str(params.get("application_name") or "perdure")
+        """The name this driver's sessions go by on the server (``pg_stat_activity``)."""
+        self._next_sweep = 0.0
         try:
             psycopg.connect(url, **kwargs).close()
         except psycopg.Error as exc:
@@ -104,7 +144,7 @@ class PostgresDriver:
             min_size=1,
             max_size=max_connections,
             timeout=timeout,
-            configure=_configure,
+            configure=partial(_configure, session_settings(self.idle_transaction)),
             check=_check,
             name="perdure",
             open=True,
@@ -194,6 +234,7 @@ class PostgresDriver:
                 if self._listener is None or self._listener.closed:
                     self._listener = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
                     self._listener.execute(Q["listen_work"])
+                self._end_stalled(self._listener)
                 for _ in self._listener.notifies(timeout=timeout, stop_after=1):
                     return True
             except psycopg.Error:
@@ -201,6 +242,19 @@ class PostgresDriver:
                     self._listener.close()
                 self._listener = None
         return False
+
+    def _end_stalled(self, conn: psycopg.Connection[Any]) -> None:
+        """End the sessions whose transaction waited for its client longer than
+        :attr:`idle_transaction` (``end_stalled_transactions``), at most every half of it: the
+        server's own timeout is not armed after a pipeline that ends with a Flush."""
+        if not self.idle_transaction:
+            return
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + self.idle_transaction / 2
+        params = {"application_name": self.application_name, "seconds": self.idle_transaction}
+        conn.execute(Q["end_stalled_transactions"], params)
 
     def watch(self, listen: str) -> PostgresWatch:
         """See :meth:`Driver.watch`: a handle on the one connection (outside the pool) that
@@ -271,9 +325,46 @@ def _check(conn: Conn) -> None:
         ConnectionPool.check_connection(conn)
 
 
-def _configure(conn: Conn) -> None:
+def idle_transaction_seconds_for(lease_seconds: float, given: float | None = None) -> float:
+    """The bound on a transaction's wait for its client: ``given``, else the environment's
+    :data:`IDLE_TRANSACTION_ENV`, else a third of the lease (one beat interval: a frozen
+    transaction ends before its worker misses the beats that let others take its runs, 2.5
+    intervals, and well before its leases expire, 3), but never under
+    :data:`IDLE_TRANSACTION_FLOOR`. 0 means no bound."""
+    if given is None:
+        text = os.environ.get(IDLE_TRANSACTION_ENV, "").strip()
+        if text:
+            try:
+                given = float(text)
+            except ValueError:
+                given = -1.0
+            if not 0 <= given <= 86_400:
+                raise ConfigError(
+                    f"{IDLE_TRANSACTION_ENV}={text!r} is not a number of seconds",
+                    fix=f"set {IDLE_TRANSACTION_ENV} to seconds from 0 (no bound) to 86400",
+                )
+    if given is None:
+        given = max(lease_seconds / 3, IDLE_TRANSACTION_FLOOR)
+    if not 0 <= given <= 86_400:
+        raise ConfigError(
+            f"idle_transaction_seconds {given!r} is out of range",
+            fix="give idle_transaction_seconds a number of seconds from 0 (no bound) to 86400",
+        )
+    return float(given)
+
+
+def session_settings(idle_transaction: float) -> dict[str, str]:
+    """The parameters of ``configure_session`` (PostgreSQL takes milliseconds and seconds)."""
+    return {
+        "idle_in_transaction": str(round(idle_transaction * 1000)),
+        "keepalive_idle": str(KEEPALIVE_SECONDS),
+        "keepalive_interval": str(KEEPALIVE_SECONDS),
+    }
+
+
+def _configure(settings: dict[str, str], conn: Conn) -> None:
     """Session settings of every pooled connection."""
-    conn.execute(Q["configure_session"])
+    conn.execute(Q["configure_session"], settings)
     # JSON columns come back as the exact text stored; perdure.store.rows decodes it.
     conn.adapters.register_loader("json", TextLoader)
 
@@ -303,8 +394,9 @@ def translate_error(exc: psycopg.Error, where: str) -> PerdureError:
         return StoreUnavailableError(
             f"no connection to PostgreSQL at {where} could be had in time", fix=REACH
         )
-    # connection_exception, admin_shutdown, crash_shutdown, cannot_connect_now, or none at all
-    lost = state[:2] == "08" or state in {"57P01", "57P02", "57P03"}
+    # connection_exception, admin_shutdown, crash_shutdown, cannot_connect_now, the session ended
+    # by idle_in_transaction_session_timeout (or idle_session_timeout), or none at all
+    lost = state[:2] == "08" or state in {"57P01", "57P02", "57P03", "25P03", "57P05"}
     if lost or (isinstance(exc, psycopg.OperationalError) and not state):
         return StoreUnavailableError(
             f"lost the connection to PostgreSQL at {where}: {detail}", fix=REACH

@@ -16,6 +16,13 @@ translated by the driver as before.
 
 The first use on a connection prepares the statement in the same pipeline as its run (libpq's
 pipeline mode: Parse, Bind, Execute, Sync sent together), so it costs no round trip more.
+
+The bookkeeping of what a connection has prepared can go stale while the connection lives on:
+psycopg sends ``DEALLOCATE ALL`` after a ``ROLLBACK`` (or a ``COMMIT`` that rolled back) on a
+connection where it prepared statements of its own, which drops ours too; so does a
+``DISCARD ALL`` or a ``DEALLOCATE`` by anyone on the session. A run of a statement the server no
+longer has (SQLSTATE 26000, ``invalid_sql_statement_name``) changed nothing (it ran in
+autocommit, alone): the statement is prepared again and run once more, in one pipeline.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from psycopg import errors, pq
 
 HOT = frozenset({"commit_step"})
 """The queries executed here when their parameters allow it (see the module docstring)."""
+
+MISSING_STATEMENT = b"26000"
+"""SQLSTATE ``invalid_sql_statement_name``: the server has no prepared statement of that name."""
 
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)s|%%")
 
@@ -103,7 +113,11 @@ def one(
         done = _prepared.setdefault(conn, set())
     if query in done:
         result = pgconn.exec_prepared(name, values)  # type: ignore[arg-type]  # None: NULL
-        _check(pgconn, result)
+        if _missing(pgconn, result):  # deallocated under us: prepare it again, run it once more
+            done.discard(query)
+            result = _prepare_and_run(pgconn, name, sql, values, done, query)
+        else:
+            _check(pgconn, result)
     else:
         result = _prepare_and_run(pgconn, name, sql, values, done, query)
     if result.ntuples == 0:
@@ -156,6 +170,15 @@ def _prepare_and_run(
     if len(results) != 2:
         raise psycopg.OperationalError("the server did not answer the prepared statement")
     return results[1]
+
+
+def _missing(pgconn: pq.abc.PGconn, result: pq.abc.PGresult) -> bool:
+    """True when the server does not know the prepared statement run (SQLSTATE 26000)."""
+    return (
+        pgconn.status == pq.ConnStatus.OK
+        and result.status == pq.ExecStatus.FATAL_ERROR
+        and result.error_field(pq.DiagnosticField.SQLSTATE) == MISSING_STATEMENT
+    )
 
 
 def _check(pgconn: pq.abc.PGconn, result: pq.abc.PGresult) -> None:

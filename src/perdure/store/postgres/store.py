@@ -11,12 +11,26 @@ from perdure.store.postgres.driver import PostgresDriver
 class PostgresStore(Engine):
     """:class:`~perdure.store.base.Store` on a PostgreSQL database, schema ``perdure``.
 
-    ``PostgresStore(url, max_connections=8, timeout=30.0)``: see
-    :class:`~perdure.store.postgres.driver.PostgresDriver`.
+    ``PostgresStore(url, max_connections=8, timeout=30.0, lease_seconds=30.0,
+    idle_transaction_seconds=None)``: see :class:`~perdure.store.postgres.driver.PostgresDriver`.
     """
 
-    def __init__(self, url: str, *, max_connections: int = 8, timeout: float = 30.0) -> None:
-        driver = PostgresDriver(url, max_connections=max_connections, timeout=timeout)
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = 8,
+        timeout: float = 30.0,
+        lease_seconds: float = 30.0,
+        idle_transaction_seconds: float | None = None,
+    ) -> None:
+        driver = PostgresDriver(
+            url,
+            max_connections=max_connections,
+            timeout=timeout,
+            lease_seconds=lease_seconds,
+            idle_transaction_seconds=idle_transaction_seconds,
+        )
         super().__init__(driver)
         self.where = driver.where
         """``host:port/database``, for messages (never the password)."""

@@ -18,6 +18,7 @@ from psycopg.types.string import ByteaBinaryLoader
 
 from perdure.store.driver import NO_PARAMS
 from perdure.store.postgres import prepared
+from perdure.store.postgres.park import park_after
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
 
@@ -50,10 +51,12 @@ class PostgresTx:
     def _on(self, cursor: psycopg.Cursor[R], query: str, params: Params) -> psycopg.Cursor[R]:
         """Run a named query on ``cursor``, with the transaction's ``BEGIN`` if not yet sent."""
         if not self.begin:
-            return cursor.execute(Q[query], params)
-        with self.conn.pipeline():
-            self._send_begin()
             cursor.execute(Q[query], params)
+        else:
+            with self.conn.pipeline():
+                self._send_begin()
+                cursor.execute(Q[query], params)
+        park_after(query, self.conn.info.transaction_status in OPEN)
         return cursor
 
     def _send_begin(self) -> None:
@@ -94,6 +97,8 @@ class PostgresTx:
         with self.conn.pipeline():
             self._send_begin()
             cursors = [self.conn.execute(Q[query], params) for query, params in statements]
+        for query, _ in statements:
+            park_after(query, self.conn.info.transaction_status in OPEN)
         return [c.fetchone() for c in cursors]
 
     def run(self, query: str, params: Params = NO_PARAMS) -> int:

@@ -4,8 +4,16 @@
 -- migration adds a column.
 
 -- name: configure_session
+-- idle_in_transaction_session_timeout (milliseconds as text; '0': none) bounds how long a
+-- transaction may wait for its client: a worker frozen inside one (SIGSTOP, a paused VM) loses
+-- its session, and with it the row locks that would keep every other worker from its runs. The
+-- tcp_keepalives_* settings make the server notice a client host that is gone or paused.
 SELECT set_config('synchronous_commit', 'on', false),
-       set_config('TimeZone', 'UTC', false);
+       set_config('TimeZone', 'UTC', false),
+       set_config('idle_in_transaction_session_timeout', %(idle_in_transaction)s, false),
+       set_config('tcp_keepalives_idle', %(keepalive_idle)s, false),
+       set_config('tcp_keepalives_interval', %(keepalive_interval)s, false),
+       set_config('tcp_keepalives_count', '3', false);
 
 -- name: begin_write
 -- A write transaction (Driver.write): sent with its first statement, in one pipeline.
@@ -997,6 +1005,23 @@ SELECT count(pg_terminate_backend(pid)) AS ended
 FROM pg_stat_activity
 WHERE datname = current_database() AND application_name = 'perdure'
   AND pid <> pg_backend_pid();
+
+-- name: end_stalled_transactions
+-- Every worker's listener ends the perdure sessions of this database whose transaction has
+-- waited for its client longer than the bound (a client frozen inside it: SIGSTOP, a paused VM),
+-- so the row locks it holds go: what idle_in_transaction_session_timeout does, but that timer
+-- is not armed when a pipeline ends with a Flush after its Sync (as psycopg's does, and most of
+-- perdure's transactions begin in one), and such a session then even shows as 'active'. So the
+-- test is the wait itself: inside a transaction, reading from its client (ClientRead), since
+-- longer than the bound. Server time, like the timeout.
+SELECT count(pg_terminate_backend(pid)) AS ended
+FROM pg_stat_activity
+WHERE datname = current_database() AND application_name = %(application_name)s
+  AND pid <> pg_backend_pid()
+  AND backend_type = 'client backend'
+  AND xact_start IS NOT NULL
+  AND wait_event_type = 'Client' AND wait_event = 'ClientRead'
+  AND state_change < now() - make_interval(secs => %(seconds)s);
 -- Graph checkpoints (perdure.langgraph; store/engine/checkpoints.py).
 
 -- name: insert_graph_thread
