@@ -175,3 +175,37 @@ def test_the_database_drill_on_postgresql_ends_every_connection_and_the_run_hold
     assert results[0].held is True, results[0].happened
     ended = int(results[0].happened.split("PostgreSQL: ")[1].split()[0])
     assert ended >= 1, results[0].happened
+
+
+def test_a_fresh_provider_id_in_the_result_is_not_a_failed_drill(tmp_path: Path) -> None:
+    results = run_drills(
+        "tests.apps.receipts_app",
+        "receipts",
+        workdir=tmp_path,
+        only=("timeout", "crash", "unknown", "duplicate"),
+    )
+    assert [(r.short, r.effect) for r in results] == [
+        ("timeout", "pay/charge"),
+        ("crash", "pay/charge"),
+        ("unknown", "pay/charge"),
+        ("duplicate", None),
+    ]
+    assert all(r.held for r in results), [r.happened for r in results]
+    for r in results:
+        assert "calls: charge 1x" in r.happened or "calls: charge 2x" in r.happened, r.happened
+    assert "ended SUCCEEDED as the reference, provider ids aside" in results[0].happened
+    # each folder's ledger charged once, with a receipt of its own
+    receipts = set()
+    for folder in ("reference", "timeout-pay-charge", "crash-pay-charge", "unknown-pay-charge"):
+        lines = (tmp_path / folder / "ledger.jsonl").read_text().splitlines()
+        assert len(lines) == 1, folder
+        receipts.add(json.loads(lines[0])["receipt"])
+    assert len(receipts) == 4, "every run got a fresh receipt id"
+
+
+def test_a_row_that_did_not_hold_shows_each_effects_calls_beside_the_reference(
+    tmp_path: Path,
+) -> None:
+    (result,) = run_drills("tests.apps.drills_app", "careless", workdir=tmp_path, only=("crash",))
+    assert result.held is False
+    assert "calls: book " in result.happened, result.happened

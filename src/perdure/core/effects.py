@@ -27,7 +27,7 @@ from perdure.core.effect_errors import (
     UnknownOutcomeError,
 )
 from perdure.core.errors import InvalidInputError, PerdureError
-from perdure.core.failures import describe, http_status
+from perdure.core.failures import describe, http_status, never_sent
 from perdure.core.model import JSON
 from perdure.core.serde import dumps
 
@@ -119,16 +119,20 @@ class EffectConflictError(PerdureError):
 def classify(exc: BaseException) -> ErrorClass:
     """The class of an exception raised by an effect's ``execute``.
 
-    :class:`EffectError` subclasses say it themselves. ``ConnectionRefusedError`` means the
-    request was never sent (transient). An exception carrying an HTTP status (see
-    :func:`perdure.core.failures.http_status`) is transient for 408, 425, 429 and 503 (the
-    provider did not take the request), permanent for other 4xx (it refused it) and an unknown
-    outcome for other 5xx. Anything else, a timeout included, may have reached the provider:
-    unknown outcome, so it is reconciled rather than resent.
+    :class:`EffectError` subclasses say it themselves. A transport error that proves the
+    request was never sent (:func:`perdure.core.failures.never_sent`: a refused connection, a
+    DNS failure, a connect timeout, through the SDKs' and httpx's wrappers) is transient. An
+    exception carrying an HTTP status (see :func:`perdure.core.failures.http_status`) is
+    transient for 408, 425, 429 and 503 (the provider did not take the request), permanent for
+    other 4xx (it refused it) and an unknown outcome for other 5xx. Anything else, a read
+    timeout or a connection reset or closed after the request went out included, may have
+    reached the provider: unknown outcome, so it is reconciled rather than resent. (A model
+    call is not judged here: its failures are all transient or rejected, see
+    :func:`perdure.runtime.step.model_calls.classified`.)
     """
     if isinstance(exc, EffectError):
         return exc.error_class
-    if isinstance(exc, ConnectionRefusedError):
+    if never_sent(exc):
         return ErrorClass.TRANSIENT
     status = http_status(exc)
     if status in NOT_TAKEN_STATUSES:
@@ -143,7 +147,7 @@ def error_json(exc: BaseException) -> dict[str, JSON]:
     if isinstance(exc, EffectError):
         return exc.to_json()
     failure = describe(exc)
-    kind = "dependency_unavailable" if isinstance(exc, ConnectionRefusedError) else failure.kind
+    kind = "dependency_unavailable" if never_sent(exc) else failure.kind
     return {
         "class": str(classify(exc)),
         "kind": "exception" if kind == "unexpected" else kind,

@@ -3,10 +3,11 @@
 Each drill starts the workflow in a fresh folder, SQLite database and test clock (the rows of
 :func:`perdure.testing.run_matrix`), injects one fault through real processes, resumes the run
 in new processes until it ends or needs a person, and compares it with an uninterrupted
-reference run: the final status and result, and how many calls each effect made. A drill
-*held* when no effect was called more often than in the reference and the run either reached
-the reference outcome or stopped for a person with a typed reason (never lost, never done
-twice).
+reference run: the final status and result (with the ids providers hand out fresh on every
+call put aside: :mod:`perdure.drills.receipts`), and how many calls each effect made, which
+every row prints beside the reference's. A drill *held* when no effect was called more often
+than in the reference and the run either reached the reference outcome or stopped for a person
+with a typed reason (never lost, never done twice).
 
 The first three are **effect drills**: they run once for each effect the reference run made
 (model calls, side-effecting tools ``tool.<call id>``, ``ctx.effect`` calls), or for each one

@@ -60,10 +60,11 @@ def artifact_damaged(self: Drills) -> tuple[str, bool | None]:
         verb = "corrupted" if how == "corrupt" else "deleted"
         what = f"{hit} artifact(s) {verb} after step {step}"
         if seen.status == "NEEDS_ATTENTION" and seen.error == reason:
-            text, ok = f"{what}; handed to a person: {reason}", not self.duplicated(seen)
+            text = f"{what}; handed to a person: {reason} ({self.calls(seen)})"
+            ok = not self.duplicated(seen)
         else:
-            text, ok = self.judge(seen, f"{what}; never read again")
-            ok = ok and self.matches(seen)
+            text, ok = self.judge(row, seen, f"{what}; never read again")
+            ok = ok and self.matches(row, seen)
         texts.append(text)
         held = held and ok
     return "; ".join(texts), held

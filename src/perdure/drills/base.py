@@ -24,6 +24,7 @@ from perdure.core.chat import MODEL_TARGET
 from perdure.core.model import JSON
 from perdure.core.workflow import Workflow
 from perdure.drills.effects import DrilledEffect, chosen, labelled
+from perdure.drills.receipts import normalised, provider_values
 from perdure.runtime.runtime import Runtime
 from perdure.testing import _Observed, _Row
 
@@ -76,6 +77,8 @@ class Drills:
         with Runtime(ref_row.db, migrate=False, clock=ref_row.clock) as rt:
             records = rt.effects(run_id=ref_row.run_id)
         self.effects = chosen(labelled(records, self.ref.steps), self.patterns)
+        self.ref_result = normalised(self.ref.result, provider_values(records), self.ref.run_id)
+        """The reference's result with its provider ids put aside (:mod:`.receipts`)."""
 
     # -- judging -------------------------------------------------------------------------------
 
@@ -91,35 +94,64 @@ class Drills:
                 over.append(f"{name} {n}x")
         return over
 
-    def matches(self, seen: _Observed) -> bool:
-        return (seen.status, seen.result) == (self.ref.status, self.ref.result)
+    def result_of(self, row: _Row, seen: _Observed) -> JSON:
+        """The drill run's result with its provider ids put aside, as the reference's is."""
+        with Runtime(row.db, migrate=False, clock=row.clock) as rt:
+            records = rt.effects(run_id=seen.run_id)
+        return normalised(seen.result, provider_values(records), seen.run_id)
+
+    def matches(self, row: _Row, seen: _Observed) -> bool:
+        """The reference's status and result (provider ids put aside)."""
+        if seen.status != self.ref.status:
+            return False
+        if seen.result == self.ref.result:
+            return True
+        return bool(self.result_of(row, seen) == self.ref_result)
 
     def judge(
-        self, seen: _Observed, what: str, allow: Mapping[str, int] | None = None
+        self, row: _Row, seen: _Observed, what: str, allow: Mapping[str, int] | None = None
     ) -> tuple[str, bool]:
-        """Held: nothing duplicated, and the reference outcome or a person asked."""
+        """Held: nothing duplicated, and the reference outcome (its provider ids aside) or a
+        person asked. Every row ends with the effects' call counts beside the reference's."""
+        counted = self.calls(seen)
         over = self.duplicated(seen, allow)
         if over:
-            return f"{what}; DUPLICATED: {', '.join(over)}", False
-        if self.matches(seen):
-            return f"{what}; ended {seen.status} as the reference ({calls(seen)})", True
+            return f"{what}; DUPLICATED: {', '.join(over)} ({counted})", False
+        if self.matches(row, seen):
+            aside = "" if seen.result == self.ref.result else ", provider ids aside"
+            return f"{what}; ended {seen.status} as the reference{aside} ({counted})", True
         if seen.status == "NEEDS_ATTENTION":
-            return f"{what}; handed to a person: {seen.error} ({calls(seen)})", True
+            return f"{what}; handed to a person: {seen.error} ({counted})", True
         if seen.status == self.ref.status:
             got, ref = short(seen.result), short(self.ref.result)
-            return f"{what}; ended {seen.status} with {got}, the reference with {ref}", False
-        return f"{what}; ended {seen.status} ({seen.error}), not as the reference", False
+            return (
+                f"{what}; ended {seen.status} with {got}, the reference with {ref} ({counted})",
+                False,
+            )
+        ended = f"ended {seen.status} ({seen.error}), not as the reference"
+        return f"{what}; {ended} ({counted})", False
 
     def judge_timeout(
-        self, seen: _Observed, what: str, effect: DrilledEffect | None = None
+        self, row: _Row, seen: _Observed, what: str, effect: DrilledEffect | None = None
     ) -> Outcome:
         """:meth:`judge` for a call (or a step) that timed out: the call that timed out counts;
         a run that went to a person says which policy would have kept it going."""
         allow = {effect.name: 1} if effect is not None else None
         if seen.status != "NEEDS_ATTENTION" or self.duplicated(seen, allow):
-            return self.judge(seen, what, allow)
+            return self.judge(row, seen, what, allow)
         why = absorbed(seen.error, effect)
-        return f"{what}; needs a person: timeout ({seen.error}); {why} ({calls(seen)})", True
+        counted = self.calls(seen)
+        return f"{what}; needs a person: timeout ({seen.error}); {why} ({counted})", True
+
+    def calls(self, seen: _Observed) -> str:
+        """Each effect's calls in the drill, with the reference's where they differ:
+        ``charge 2x (reference 1x)`` tells a provider paid twice from another receipt id."""
+        names = sorted(set(seen.calls) | set(self.ref.calls))
+        parts = []
+        for name in names:
+            n, ref = seen.calls.get(name, 0), self.ref.calls.get(name, 0)
+            parts.append(f"{name} {n}x" + ("" if n == ref else f" (reference {ref}x)"))
+        return "calls: " + (", ".join(parts) or "no effect calls")
 
     # -- the effect drills: one row per effect ---------------------------------------------------
 
@@ -129,7 +161,7 @@ class Drills:
         if not self.inject(row, fault={"PERDURE_FAULT_AT": f"timeout:{effect.point}"}):
             return self.not_reached(effect), None
         seen, _ = row.settle(self.approve_as)
-        return self.judge_timeout(seen, f"{effect.label} timed out before it was sent", effect)
+        return self.judge_timeout(row, seen, f"{effect.label} timed out before it was sent", effect)
 
     def crash_after_call(self, effect: DrilledEffect) -> Outcome:
         """The process dies right after the effect's call returned, before its outcome."""
@@ -139,7 +171,7 @@ class Drills:
         at = row.observe().next_step
         seen, _ = row.settle(self.approve_as)
         return self.judge(
-            seen, f"killed after {effect.label} returned, before its outcome; resumed at {at}"
+            row, seen, f"killed after {effect.label} returned, before its outcome; resumed at {at}"
         )
 
     def unknown_status(self, effect: DrilledEffect) -> Outcome:
@@ -151,6 +183,7 @@ class Drills:
         seen, _ = row.settle(self.approve_as)
         model = effect.target == MODEL_TARGET
         what, held = self.judge(
+            row,
             seen,
             f"{effect.label} was applied but its reply was lost",
             {effect.name: 1} if model else None,
@@ -174,7 +207,7 @@ class Drills:
         if not self.inject(row, fault={"PERDURE_FAULT_AT": f"timeout:{first}"}):
             return f"not run: the run never reached step {first}", None
         seen, _ = row.settle(self.approve_as)
-        return self.judge_timeout(seen, f"step {first} raised TimeoutError once")
+        return self.judge_timeout(row, seen, f"step {first} raised TimeoutError once")
 
     def not_reached(self, effect: DrilledEffect) -> str:
         hint = " (pass --approve-as ROLE?)" if self.approve_as is None else ""
@@ -192,7 +225,7 @@ class Drills:
             w.wait(timeout=120)
         seen, _ = row.settle(self.approve_as)
         text, held = self.judge(
-            seen, f"started twice with one key: {len(ids)} run; two workers raced"
+            row, seen, f"started twice with one key: {len(ids)} run; two workers raced"
         )
         return text, held and len(ids) == 1
 
@@ -209,7 +242,9 @@ class Drills:
             self.ref.calls,
         )
         what = f"signal: {said(signal, row.run_id)}; cancel: {said(cancel, row.run_id)}"
-        return f"{what}; the run stayed {after.status}, result unchanged" if same else what, same
+        if same:
+            what += f"; the run stayed {after.status}, result unchanged"
+        return f"{what} ({self.calls(after)})", same
 
     def approval_after_hours(self) -> Outcome:
         if "WAITING_APPROVAL" not in self.ref_seen:
@@ -221,7 +256,7 @@ class Drills:
         if row.observe().status == "WAITING_APPROVAL":
             row.clock.advance(HOURS_LATER * 3600)
         seen, _ = row.settle(self.approve_as)
-        return self.judge(seen, f"approved as {self.approve_as} {HOURS_LATER} h later")
+        return self.judge(row, seen, f"approved as {self.approve_as} {HOURS_LATER} h later")
 
     def cancel_mid_step(self) -> Outcome:
         if not self.ref.steps:
@@ -238,8 +273,8 @@ class Drills:
         what = f"cancel sent while step {step} ran ({said}); {undone} compensation call(s)"
         over = self.duplicated(seen)
         if over:
-            return f"{what}; DUPLICATED: {', '.join(over)}", False
-        return f"{what}; ended {seen.status}", seen.status == "CANCELLED"
+            return f"{what}; DUPLICATED: {', '.join(over)} ({self.calls(seen)})", False
+        return f"{what}; ended {seen.status} ({self.calls(seen)})", seen.status == "CANCELLED"
 
     def budget_exhausted(self) -> Outcome:
         limit = len(self.ref.steps) // 2
@@ -253,9 +288,9 @@ class Drills:
         what = f"a budget of {limit} step(s): stopped after {len(seen.steps)}, {seen.status}"
         over = self.duplicated(seen)
         if over:
-            return f"{what}; DUPLICATED: {', '.join(over)}", False
+            return f"{what}; DUPLICATED: {', '.join(over)} ({self.calls(seen)})", False
         stopped = seen.status == "NEEDS_ATTENTION" and seen.error == "budget_exhausted"
-        return f"{what} ({seen.error})", stopped and len(seen.steps) <= limit
+        return f"{what} ({seen.error}; {self.calls(seen)})", stopped and len(seen.steps) <= limit
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -322,10 +357,6 @@ def absorbed(reason: str | None, effect: DrilledEffect | None) -> str:
             "and a retry= policy would have sent it again"
         )
     return f"a retry= policy on {where} would have retried it"
-
-
-def calls(seen: _Observed) -> str:
-    return ", ".join(f"{k} {v}x" for k, v in sorted(seen.calls.items())) or "no effect calls"
 
 
 def short(value: JSON) -> str:

@@ -36,7 +36,7 @@ def database_unavailable(self: Drills) -> tuple[str, bool | None]:
     proc.wait(timeout=120)
     seen, _ = row.settle(self.approve_as)
     what = f"SQLite's write lock held {OUTAGE_SECONDS:.0f} s by another connection as {step} ran"
-    return self.judge(seen, what)
+    return self.judge(row, seen, what)
 
 
 def postgres_outage(self: Drills, step: str) -> tuple[str, bool | None]:
@@ -59,4 +59,4 @@ def postgres_outage(self: Drills, step: str) -> tuple[str, bool | None]:
     proc.wait(timeout=120)
     seen, _ = row.settle(self.approve_as)
     what = f"PostgreSQL: {ended} connections ended over {OUTAGE_SECONDS:.0f} s as {step} ran"
-    return self.judge(seen, what)
+    return self.judge(row, seen, what)

@@ -9,11 +9,19 @@ without a network or keys. Standard library only; binds 127.0.0.1.
 
 Every request is kept in :attr:`StubServer.requests` (path and JSON body); a request with no
 scripted reply left gets a 500.
+
+Network faults, for testing what a client does when the wire fails: :meth:`StubServer.refuse`
+stops listening (a connection is refused, the port stays held) until :meth:`StubServer.accept`;
+a scripted :func:`hang_up` sends the headers and half the body, then closes the connection; a
+scripted :func:`stall` answers nothing until the client gives up and hangs up (its timeout).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
+import socket
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -25,13 +33,17 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class StubReply:
     """One scripted HTTP reply: a JSON ``body``, or SSE ``events`` (``(event name or None,
-    data)``; data ``"[DONE]"`` is sent as is), cut after ``drop_after`` events."""
+    data)``; data ``"[DONE]"`` is sent as is), cut after ``drop_after`` events. ``hang_up``:
+    the connection is closed halfway through the body; ``stall``: nothing is sent until the
+    client hangs up."""
 
     status: int = 200
     body: Any = None
     events: tuple[tuple[str | None, Any], ...] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     drop_after: int | None = None
+    hang_up: bool = False
+    stall: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +62,24 @@ class StubServer:
         self.replies: deque[StubReply] = deque()
         self.requests: list[StubRequest] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._open: set[socket.socket] = set()
+        self._held: socket.socket | None = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True
+
+            def setup(self) -> None:
+                super().setup()
+                with stub._lock:
+                    stub._open.add(self.connection)
+
+            def finish(self) -> None:
+                with stub._lock:
+                    stub._open.discard(self.connection)
+                super().finish()
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
@@ -73,14 +98,16 @@ class StubServer:
                     reply = StubReply(500, {"error": {"message": "no scripted reply"}})
                 stub._send(self, reply)
 
+        self._handler = Handler
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._address: tuple[str, int] = self._server.server_address[:2]  # type: ignore[assignment]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         """The server's base URL."""
-        host, port = self._server.server_address[:2]
+        host, port = self._address
         return f"http://{host!s}:{port}"
 
     @property
@@ -99,10 +126,47 @@ class StubServer:
         self._thread.start()
         return self
 
-    def close(self) -> None:
-        """Stop serving."""
+    def refuse(self) -> None:
+        """Stop listening and drop the open connections: every connection is refused until
+        :meth:`accept` (the port stays held by a socket that does not listen)."""
+        if self._held is not None:
+            return
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._server.shutdown()
         self._server.server_close()
+        held.bind(self._address)
+        self._held = held
+        self._drop_connections()
+
+    def accept(self) -> None:
+        """Listen again on the same port after :meth:`refuse`."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        self._server = _Server(self._address, self._handler)
+        self._server.daemon_threads = True
+        held.close()
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._closing.set()
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+        else:
+            self._server.shutdown()
+            self._server.server_close()
+        self._drop_connections()
+
+    def _drop_connections(self) -> None:
+        with self._lock:
+            open_now = list(self._open)
+        for connection in open_now:
+            with contextlib.suppress(OSError):  # already gone
+                connection.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> StubServer:
         return self.start()
@@ -110,8 +174,11 @@ class StubServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
+    def _send(self, handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
+        if reply.stall:
+            self._wait_for_hang_up(handler)
+            handler.close_connection = True
+            return
         handler.send_response(reply.status)
         for name, value in reply.headers.items():
             handler.send_header(name, value)
@@ -120,6 +187,11 @@ class StubServer:
             handler.send_header("content-type", "application/json")
             handler.send_header("content-length", str(len(data)))
             handler.end_headers()
+            if reply.hang_up:
+                handler.wfile.write(data[: len(data) // 2])
+                handler.wfile.flush()
+                handler.close_connection = True
+                return  # fewer bytes than content-length: the reply was cut
             handler.wfile.write(data)
             return
         handler.send_header("content-type", "text/event-stream")
@@ -136,6 +208,30 @@ class StubServer:
             handler.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
+
+    def _wait_for_hang_up(self, handler: BaseHTTPRequestHandler) -> None:
+        """Send nothing until the client closes the connection (or the stub closes)."""
+        connection = handler.connection
+        while not self._closing.is_set():
+            readable, _, _ = select.select([connection], [], [], 0.05)
+            if not readable:
+                continue
+            try:
+                if not connection.recv(1, socket.MSG_PEEK):
+                    return  # the client hung up
+            except OSError:
+                return
+            return  # the client sent something else: it gave up on this request too
+
+
+def hang_up(body: Any = None) -> StubReply:
+    """A reply whose connection closes halfway through its (JSON) body."""
+    return StubReply(body={"error": "cut"} if body is None else body, hang_up=True)
+
+
+def stall() -> StubReply:
+    """A reply that never comes: the server holds the request until the client hangs up."""
+    return StubReply(stall=True)
 
 
 class _Server(ThreadingHTTPServer):

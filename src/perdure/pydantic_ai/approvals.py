@@ -24,14 +24,25 @@ kept conversation with the decision as ``DeferredToolResults``:
 One decision answers every call the run asked approval for (perdure's approval is one request
 with one decision); a rejection is told to the model with the approver's comment. Calls that
 pydantic-ai defers to an external system (``CallDeferred``) wait for a signal instead
-(:mod:`perdure.pydantic_ai.deferred`).
+(:mod:`perdure.pydantic_ai.deferred`). When the reply that asked for approval also deferred
+calls, pydantic-ai needs the answers of both before it continues: after the decision,
+:meth:`PendingApproval.after` is the :class:`~perdure.pydantic_ai.deferred.PendingCalls` to wait
+for (it keeps the decision), and its ``delivered`` continues the agent with everything:
+
+        else:
+            pending = PendingApproval.from_json(s.approval)
+            waiting = pending.after(ctx.approval)
+            if waiting is not None:               # the same reply deferred calls too
+                s.pending = waiting.to_json()
+                return wait_for_signal(waiting.signal, next="agent")
+            result = await bot.run(capabilities=[durable(ctx)], **pending.decided(ctx.approval))
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_ai import (
     DeferredToolRequests,
@@ -43,6 +54,7 @@ from pydantic_ai.run import AgentRunResult
 
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import JSON, Approval
+from perdure.pydantic_ai.deferred import PendingCalls, external_calls
 from perdure.pydantic_ai.records import jsonable
 
 
@@ -53,6 +65,8 @@ class PendingApproval:
 
     history: JSON
     calls: tuple[dict[str, JSON], ...]
+    deferred: tuple[dict[str, JSON], ...] = ()
+    """The calls the same reply deferred to an external system (see :meth:`after`)."""
 
     @classmethod
     def of(cls, result: AgentRunResult[Any]) -> PendingApproval | None:
@@ -66,7 +80,7 @@ class PendingApproval:
             for c in output.approvals
         )
         history = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
-        return cls(jsonable(history), calls)
+        return cls(jsonable(history), calls, external_calls(output))
 
     @property
     def request(self) -> dict[str, JSON]:
@@ -75,17 +89,16 @@ class PendingApproval:
 
     def decided(self, approval: Approval | None) -> dict[str, Any]:
         """The arguments that continue the agent run with ``approval`` (``ctx.approval``):
-        ``message_history`` and ``deferred_tool_results`` for ``agent.run(...)``."""
-        if approval is None or approval.status == "pending":
+        ``message_history`` and ``deferred_tool_results`` for ``agent.run(...)``. A reply that
+        also deferred calls cannot continue yet (see :meth:`after`)."""
+        if self.deferred:
             raise InvalidInputError(
-                "the approval is not decided yet",
-                fix="continue the agent after the step that waited for the approval",
+                "the reply that asked for approval also deferred calls to an external system; "
+                "pydantic-ai continues only with their results too",
+                fix="wait for them first: waiting = pending.after(ctx.approval), then "
+                "wait_for_signal(waiting.signal) and continue with waiting.delivered(...)",
             )
-        answer: bool | ToolDenied = (
-            True
-            if approval.approved
-            else ToolDenied(approval.comment or f"rejected by {approval.decided_by}")
-        )
+        answer = self._answer(approval)
         return {
             "message_history": ModelMessagesTypeAdapter.validate_python(self.history),
             "deferred_tool_results": DeferredToolResults(
@@ -93,14 +106,50 @@ class PendingApproval:
             ),
         }
 
+    def after(self, approval: Approval | None) -> PendingCalls | None:
+        """The calls the same reply deferred to an external system, with ``approval`` kept for
+        its calls that needed it: the record to wait on (``wait_for_signal(waiting.signal)``)
+        before the agent continues. None when the reply deferred no call
+        (:meth:`decided` continues it at once)."""
+        if not self.deferred:
+            return None
+        answer = self._answer(approval)
+        kept: JSON = True if answer is True else {"denied": answer.message}
+        return PendingCalls(
+            self.history, self.deferred, approvals={str(c["id"]): kept for c in self.calls}
+        )
+
+    @staticmethod
+    def _answer(approval: Approval | None) -> Literal[True] | ToolDenied:
+        if approval is None or approval.status == "pending":
+            raise InvalidInputError(
+                "the approval is not decided yet",
+                fix="continue the agent after the step that waited for the approval",
+            )
+        if approval.approved:
+            return True
+        return ToolDenied(approval.comment or f"rejected by {approval.decided_by}")
+
     def to_json(self) -> dict[str, JSON]:
         """The record as the step's state keeps it."""
-        return {"history": self.history, "calls": [dict(c) for c in self.calls]}
+        found: dict[str, JSON] = {"history": self.history, "calls": [dict(c) for c in self.calls]}
+        if self.deferred:
+            found["deferred"] = [dict(c) for c in self.deferred]
+        return found
 
     @classmethod
     def from_json(cls, data: Any) -> PendingApproval:
         """Read what :meth:`to_json` wrote."""
         if not isinstance(data, Mapping) or not isinstance(data.get("calls"), list):
-            raise InvalidInputError("a pending approval record has no calls")
+            raise InvalidInputError(
+                "a pending approval record has no calls",
+                fix="keep what PendingApproval.to_json() returned in the step's state",
+            )
         calls = tuple(dict(c) for c in data["calls"] if isinstance(c, Mapping))
-        return cls(data.get("history"), calls)
+        deferred = data.get("deferred")
+        external = (
+            tuple(dict(c) for c in deferred if isinstance(c, Mapping))
+            if isinstance(deferred, list)
+            else ()
+        )
+        return cls(data.get("history"), calls, external)

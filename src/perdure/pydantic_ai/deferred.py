@@ -24,14 +24,19 @@ agent again from the kept conversation with those results as ``DeferredToolResul
         return done(result.output)
 
 A call the signal gives no result for is told to the model as a failed call (``ModelRetry``), so
-the agent can go on. A run that asked for approvals and external results at once is answered
-in two rounds: :class:`~perdure.pydantic_ai.approvals.PendingApproval` first.
+the agent can go on.
+
+A reply that asked for approvals and deferred calls at once needs an answer for every one of
+its calls before pydantic-ai continues: the approvals are asked first
+(:class:`~perdure.pydantic_ai.approvals.PendingApproval`), and once a person decided,
+``PendingApproval.after(ctx.approval)`` is the :class:`PendingCalls` of the same reply that keeps
+the decision (``approvals``); its :meth:`PendingCalls.delivered` answers both together.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import (
@@ -39,6 +44,7 @@ from pydantic_ai import (
     DeferredToolResults,
     ModelMessagesTypeAdapter,
     ModelRetry,
+    ToolDenied,
 )
 from pydantic_ai.run import AgentRunResult
 
@@ -55,11 +61,14 @@ SIGNAL = "tool_results"
 class PendingCalls:
     """The tool calls an agent run deferred to an external system, the conversation so far
     (pydantic-ai's JSON of its messages) and the signal that will deliver their results, as
-    the step keeps them in its state."""
+    the step keeps them in its state. ``approvals``: the decisions already taken on the same
+    reply's calls that needed approval (by tool call id: ``true``, or ``{"denied": message}``),
+    given to the agent with the results."""
 
     history: JSON
     calls: tuple[dict[str, JSON], ...]
     signal: str = SIGNAL
+    approvals: Mapping[str, JSON] = field(default_factory=dict)
 
     @classmethod
     def of(cls, result: AgentRunResult[Any], *, signal: str = SIGNAL) -> PendingCalls | None:
@@ -70,17 +79,8 @@ class PendingCalls:
             return None
         if output.approvals:
             return None  # the approvals are answered first; the calls come again after them
-        calls = tuple(
-            {
-                "id": c.tool_call_id,
-                "tool": c.tool_name,
-                "arguments": jsonable(c.args_as_dict()),
-                "metadata": jsonable(output.metadata.get(c.tool_call_id)),
-            }
-            for c in output.calls
-        )
         history = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
-        return cls(jsonable(history), calls, checked_id(signal, "signal"))
+        return cls(jsonable(history), external_calls(output), checked_id(signal, "signal"))
 
     @property
     def request(self) -> dict[str, JSON]:
@@ -106,16 +106,21 @@ class PendingCalls:
             )
         return {
             "message_history": ModelMessagesTypeAdapter.validate_python(self.history),
-            "deferred_tool_results": DeferredToolResults(calls=results),
+            "deferred_tool_results": DeferredToolResults(
+                calls=results, approvals={k: _decision(v) for k, v in self.approvals.items()}
+            ),
         }
 
     def to_json(self) -> dict[str, JSON]:
         """The record as the step's state keeps it."""
-        return {
+        found: dict[str, JSON] = {
             "history": self.history,
             "calls": [dict(c) for c in self.calls],
             "signal": self.signal,
         }
+        if self.approvals:
+            found["approvals"] = dict(self.approvals)
+        return found
 
     @classmethod
     def from_json(cls, data: Any) -> PendingCalls:
@@ -131,4 +136,31 @@ class PendingCalls:
                 "a pending calls record has no calls",
                 fix="keep what PendingCalls.to_json() returned in the step's state",
             )
-        return cls(data.get("history"), calls, checked_id(data.get("signal", SIGNAL), "signal"))
+        approvals = data.get("approvals")
+        return cls(
+            data.get("history"),
+            calls,
+            checked_id(data.get("signal", SIGNAL), "signal"),
+            dict(approvals) if isinstance(approvals, Mapping) else {},
+        )
+
+
+def external_calls(output: DeferredToolRequests) -> tuple[dict[str, JSON], ...]:
+    """The calls ``output`` deferred to an external system, as a record keeps them: each
+    call's id, tool, arguments and the tool's metadata."""
+    return tuple(
+        {
+            "id": c.tool_call_id,
+            "tool": c.tool_name,
+            "arguments": jsonable(c.args_as_dict()),
+            "metadata": jsonable(output.metadata.get(c.tool_call_id)),
+        }
+        for c in output.calls
+    )
+
+
+def _decision(kept: JSON) -> bool | ToolDenied:
+    """A kept decision as pydantic-ai's answer to a call that needed approval."""
+    if isinstance(kept, Mapping):
+        return ToolDenied(str(kept.get("denied") or "rejected"))
+    return kept is True

@@ -45,6 +45,7 @@ from perdure.core.chat import (
     message_json,
 )
 from perdure.core.effects import (
+    PERMANENT_KINDS,
     EffectError,
     PermanentError,
     Reconciled,
@@ -258,14 +259,22 @@ def _reply(recorded: JSON, key: str, *, replayed: bool) -> ModelReply:
 
 
 def classified(exc: Exception) -> EffectError:
-    """A provider failure as the effect protocol's error: transient ones (timeouts, connection
-    errors, 408/409/425/429, 5xx) are retried, other HTTP 4xx rejected, anything else repeated
-    only if a retry policy allows its kind (otherwise a person looks)."""
+    """A provider failure as the effect protocol's error: transient ones (timeouts, refused,
+    reset or closed connections, DNS failures — the SDKs' ``APIConnectionError`` and
+    ``APITimeoutError``, httpx's transport errors, pydantic-ai's ``ModelConnectionError`` —,
+    408/409/425/429, 5xx) are retried, other HTTP 4xx rejected, anything else repeated only if
+    a retry policy allows its kind (otherwise a person looks).
+
+    A transport failure after the request went out is transient here, not an unknown outcome:
+    a model request changes nothing outside, so sending it again costs tokens, never a second
+    side effect."""
     if isinstance(exc, EffectError):
         return exc
     failure = describe(exc)
     if failure.transient:
         return TransientError(failure.kind, failure.message, retry_after=failure.retry_after)
+    if failure.kind in PERMANENT_KINDS:
+        return PermanentError(failure.kind, failure.message)
     if failure.status is not None:
         kind = "permission_denied" if failure.status in (401, 403) else "invalid_request"
         return PermanentError(kind, failure.message)
