@@ -34,6 +34,9 @@ EXTRAS = {
     "uvicorn": "server",
     "jinja2": "server",
     "prometheus_client": "server",
+    "pydantic_ai": "pydantic-ai",
+    "agents": "openai-agents",
+    "mcp": "mcp",
 }
 """Optional packages by import name, and the extra of perdure that installs each."""
 
