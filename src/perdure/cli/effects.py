@@ -10,7 +10,6 @@ import orjson
 from perdure.cli import render
 from perdure.cli.support import Settings, parse_json, pass_settings, run_command
 from perdure.core.errors import ConfigError
-from perdure.runtime.runtime import Runtime
 
 
 @click.group(invoke_without_command=True)
@@ -73,7 +72,7 @@ def resolve(
         raise ConfigError(
             "say what happened to the effect", fix="pass --confirmed or --not-applied"
         )
-    with Runtime(settings.db) as rt:
+    with settings.runtime() as rt:
         record = rt.resolve_effect(
             key,
             applied=applied,

@@ -152,7 +152,7 @@ def start(
         line = f"run {found['run_id']} {found['status']} (next step {found['next_step']})"
         click.echo(orjson.dumps(found).decode() if as_json else line)
         return
-    with settings.runtime(app, with_workflows=True) as rt:
+    with settings.runtime(app, with_workflows=True, create=True) as rt:
         run = rt.start(
             workflow,
             parse_json(input_json, "--input"),
