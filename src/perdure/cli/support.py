@@ -110,6 +110,8 @@ def load_app(app: str | None) -> list[Workflow[Any]]:
             f"cannot import app module {app!r}: {exc}",
             fix="give an importable module path (run from its project folder or install it)",
         ) from exc
+    except PerdureError:  # a workflow declaration refused: its own line says what to fix
+        raise
     except Exception as exc:  # the user's module failed while loading: say so in one line
         raise ConfigError(
             f"app module {app!r} raised {type(exc).__name__} while loading: {exc}",
