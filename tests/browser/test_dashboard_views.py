@@ -145,9 +145,10 @@ def test_a_run_page_draws_its_timeline_to_scale_and_its_step_graph(
     expect(think).to_have_class("node current")  # the step it is on, highlighted
     expect(page.locator('#step-graph g.node[data-step="fetch"]')).to_have_class("node done")
     expect(page.locator('#step-graph path.edge.taken[data-edge="fetch->think"]')).to_have_count(1)
-    running = page.locator("#step-timeline g.lane.running")
-    expect(running.locator("path.mark.failed")).to_have_count(1)
-    expect(running.locator("rect.bar.backoff")).to_have_count(1)
+    parked = page.locator("#step-timeline g.lane.queued")  # parked until its retry
+    expect(parked.locator("path.mark.failed")).to_have_count(1)
+    expect(parked.locator("rect.bar.backoff")).to_have_count(1)
+    expect(page.locator("#step-timeline g.lane.running")).to_have_count(0)
     shoot(page, "run-retry-waiting", views)
     page.goto("about:blank")  # the live page would reload itself as the run moves on
 

@@ -103,6 +103,7 @@ def test_bad_history_input_is_one_line_and_exit_one(db_url: str, tmp_path: Path)
 
 
 def test_a_bad_artifact_setting_is_one_line_and_exit_one(db_url: str) -> None:
+    assert run_cli(db_url, "migrate").returncode == 0
     for extra in ({"PERDURE_ARTIFACTS": "ftp://nowhere/x"}, {"PERDURE_OFFLOAD_BYTES": "lots"}):
         done = run_cli(db_url, "gc", "--older-than", "0", env=cli_env(**extra))
         assert done.returncode == 1, (extra, done.stdout)

@@ -10,7 +10,6 @@ import orjson
 from perdure.cli import render
 from perdure.cli.support import Settings, parse_json, pass_settings, run_command
 from perdure.core.errors import ConfigError
-from perdure.runtime.runtime import Runtime
 
 
 @click.group(invoke_without_command=True)
@@ -52,7 +51,12 @@ def _list(settings: Settings, run_id: str | None, statuses: tuple[str, ...], as_
 )
 @click.option("--not-applied", "applied", flag_value=False, help="The provider never applied it.")
 @click.option("--receipt", help="The provider's receipt or resource id (with --confirmed).")
-@click.option("--result", "result_json", help="The provider's result as JSON (with --confirmed).")
+@click.option(
+    "--result",
+    "result_json",
+    help="The provider's result as JSON (with --confirmed): what the step (or the model, for a "
+    "tool call) receives as the effect's result; without it, null.",
+)
 @click.option("--as", "by", required=True, help="Who decides.")
 @click.option("--reason", required=True, help="Why (what you checked).")
 @click.option("--request-id", help="Repeat-safe id of this request.")
@@ -73,7 +77,7 @@ def resolve(
         raise ConfigError(
             "say what happened to the effect", fix="pass --confirmed or --not-applied"
         )
-    with Runtime(settings.db) as rt:
+    with settings.runtime() as rt:
         record = rt.resolve_effect(
             key,
             applied=applied,

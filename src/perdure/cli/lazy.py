@@ -13,6 +13,9 @@ from typing import Any
 
 import click
 
+from perdure.cli.support import EXTRAS, run_command
+from perdure.core.errors import ConfigError
+
 _SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s)")
 
 
@@ -46,7 +49,13 @@ class LazyGroup(click.Group):
         if found is not None or cmd_name not in self.lazy:
             return found
         module, _, attribute = self.lazy[cmd_name].partition(":")
-        command = getattr(importlib.import_module(module), attribute)
+        try:
+            command = getattr(importlib.import_module(module), attribute)
+        except ImportError as exc:  # an optional package the command needs is not installed
+            extra = EXTRAS.get((exc.name or "").split(".")[0])
+            if extra is None:
+                raise
+            command = missing_extra(cmd_name, ctx.command_path, exc.name or "", extra)
         if not isinstance(command, click.Command):  # pragma: no cover - a wiring mistake
             raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
         self.add_command(command, cmd_name)
@@ -59,3 +68,23 @@ def first_sentence(text: str) -> str:
     paragraph = " ".join(text.strip().split("\n\n")[0].split())
     end = _SENTENCE_END.search(paragraph)
     return paragraph if end is None else paragraph[: end.start() + 1]
+
+
+def missing_extra(name: str, parent: str, module: str, extra: str) -> click.Command:
+    """A stand-in for subcommand ``name`` whose module needs ``extra``, which is not installed:
+    its help says what to install, and running it (with any arguments) is one error line."""
+
+    @run_command
+    def refuse(args: tuple[str, ...]) -> None:
+        raise ConfigError(
+            f"`{parent} {name}` needs {module}, which is not installed",
+            fix=f"pip install 'perdure[{extra}]'",
+        )
+
+    return click.Command(
+        name,
+        callback=refuse,
+        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
+        help=f"Not installed: needs `pip install 'perdure[{extra}]'`.",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )

@@ -149,10 +149,10 @@ def start(
             "policy": policy,
         }
         found = Client(server, key).call("POST", "/v1/runs", body)
-        line = f"run {found['run_id']} {found['status']} (next step {found['next_step']})"
+        line = f"run {found['run_id']} {found['status']}{render.next_step_note(found['next_step'])}"
         click.echo(orjson.dumps(found).decode() if as_json else line)
         return
-    with settings.runtime(app, with_workflows=True) as rt:
+    with settings.runtime(app, with_workflows=True, create=True) as rt:
         run = rt.start(
             workflow,
             parse_json(input_json, "--input"),
@@ -168,7 +168,7 @@ def start(
     if as_json:
         click.echo(orjson.dumps(render.run_json(run)).decode())
     else:
-        click.echo(f"run {run.run_id} {run.status} (next step {run.next_step})")
+        click.echo(f"run {run.run_id} {run.status}{render.next_step_note(run.next_step)}")
         if wait and run.error is not None:  # FAILED, NEEDS_ATTENTION, QUARANTINED, CANCELLED
             err = run.error
             click.echo(f"  because {err.reason} at step {err.step}: {err.message}".rstrip(": "))

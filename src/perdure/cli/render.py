@@ -250,3 +250,8 @@ def workers_table(found: list[WorkerInfo], now: datetime) -> str:
 def dumps(value: Any) -> str:
     """Indented JSON text."""
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+def next_step_note(next_step: str | None) -> str:
+    """`` (next step NAME)`` after a run's status, or nothing when it has none (finished)."""
+    return f" (next step {next_step})" if next_step else ""

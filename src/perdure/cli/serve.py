@@ -180,7 +180,7 @@ def create_key(settings: Settings, name: str, roles: tuple[str, ...], as_json: b
 @run_command
 def list_keys(settings: Settings, show_all: bool) -> None:
     """List the tenant's keys (never their secrets)."""
-    with Runtime(settings.db) as rt:
+    with settings.reader() as rt:
         found = rt.keys(tenant=settings.tenant, revoked=show_all)
     if not found:
         click.echo("no keys")
@@ -194,6 +194,6 @@ def list_keys(settings: Settings, show_all: bool) -> None:
 @run_command
 def revoke_key(settings: Settings, key_id: str) -> None:
     """Revoke KEY_ID at once (requests with it are refused from now on)."""
-    with Runtime(settings.db) as rt:
+    with settings.runtime() as rt:
         key = rt.revoke_key(key_id, tenant=settings.tenant)
     click.echo(f"revoked {key_line(key)}")

@@ -7,6 +7,7 @@ import click
 import orjson
 
 from perdure.cli.support import Settings, pass_settings, run_command
+from perdure.core.errors import InvalidInputError
 from perdure.core.streams import StreamEntry
 from perdure.core.threads import ThreadInfo, ThreadPolicy
 
@@ -44,6 +45,12 @@ def stream(settings: Settings, message_id: str, after: int, follow: bool, as_jso
     A ``superseded`` entry says that a crash cut the attempts before it: drop their text.
     """
     with settings.reader() as rt:
+        if rt.store.stream_info(settings.tenant, message_id) is None:
+            raise InvalidInputError(
+                f"no stream of message {message_id!r} in tenant {settings.tenant!r}",
+                fix="give the id of a streamed reply (`perdure show RUN` lists a run's "
+                "messages; check --tenant)",
+            )
         for entry in rt.stream(message_id, tenant=settings.tenant, after=after, follow=follow):
             click.echo(orjson.dumps(entry_json(entry)).decode() if as_json else entry_line(entry))
 

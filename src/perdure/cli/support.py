@@ -11,11 +11,16 @@ from typing import Any
 import click
 import orjson
 
-from perdure.core.errors import ConfigError, InvalidInputError, PerdureError
+from perdure.core.errors import (
+    ConfigError,
+    InvalidInputError,
+    PerdureError,
+    StoreUnavailableError,
+)
 from perdure.core.model import Run, RunStatus
 from perdure.core.workflow import Workflow
 from perdure.runtime.runtime import Runtime
-from perdure.store.url import existing
+from perdure.store.url import existing, safe_url
 
 EXIT_ERROR = 1
 
@@ -34,6 +39,9 @@ EXTRAS = {
     "uvicorn": "server",
     "jinja2": "server",
     "prometheus_client": "server",
+    "pydantic_ai": "pydantic-ai",
+    "agents": "openai-agents",
+    "mcp": "mcp",
 }
 """Optional packages by import name, and the extra of perdure that installs each."""
 
@@ -45,15 +53,35 @@ class Settings:
         self.db = db
         self.tenant = tenant
 
-    def runtime(self, app: str | None = None, *, with_workflows: bool = False) -> Runtime:
-        """Open the runtime on ``--db``, loading the workflows of ``app`` when given."""
+    def runtime(
+        self, app: str | None = None, *, with_workflows: bool = False, create: bool = False
+    ) -> Runtime:
+        """Open the runtime on ``--db``, loading the workflows of ``app`` when given. Only with
+        ``create`` (``start``) is a missing schema created or an older one upgraded; otherwise
+        the database must hold perdure's schema (see :meth:`reader`)."""
         workflows = load_app(app) if (app or with_workflows) else []
-        return Runtime(self.db, workflows=workflows)
+        if create:
+            return Runtime(self.db, workflows=workflows)
+        return self.existing(workflows)
 
     def reader(self) -> Runtime:
         """Open the runtime on ``--db`` for a command that only reads: a SQLite path with no
-        database is an error (``store_unavailable``), never a new empty database."""
-        return Runtime(existing(self.db))
+        database, or a database without perdure's schema, is an error (``store_unavailable``),
+        never a new empty database or schema (only ``perdure migrate`` and the commands that
+        start work create it)."""
+        return self.existing([])
+
+    def existing(self, workflows: list[Workflow[Any]]) -> Runtime:
+        """The runtime on ``--db`` without migrating: refused in one line when the database or
+        its schema is missing."""
+        rt = Runtime(existing(self.db), workflows=workflows, migrate=False)
+        if rt.store.schema_version() == 0:
+            rt.close()
+            raise StoreUnavailableError(
+                f"the database {safe_url(self.db)} has no perdure schema",
+                fix="create it with `perdure migrate` (check --db or PERDURE_DB)",
+            )
+        return rt
 
 
 def load_app(app: str | None) -> list[Workflow[Any]]:
@@ -82,6 +110,8 @@ def load_app(app: str | None) -> list[Workflow[Any]]:
             f"cannot import app module {app!r}: {exc}",
             fix="give an importable module path (run from its project folder or install it)",
         ) from exc
+    except PerdureError:  # a workflow declaration refused: its own line says what to fix
+        raise
     except Exception as exc:  # the user's module failed while loading: say so in one line
         raise ConfigError(
             f"app module {app!r} raised {type(exc).__name__} while loading: {exc}",

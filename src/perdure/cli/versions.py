@@ -11,12 +11,10 @@ from perdure.cli import render
 from perdure.cli.support import (
     Settings,
     app_option,
-    load_app,
     parse_json,
     pass_settings,
     run_command,
 )
-from perdure.runtime.runtime import Runtime
 
 
 @click.command()
@@ -28,7 +26,7 @@ from perdure.runtime.runtime import Runtime
 def check(settings: Settings, app: str | None, all_tenants: bool, as_json: bool) -> None:
     """Before a deploy: which live runs the new code can run, must migrate, or would
     quarantine, and why. Changes nothing. Exits 1 if any would be quarantined."""
-    with Runtime(settings.db, workflows=load_app(app)) as rt:
+    with settings.runtime(app, with_workflows=True) as rt:
         rows = rt.check(tenant=None if all_tenants else settings.tenant)
     if as_json:
         click.echo(orjson.dumps([render.check_json(r) for r in rows]).decode())
@@ -62,7 +60,7 @@ def repair(
     by: str | None,
 ) -> None:
     """Bring a quarantined run back (without running it); a worker or `resume` continues."""
-    with Runtime(settings.db, workflows=load_app(app)) as rt:
+    with settings.runtime(app, with_workflows=True) as rt:
         run = rt.repair(
             run_id,
             tenant=settings.tenant,
@@ -83,6 +81,6 @@ def repair(
 @run_command
 def fail_run(settings: Settings, run_id: str, reason: str, by: str | None) -> None:
     """End a run that needs a person (NEEDS_ATTENTION, QUARANTINED) as FAILED."""
-    with Runtime(settings.db) as rt:
+    with settings.runtime() as rt:
         run = rt.fail(run_id, tenant=settings.tenant, reason=reason, by=by)
     click.echo(f"run {run_id} {run.status}")

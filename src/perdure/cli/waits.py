@@ -13,7 +13,6 @@ from perdure.cli.client import Client, server_options
 from perdure.cli.support import Settings, parse_json, pass_settings, run_command
 from perdure.core.errors import InvalidInputError
 from perdure.core.model import Principal
-from perdure.runtime.runtime import Runtime
 
 
 @click.command()
@@ -59,7 +58,7 @@ def _decide(
             fix="pass them, or decide through a server with --server URL --key KEY",
         )
     principal = Principal(settings.tenant, by, frozenset(roles))
-    with Runtime(settings.db) as rt:
+    with settings.runtime() as rt:
         decide = rt.approve if approve else rt.reject
         decided = decide(run_id, principal, comment=comment, request_id=request_id)
     step = decided.on_approve if decided.approved else decided.on_reject
@@ -146,7 +145,7 @@ def signal(
         found = Client(server, key).call("POST", f"/v1/runs/{run_id}/signals", body)
         sent_id, sent_name, what = found["signal_id"], found["name"], found["outcome"]
     else:
-        with Runtime(settings.db) as rt:
+        with settings.runtime() as rt:
             sent, what = rt.signal(
                 run_id,
                 name,

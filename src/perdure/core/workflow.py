@@ -22,7 +22,7 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from perdure.core.errors import DefinitionError
+from perdure.core.errors import DecodeError, DefinitionError
 from perdure.core.outcomes import (
     NAME,
     Done,
@@ -120,6 +120,24 @@ def step(
         return StepDef(name or f.__name__, f, targets, retry, checkpoint)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _check_defaults(name: str, codec: StateCodec) -> None:
+    """Refuse a state type whose defaults a worker could not decode (say ``items: list =
+    None``): the default state, when the type builds one without arguments, goes through the
+    codec both ways, as every run's state does."""
+    try:
+        default = codec.state_type()
+    except Exception:  # required fields: the input gives them, and start checks the whole state
+        return
+    try:
+        codec.from_fields(codec.to_fields(default))
+    except DecodeError as exc:
+        raise DefinitionError(
+            f"workflow {name}: its default state would not decode: {exc.message}",
+            fix="give each state field a default of its declared type, e.g. "
+            "`items: list[str] = field(default_factory=list)` or `items: list[str] | None = None`",
+        ) from exc
 
 
 class Workflow(Generic[S]):
@@ -245,6 +263,7 @@ class Workflow(Generic[S]):
         self.name, self.version, self.state_schema = name, version, state_schema
         self.state_type = state
         self.codec = StateCodec(state)
+        _check_defaults(name, self.codec)
         self.checkpoint = _check_strategy(checkpoint, f"workflow {name}") or per_step()
 
     def strategy(self, step: str) -> CheckpointStrategy:

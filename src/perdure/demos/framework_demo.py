@@ -71,7 +71,7 @@ def demo_group(demo: FrameworkDemo, summary: str) -> click.Group:
     @click.pass_context
     def group(ctx: click.Context) -> None:
         if ctx.invoked_subcommand is None:
-            story(demo)
+            run_command(story)(demo)
 
     @group.command("start")
     @pass_settings
@@ -173,7 +173,9 @@ def counts(folder: Path, effects: list[Any] | None = None) -> dict[str, Any]:
 
 
 def story(demo: FrameworkDemo) -> None:
-    """Every chapter in a new process, then the counts side by side."""
+    """Every chapter in a new process, then the counts side by side (one error line, before
+    anything starts, when the framework is not installed)."""
+    app = demo.load()
     folder, db = fresh_db(f"perdure-{demo.name}-demo-")
     step = commands(db, "demo", demo.name)
     waiting = step("The agent asks to email Ana; the tool needs approval: the run waits.", "start")
@@ -218,7 +220,7 @@ def story(demo: FrameworkDemo) -> None:
         "model_requests": requests(folder / ALONE_REQUESTS),
         "tool_calls": len(Mailbox(folder / ALONE_OUTBOX).sent()),
     }
-    framework = demo.load().FRAMEWORK
+    framework = app.FRAMEWORK
     click.echo(f"\n{'':<22}{'with perdure':>14}{framework + ' alone':>24}")
     click.echo(f"{'model requests':<22}{ours['model_requests']:>14}{theirs['model_requests']:>24}")
     click.echo(f"{'tool calls (emails)':<22}{ours['tool_calls']:>14}{theirs['tool_calls']:>24}")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from perdure.core.chat import Delta, ModelRequest, ModelResponse, Pricing, TokenUsage
 from perdure.core.model import Message, ToolCall
+from perdure.core.serde import dumps
 from perdure.core.tokens import SimpleCounter
 
 _PIECES = re.compile(r"\S+\s*|\s+")
@@ -27,9 +28,25 @@ Script = Callable[[ModelRequest], Scripted]
 
 
 class ScriptedModel:
-    """Answers each request with ``script(request)`` (or the next item of a list). ``calls``
-    counts the requests it received; ``on_delta(n)`` is called after the n-th streamed delta
-    (a test or demo may stop the process there)."""
+    """A :class:`~perdure.core.chat.ChatModel` whose replies your code decides: no network, no
+    keys, for tests and demos.
+
+    ``ScriptedModel(name, script, *, pricing=None, on_delta=None)``:
+
+    - ``name`` is the model id (recorded as each call's operation);
+    - ``script`` is either a callable, ``script(request) -> Scripted``, which decides each reply
+      from the :class:`~perdure.core.chat.ModelRequest` (the messages, the tools), or a list of
+      :class:`Scripted` replies, given in order: the n-th request of this process gets the
+      n-th item, but never an item the conversation is already past — a request that holds k
+      assistant messages gets item k or a later one (wrapping around at the end). So a run
+      resumed in a new process after a crash, whose context holds the replies it recorded,
+      gets the script's next reply, not the first one again;
+    - ``pricing`` (:class:`~perdure.core.chat.Pricing`) prices the counted tokens;
+    - ``on_delta(n)`` is called after the n-th streamed delta (a test or demo may stop the
+      process there).
+
+    ``calls`` counts the requests this instance received (in this process).
+    """
 
     def __init__(
         self,
@@ -52,7 +69,11 @@ class ScriptedModel:
             self.calls += 1
             n = self.calls
         script = self._script
-        reply = script(request) if callable(script) else script[(n - 1) % len(script)]
+        if callable(script):
+            reply = script(request)
+        else:  # the next item, and never one the conversation has already had a reply for
+            replied = sum(1 for m in request.messages if m.role == "assistant")
+            reply = script[max(n - 1, replied) % len(script)]
         out = self._counter.count_messages([Message("assistant", reply.text, reply.tool_calls)])
         return reply, TokenUsage(self._counter.count_messages(request.messages), out)
 
@@ -72,8 +93,6 @@ class ScriptedModel:
         for i, call in enumerate(reply.tool_calls):
             args = call.arguments if isinstance(call.arguments, str) else None
             if args is None:
-                from perdure.core.serde import dumps
-
                 args = dumps(call.arguments).decode()
             yield Delta(tool_index=i, tool_id=call.id, tool_name=call.name, tool_arguments=args)
         finish = "tool_calls" if reply.tool_calls else "stop"

@@ -28,11 +28,16 @@ LANE = 26.0
 TOP = 22.0
 """Pixels above the first lane, for the axis labels."""
 WAITING = ("WAITING_APPROVAL", "WAITING_EXTERNAL")
+STOPPED = ("NEEDS_ATTENTION", "QUARANTINED")
+"""Statuses in which a run waits for a person: its step in progress is not running."""
+RAISED = ("NEEDS_ATTENTION", "QUARANTINED", "FAILED")
 
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """A span of a lane: ``kind`` is ``step``, ``running``, ``backoff`` or ``wait``."""
+    """A span of a lane: ``kind`` is ``step``, ``running`` (a worker holds it now), ``queued``
+    (no worker holds it yet), ``stopped`` (a person must look), ``killed`` (an attempt whose
+    worker died: from its claim to the takeover), ``backoff`` or ``wait``."""
 
     x: float
     width: float
@@ -42,7 +47,8 @@ class Bar:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """A moment of a lane: ``kind`` is ``failed`` (an attempt failed) or ``takeover``."""
+    """A moment of a lane: ``kind`` is ``failed`` (an attempt failed, retried or not) or
+    ``takeover``."""
 
     x: float
     kind: str
@@ -144,9 +150,17 @@ def chart(
     last = max([run.created_at, *(s.finished_at for s in steps)])
     end = run.updated_at if finished else max(now, run.updated_at)
     current = None
+    claims = [e.at for e in events if e.type is EventType.CLAIMED and e.at >= last]
+    stopped = run.status.value in STOPPED
     if not finished and run.next_step is not None and run.status.value not in WAITING:
         seq = max((s.seq for s in steps), default=0) + 1
-        current = Lane(None, run.next_step, "running", last, end, spend=spent.get(seq, Spend()))
+        # In progress only while a worker holds the run, from the claim that began this
+        # attempt; otherwise it waits for a worker (unclaimed, or parked until a retry) or
+        # stopped (a person must look), and is drawn so.
+        held = run.owner is not None and not stopped and claims
+        kind = "running" if held else "stopped" if stopped else "queued"
+        since = claims[-1] if held else last
+        current = Lane(None, run.next_step, kind, since, end, spend=spent.get(seq, Spend()))
         lanes.append(current)
     waits = _waits(events, end)
     origin = run.created_at
@@ -161,8 +175,12 @@ def chart(
         lane.seconds = max((lane.end - lane.start).total_seconds(), 0.0)
         title = f"{lane.label}: {lane.seconds:.3f} s"
         width = max(x(lane.end) - x(lane.start), 2.0)
-        lane.bars.append(Bar(x(lane.start), width, "running" if lane is current else "step", title))
+        kind = lane.kind if lane is current else "step"
+        if kind == "queued":
+            title = f"{lane.label}: waiting for a worker, {lane.seconds:.3f} s"
+        lane.bars.append(Bar(x(lane.start), width, kind, title))
     _marks(lanes, events, current, x)
+    _killed(lanes, events, current, x)
     attempts = committed_attempts(events)
     for lane in lanes:
         lane.attempt = run.attempt if lane is current else attempts.get(lane.seq or 0, 1)
@@ -218,11 +236,43 @@ def _marks(
                 until = datetime.fromisoformat(wake)
                 width = max(place(until) - place(e.at), 2.0)
                 lane.bars.append(Bar(place(e.at), width, "backoff", f"retry at {wake}"))
+        elif (
+            e.type is EventType.STATUS
+            and isinstance(e.data, dict)
+            and e.data.get("from") == "RUNNING"
+            and e.data.get("to") in RAISED
+        ):
+            lane = _lane_of(lanes, e.step, e.at, current) if e.step else current
+            if lane is not None:
+                lane.marks.append(Mark(place(e.at), "failed", f"step stopped: {e.data['to']}"))
         elif is_takeover(e) and isinstance(e.data, dict):
             lane = _lane_of(lanes, None, e.at, current)
             if lane is not None:
                 gone = e.data.get("previous_owner")
                 lane.marks.append(Mark(place(e.at), "takeover", f"taken over from {gone}"))
+
+
+def _killed(
+    lanes: list[Lane],
+    events: Sequence[Event],
+    current: Lane | None,
+    place: Callable[[datetime], float],
+) -> None:
+    """Draw each attempt a crash killed: from the claim that began it to the takeover that
+    ended it, on the lane of the step it was running (the one the takeover interrupted)."""
+    began: datetime | None = None
+    for e in sorted(events, key=lambda e: e.seq):
+        if e.type is EventType.STEP_COMPLETED or e.type is EventType.RELEASED:
+            began = None
+        elif e.type is EventType.CLAIMED:
+            if is_takeover(e) and began is not None:
+                lane = _lane_of(lanes, None, e.at, current)
+                if lane is not None:
+                    width = max(place(e.at) - place(began), 2.0)
+                    seconds = (e.at - began).total_seconds()
+                    title = f"attempt killed after {seconds:.3f} s (its worker died)"
+                    lane.bars.insert(0, Bar(place(began), width, "killed", title))
+            began = e.at
 
 
 def _retry_times(events: Sequence[Event]) -> list[datetime]:

@@ -9,7 +9,13 @@ from typing import Any
 from perdure.core import transitions
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
-from perdure.core.errors import InvalidInputError, RunBusyError, RunClosedError, StaleStateError
+from perdure.core.errors import (
+    DecodeError,
+    InvalidInputError,
+    RunBusyError,
+    RunClosedError,
+    StaleStateError,
+)
 from perdure.core.ids import checked_id, checked_text, new_id
 from perdure.core.model import JSON, Durability, Message, Release, Run, RunStatus
 from perdure.core.records import RunError
@@ -62,6 +68,14 @@ def new_run(
         )
     state = wf.codec.coerce({} if input is None else input)
     state_fields = wf.codec.to_fields(state)
+    try:  # what a worker will decode: a default of the wrong type is refused now, not there
+        wf.codec.from_fields(state_fields)
+    except DecodeError as exc:
+        raise InvalidInputError(
+            f"the initial state of {wf.name} would not decode: {exc.message}",
+            fix="give each state field a value (or a default) of its declared type, e.g. "
+            "`items: list[str] = field(default_factory=list)` or `items: list[str] | None = None`",
+        ) from exc
     refs: tuple[ArtifactRef, ...] = ()
     if parts.artifacts is not None:
         state_fields, refs = parts.artifacts.offload_new(tenant, state_fields, wf.codec.lazy)

@@ -22,7 +22,9 @@ from perdure.store.base import Store
 SUGGESTIONS = {
     "ambiguous_effect": (
         "check at the provider whether the effect happened, then run "
-        "`perdure effects resolve KEY --confirmed --receipt ID` or `--not-applied`"
+        "`perdure effects resolve KEY --confirmed --receipt ID --result JSON --as YOU "
+        "--reason WHY` (--result: what the provider returned, which the step receives) or "
+        "`perdure effects resolve KEY --not-applied --as YOU --reason WHY`"
     ),
     "retries_exhausted": "fix the cause of the error, then `perdure resume RUN --app MODULE`",
     "step_raised": (
