@@ -87,8 +87,19 @@ class PerdureSaver(ThreadedAsync):
         self.store: Store = runtime.store
         self.tenant = tenant = tenant_of(tenant)
         self.keep_last = keep_last
-        self.codec = Codec(self.serde, runtime.parts.keyring, tenant, allow_pickle=allow_pickle)
+        self.allow_pickle = allow_pickle
         self.holds = Holds(runtime, tenant, renew=renew)
+
+    @property
+    def codec(self) -> Codec:
+        """How values are stored and read: always through the serializer the saver has *now*.
+        LangGraph assigns ``serde`` after construction (``saver.serde = EncryptedSerializer(...)``,
+        and a compiled graph's strict-mode allow-list through :meth:`with_allowlist`, which
+        clones the saver with a new ``serde``), so nothing here may keep the one it was built
+        with."""
+        return Codec(
+            self.serde, self.runtime.parts.keyring, self.tenant, allow_pickle=self.allow_pickle
+        )
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -196,15 +207,16 @@ class PerdureSaver(ThreadedAsync):
         thread, ns, parent = where(config)
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
+        codec = self.codec
         blobs = []
         for channel, version in new_versions.items():
             v = str(version)
             if channel in values:
-                place = self.codec.blob_place(ns, channel, v)
-                blobs.append(GraphBlob(channel, v, *self.codec.dump(place, values[channel])))
+                place = codec.blob_place(ns, channel, v)
+                blobs.append(GraphBlob(channel, v, *codec.dump(place, values[channel])))
             else:
                 blobs.append(GraphBlob(channel, v, EMPTY, None))
-        ctype, cbytes = self.codec.dump(self.codec.checkpoint_place(ns, checkpoint["id"]), body)
+        ctype, cbytes = codec.dump(codec.checkpoint_place(ns, checkpoint["id"]), body)
         meta = get_serializable_checkpoint_metadata(config, metadata)
         conf = config.get("configurable", {})
         graph_run = meta.get("run_id")
@@ -319,12 +331,11 @@ class PerdureSaver(ThreadedAsync):
             raise InvalidInputError("put_writes needs a config with a checkpoint_id")
         records = []
         interrupts: list[Any] = []
+        codec = self.codec
         for idx, (channel, value) in enumerate(writes):
             i = WRITES_IDX_MAP.get(channel, idx)
-            place = self.codec.write_place(ns, checkpoint_id, task_id, i)
-            records.append(
-                GraphWrite(task_id, i, channel, *self.codec.dump(place, value), task_path)
-            )
+            place = codec.write_place(ns, checkpoint_id, task_id, i)
+            records.append(GraphWrite(task_id, i, channel, *codec.dump(place, value), task_path))
             if channel == INTERRUPT:
                 interrupts.extend(value if isinstance(value, (list, tuple)) else [value])
         self.store.put_graph_writes(
