@@ -12,7 +12,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -47,8 +47,9 @@ from perdure.langgraph.answers import (
     pending_interrupts,
     recorded_answer,
 )
+from perdure.langgraph.calls import Calls
 from perdure.langgraph.codec import EMPTY, Codec, default_serde, json_bytes, json_object, preview
-from perdure.langgraph.hold import Holds, held_by, where
+from perdure.langgraph.hold import Held, Holds, held_by, where
 from perdure.langgraph.recorder import with_recorder
 from perdure.runtime.admin.parts import DEFAULT_TENANT, Tenant, tenant_of
 from perdure.runtime.runtime import Runtime
@@ -87,8 +88,23 @@ class PerdureSaver(ThreadedAsync):
         self.store: Store = runtime.store
         self.tenant = tenant = tenant_of(tenant)
         self.keep_last = keep_last
-        self.codec = Codec(self.serde, runtime.parts.keyring, tenant, allow_pickle=allow_pickle)
+        self.allow_pickle = allow_pickle
         self.holds = Holds(runtime, tenant, renew=renew)
+        self.calls = Calls()
+        """Every call into the store in flight, from any thread: :meth:`close` waits for them."""
+        self.owns_runtime = False
+        """Whether :meth:`close` closes the runtime too (a saver of ``from_conn_string``)."""
+
+    @property
+    def codec(self) -> Codec:
+        """How values are stored and read: always through the serializer the saver has *now*.
+        LangGraph assigns ``serde`` after construction (``saver.serde = EncryptedSerializer(...)``,
+        and a compiled graph's strict-mode allow-list through :meth:`with_allowlist`, which
+        clones the saver with a new ``serde``), so nothing here may keep the one it was built
+        with."""
+        return Codec(
+            self.serde, self.runtime.parts.keyring, self.tenant, allow_pickle=self.allow_pickle
+        )
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -97,11 +113,37 @@ class PerdureSaver(ThreadedAsync):
     def from_conn_string(cls, url: str, **options: Any) -> Iterator[PerdureSaver]:
         """A saver on a new runtime for database ``url`` (``sqlite:///path`` or
         ``postgresql://...``), closed when the block ends. Call :meth:`setup` once."""
-        runtime = Runtime(url, migrate=False)
+        saver = cls._owning(Runtime(url, migrate=False), options)
         try:
-            yield cls(runtime, **options)
+            yield saver
         finally:
+            saver.close()
+
+    @classmethod
+    def _owning(cls, runtime: Runtime, options: dict[str, Any]) -> Self:
+        """A saver that closes ``runtime`` when it is closed (``runtime`` closed at once when
+        the options are refused)."""
+        try:
+            saver = cls(runtime, **options)
+        except BaseException:
             runtime.close()
+            raise
+        saver.owns_runtime = True
+        return saver
+
+    def close(self) -> None:
+        """Refuse new calls (:class:`~perdure.langgraph.closed.SaverClosedError`), wait for the
+        calls in flight to end — a write LangGraph left running in a worker thread when a
+        graph run was cancelled commits or fails first — and then close the runtime when the
+        saver opened it (``from_conn_string``). Idempotent."""
+        self.calls.close()
+        if self.owns_runtime:
+            self.owns_runtime = False
+            self.runtime.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, from async code (the wait happens in a worker thread)."""
+        await asyncio.to_thread(self.close)
 
     @classmethod
     def from_store(cls, store: Store, **options: Any) -> PerdureSaver:
@@ -110,7 +152,8 @@ class PerdureSaver(ThreadedAsync):
 
     def setup(self) -> None:
         """Apply perdure's migrations (idempotent), the graph checkpoint tables among them."""
-        self.store.migrate(self.runtime.clock.now())
+        with self.calls.one():
+            self.store.migrate(self.runtime.clock.now())
 
     async def asetup(self) -> None:
         """:meth:`setup`, from async code."""
@@ -126,20 +169,28 @@ class PerdureSaver(ThreadedAsync):
         thread over, this one's writes get :class:`~perdure.core.errors.LeaseLostError`.
         ``graph.invoke(Command(resume=value), cfg)`` on the held config commits the answer
         (:meth:`record_resume`) before the graph starts."""
-        held, lease = self.holds.take(config)
+        held, lease = self._take(config)
         try:
             yield with_recorder(held, self.record_resume)
         finally:
-            self.holds.give_back(lease)
+            self._give_back(lease)
 
     @asynccontextmanager
     async def ahold(self, config: RunnableConfig) -> AsyncIterator[RunnableConfig]:
         """:meth:`hold` for ``await graph.ainvoke(x, cfg)``."""
-        held, lease = await asyncio.to_thread(self.holds.take, config)
+        held, lease = await asyncio.to_thread(self._take, config)
         try:
             yield with_recorder(held, self.record_resume)
         finally:
-            await asyncio.to_thread(self.holds.give_back, lease)
+            await asyncio.to_thread(self._give_back, lease)
+
+    def _take(self, config: RunnableConfig) -> tuple[RunnableConfig, Held]:
+        with self.calls.one():
+            return self.holds.take(config)
+
+    def _give_back(self, lease: Held) -> None:
+        with self.calls.one():
+            self.holds.give_back(lease)
 
     # -- the checkpointer contract --------------------------------------------------------------
 
@@ -149,8 +200,9 @@ class PerdureSaver(ThreadedAsync):
         thread and :class:`~perdure.core.errors.GraphCheckpointUnreadableError` (quarantining
         the thread) for a checkpoint that cannot be read: never None for those."""
         thread, ns, checkpoint_id = where(config)
-        found = self.store.get_graph_checkpoint(self.tenant, thread, ns, checkpoint_id)
-        return None if found is None else self._tuple(found)
+        with self.calls.one():
+            found = self.store.get_graph_checkpoint(self.tenant, thread, ns, checkpoint_id)
+            return None if found is None else self._tuple(found)
 
     def list(
         self,
@@ -173,16 +225,19 @@ class PerdureSaver(ThreadedAsync):
             one = self.get_tuple(cast(RunnableConfig, config))
             yield from [] if one is None else [one]
             return
-        found = self.store.list_graph_checkpoints(
-            self.tenant,
-            thread_id=thread,
-            checkpoint_ns=ns,
-            metadata_filter=None if filter is None else json_bytes(filter, "filter"),
-            before=(before or {}).get("configurable", {}).get("checkpoint_id"),
-            limit=limit,
-        )
-        for row in found:
-            yield self._tuple(row)
+        with self.calls.one():  # read and decoded here: no call stays open across a yield
+            found = [
+                self._tuple(row)
+                for row in self.store.list_graph_checkpoints(
+                    self.tenant,
+                    thread_id=thread,
+                    checkpoint_ns=ns,
+                    metadata_filter=None if filter is None else json_bytes(filter, "filter"),
+                    before=(before or {}).get("configurable", {}).get("checkpoint_id"),
+                    limit=limit,
+                )
+            ]
+        yield from found
 
     def put(
         self,
@@ -196,15 +251,16 @@ class PerdureSaver(ThreadedAsync):
         thread, ns, parent = where(config)
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
+        codec = self.codec
         blobs = []
         for channel, version in new_versions.items():
             v = str(version)
             if channel in values:
-                place = self.codec.blob_place(ns, channel, v)
-                blobs.append(GraphBlob(channel, v, *self.codec.dump(place, values[channel])))
+                place = codec.blob_place(ns, channel, v)
+                blobs.append(GraphBlob(channel, v, *codec.dump(place, values[channel])))
             else:
                 blobs.append(GraphBlob(channel, v, EMPTY, None))
-        ctype, cbytes = self.codec.dump(self.codec.checkpoint_place(ns, checkpoint["id"]), body)
+        ctype, cbytes = codec.dump(codec.checkpoint_place(ns, checkpoint["id"]), body)
         meta = get_serializable_checkpoint_metadata(config, metadata)
         conf = config.get("configurable", {})
         graph_run = meta.get("run_id")
@@ -229,7 +285,8 @@ class PerdureSaver(ThreadedAsync):
                 "durability": _durability(conf, meta),
             },
         )
-        self.store.put_graph_checkpoint(put, held_by(config), self.runtime.clock.now())
+        with self.calls.one():
+            self.store.put_graph_checkpoint(put, held_by(config), self.runtime.clock.now())
         return {
             "configurable": {
                 "thread_id": thread,
@@ -249,7 +306,8 @@ class PerdureSaver(ThreadedAsync):
         index); writes of special channels (errors, interrupts, resumes) replace earlier ones.
         An interrupt is recorded on the thread's run (``perdure show``)."""
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        self._put_writes(config, writes, task_id, task_path, replace=replace)
+        with self.calls.one():
+            self._put_writes(config, writes, task_id, task_path, replace=replace)
 
     def record_resume(
         self, config: RunnableConfig, value: Any, *, interrupt_id: str | None = None
@@ -264,6 +322,10 @@ class PerdureSaver(ThreadedAsync):
         answer (or whose waiting interrupt is not ``interrupt_id``, when given) raises
         :class:`~perdure.core.errors.GraphNotInterruptedError`. Guarded by the config's hold
         like every write."""
+        with self.calls.one():
+            return self._record_resume(config, value, interrupt_id)
+
+    def _record_resume(self, config: RunnableConfig, value: Any, interrupt_id: str | None) -> bool:
         thread, ns, checkpoint_id = where(config)
         if ns:
             raise InvalidInputError(
@@ -319,12 +381,11 @@ class PerdureSaver(ThreadedAsync):
             raise InvalidInputError("put_writes needs a config with a checkpoint_id")
         records = []
         interrupts: list[Any] = []
+        codec = self.codec
         for idx, (channel, value) in enumerate(writes):
             i = WRITES_IDX_MAP.get(channel, idx)
-            place = self.codec.write_place(ns, checkpoint_id, task_id, i)
-            records.append(
-                GraphWrite(task_id, i, channel, *self.codec.dump(place, value), task_path)
-            )
+            place = codec.write_place(ns, checkpoint_id, task_id, i)
+            records.append(GraphWrite(task_id, i, channel, *codec.dump(place, value), task_path))
             if channel == INTERRUPT:
                 interrupts.extend(value if isinstance(value, (list, tuple)) else [value])
         self.store.put_graph_writes(
@@ -343,19 +404,22 @@ class PerdureSaver(ThreadedAsync):
         """Delete every checkpoint, blob and write of the thread (the run row stays). A
         quarantined thread is set RUNNING again: deleting it is the decision to start over."""
         thread = checked_id(str(thread_id), "thread")
-        self.store.delete_graph_thread(self.tenant, thread, self.runtime.clock.now())
-        self.holds.reopen(thread)
+        with self.calls.one():
+            self.store.delete_graph_thread(self.tenant, thread, self.runtime.clock.now())
+            self.holds.reopen(thread)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) made by these LangGraph runs."""
         ids = [checked_id(str(r), "run id") for r in run_ids]
-        self.store.delete_graph_runs(self.tenant, ids, self.runtime.clock.now())
+        with self.calls.one():
+            self.store.delete_graph_runs(self.tenant, ids, self.runtime.clock.now())
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's whole history (every namespace, blobs, writes) to another thread."""
         source = checked_id(str(source_thread_id), "thread")
         target = checked_id(str(target_thread_id), "thread")
-        self.store.copy_graph_thread(self.tenant, source, target, self.runtime.clock.now())
+        with self.calls.one():
+            self.store.copy_graph_thread(self.tenant, source, target, self.runtime.clock.now())
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep the newest checkpoint of each namespace (``keep_latest``) or none (``delete``)
@@ -367,7 +431,8 @@ class PerdureSaver(ThreadedAsync):
                 f"unknown prune strategy {strategy!r}", fix="use 'keep_latest' or 'delete'"
             ) from exc
         threads = [checked_id(str(t), "thread") for t in thread_ids]
-        self.store.prune_graph_threads(self.tenant, threads, chosen, self.runtime.clock.now())
+        with self.calls.one():
+            self.store.prune_graph_threads(self.tenant, threads, chosen, self.runtime.clock.now())
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         """The next channel version: a zero-padded counter (so versions sort as text) and a
@@ -438,10 +503,11 @@ class AsyncPerdureSaver(PerdureSaver):
     ) -> AsyncIterator[AsyncPerdureSaver]:
         """A saver on a new runtime for database ``url``, closed when the block ends."""
         runtime = await asyncio.to_thread(Runtime, url, migrate=False)
+        saver = cls._owning(runtime, options)
         try:
-            yield cls(runtime, **options)
+            yield saver
         finally:
-            await asyncio.to_thread(runtime.close)
+            await saver.aclose()
 
 
 def _int(value: Any) -> int | None:

@@ -192,7 +192,8 @@ def _run(
         return chosen(arguments, key, config)
 
     try:
-        return effects.run(made, execute, reconcile, resolve)
+        with owner.calls.one():  # the saver's close waits for the call's effect records
+            return effects.run(made, execute, reconcile, resolve)
     except EffectRejectedError as exc:
         raise ToolException(exc.message) from exc  # the model reads why, as in perdure's runs
 
