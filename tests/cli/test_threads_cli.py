@@ -41,11 +41,12 @@ def test_a_busy_thread_queues_refuses_and_shows_its_runs(db_url: str) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("error[invalid_input]")
 
 
-def test_stream_prints_nothing_for_an_unknown_message_and_refuses_bad_input(
+def test_stream_refuses_an_unknown_message_and_bad_input_in_one_line(
     db_url: str,
 ) -> None:
     assert run_cli(db_url, "migrate").returncode == 0  # reads need a database
-    empty = run_cli(db_url, "stream", "no-such-message")
-    assert (empty.returncode, empty.stdout) == (0, "")
+    unknown = run_cli(db_url, "stream", "no-such-message")
+    assert (unknown.returncode, unknown.stdout) == (1, "")
+    assert unknown.stderr.startswith("error[") and len(unknown.stderr.splitlines()) == 1
     bad = run_cli(db_url, "stream", "m", "--after", "-3")
     assert bad.returncode == 1 and bad.stderr.startswith("error[invalid_input]")
