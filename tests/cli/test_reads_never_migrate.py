@@ -63,3 +63,40 @@ def test_migrate_creates_the_schema_the_reads_then_use(empty_db: str) -> None:
     listed = run_cli(empty_db, "runs")
     assert listed.returncode == 0, listed.stderr
     assert listed.stderr == ""
+
+
+def test_a_read_on_an_older_schema_says_so_and_upgrades_nothing(db_url: str) -> None:
+    assert run_cli(db_url, "migrate").returncode == 0
+    latest = schema_version(db_url)
+    _forget_latest_migration(db_url)  # the database as the release before left it, by its record
+    older = schema_version(db_url)
+    assert 0 < older < latest
+    out = run_cli(db_url, "runs")
+    assert out.returncode == 1 and out.stdout == ""
+    (line,) = out.stderr.splitlines()
+    assert line.startswith("error[store_unavailable]: ")
+    assert f"schema {older}, older than this release's {latest}" in line
+    assert "perdure migrate" in line
+    assert schema_version(db_url) == older, "the read upgraded nothing"
+
+
+def _forget_latest_migration(url: str) -> None:
+    """Delete the record of the newest applied migration, behind the store's back."""
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        with conn:
+            conn.execute(
+                "DELETE FROM perdure_migrations WHERE version = "
+                "(SELECT max(version) FROM perdure_migrations)"
+            )
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url) as pg:
+        pg.execute(
+            "DELETE FROM perdure.perdure_migrations WHERE version = "
+            "(SELECT max(version) FROM perdure.perdure_migrations)"
+        )

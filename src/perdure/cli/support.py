@@ -20,6 +20,7 @@ from perdure.core.errors import (
 from perdure.core.model import Run, RunStatus
 from perdure.core.workflow import Workflow
 from perdure.runtime.runtime import Runtime
+from perdure.store import migrate as migrations
 from perdure.store.url import existing, safe_url
 
 EXIT_ERROR = 1
@@ -73,13 +74,21 @@ class Settings:
 
     def existing(self, workflows: list[Workflow[Any]]) -> Runtime:
         """The runtime on ``--db`` without migrating: refused in one line when the database or
-        its schema is missing."""
+        its schema is missing, or the schema is older than this release's (a read never
+        upgrades it either: only ``perdure migrate`` and the commands that start work do)."""
         rt = Runtime(existing(self.db), workflows=workflows, migrate=False)
-        if rt.store.schema_version() == 0:
+        version = rt.store.schema_version()
+        latest = migrations.discover("sqlite")[-1].version  # both dialects number them alike
+        if version < latest:
             rt.close()
+            found = (
+                "has no perdure schema"
+                if version == 0
+                else f"holds perdure's schema {version}, older than this release's {latest}"
+            )
             raise StoreUnavailableError(
-                f"the database {safe_url(self.db)} has no perdure schema",
-                fix="create it with `perdure migrate` (check --db or PERDURE_DB)",
+                f"the database {safe_url(self.db)} {found}",
+                fix="create or upgrade it with `perdure migrate` (check --db or PERDURE_DB)",
             )
         return rt
 

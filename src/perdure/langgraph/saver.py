@@ -89,6 +89,8 @@ class PerdureSaver(ThreadedAsync):
         self.tenant = tenant = tenant_of(tenant)
         self.keep_last = keep_last
         self.allow_pickle = allow_pickle
+        self._codec: tuple[SerializerProtocol, Codec] | None = None
+        """The codec :attr:`codec` made last, with the serializer it was made with."""
         self.holds = Holds(runtime, tenant, renew=renew)
         self.calls = Calls()
         """Every call into the store in flight, from any thread: :meth:`close` waits for them."""
@@ -100,11 +102,15 @@ class PerdureSaver(ThreadedAsync):
         """How values are stored and read: always through the serializer the saver has *now*.
         LangGraph assigns ``serde`` after construction (``saver.serde = EncryptedSerializer(...)``,
         and a compiled graph's strict-mode allow-list through :meth:`with_allowlist`, which
-        clones the saver with a new ``serde``), so nothing here may keep the one it was built
-        with."""
-        return Codec(
-            self.serde, self.runtime.parts.keyring, self.tenant, allow_pickle=self.allow_pickle
-        )
+        clones the saver with a new ``serde``), so the codec is made again whenever ``serde``
+        is another object than the one it was made with."""
+        serde = self.serde
+        made = self._codec
+        if made is None or made[0] is not serde:
+            keyring = self.runtime.parts.keyring
+            codec = Codec(serde, keyring, self.tenant, allow_pickle=self.allow_pickle)
+            made = self._codec = (serde, codec)
+        return made[1]
 
     # -- construction ---------------------------------------------------------------------------
 

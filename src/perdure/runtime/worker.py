@@ -135,15 +135,14 @@ class Worker:
                     self._slots.wait(1.0)
             if rt.shutdown.is_set():
                 break
+            missed = self._missed_beats()
             try:
-                run = None if self._missed_beats() else rt.claim_next()
+                run = None if missed else rt.claim_next()
             except StoreError as exc:
                 if self.on_error is not None:
                     self.on_error(exc)
-                rt.shutdown.wait(delay)
-                delay = min(delay * 2, self.max_poll_interval)
-                continue
-            if run is None and rt.heartbeat.overdue():  # the beat failed: claim nothing yet
+                missed = True
+            if missed:  # the beat or the claim failed: claim nothing yet, back off
                 rt.shutdown.wait(delay)
                 delay = min(delay * 2, self.max_poll_interval)
                 continue

@@ -16,7 +16,7 @@ of its own. Driver errors are translated once, by :func:`translate_error`, from 
 constraint name or class.
 
 Every pooled session bounds how long a transaction may wait for its client
-(``idle_in_transaction_session_timeout``, see :func:`idle_transaction_seconds`) and asks the
+(``idle_in_transaction_session_timeout``, see :func:`idle_transaction_seconds_for`) and asks the
 server for TCP keepalives, so a worker frozen inside a transaction (SIGSTOP, a paused VM, a
 stop-the-world pause) loses its session, and the row locks it held, well before its runs are
 due to be taken over; the frozen worker's next statement finds the connection gone
@@ -89,7 +89,7 @@ class PostgresDriver:
     :class:`~perdure.core.errors.StoreError`. The server is contacted once on open, so a wrong
     URL fails at once with the driver's reason. ``lease_seconds`` is the lease of the runtime on
     this store, from which the bound on a transaction's wait for its client is derived
-    (:func:`idle_transaction_seconds`); ``idle_transaction_seconds`` gives it instead (0: none).
+    (:func:`idle_transaction_seconds_for`); ``idle_transaction_seconds`` gives it instead (0: none).
     """
 
     dialect = "postgres"
@@ -331,24 +331,22 @@ def idle_transaction_seconds_for(lease_seconds: float, given: float | None = Non
     transaction ends before its worker misses the beats that let others take its runs, 2.5
     intervals, and well before its leases expire, 3), but never under
     :data:`IDLE_TRANSACTION_FLOOR`. 0 means no bound."""
+    source = f"idle_transaction_seconds {given!r}"
     if given is None:
         text = os.environ.get(IDLE_TRANSACTION_ENV, "").strip()
         if text:
+            source = f"{IDLE_TRANSACTION_ENV}={text!r}"
             try:
                 given = float(text)
             except ValueError:
                 given = -1.0
-            if not 0 <= given <= 86_400:
-                raise ConfigError(
-                    f"{IDLE_TRANSACTION_ENV}={text!r} is not a number of seconds",
-                    fix=f"set {IDLE_TRANSACTION_ENV} to seconds from 0 (no bound) to 86400",
-                )
     if given is None:
         given = max(lease_seconds / 3, IDLE_TRANSACTION_FLOOR)
     if not 0 <= given <= 86_400:
         raise ConfigError(
-            f"idle_transaction_seconds {given!r} is out of range",
-            fix="give idle_transaction_seconds a number of seconds from 0 (no bound) to 86400",
+            f"{source} is not a number of seconds from 0 to 86400",
+            fix=f"set {IDLE_TRANSACTION_ENV} (or idle_transaction_seconds) to seconds from 0 "
+            "(no bound) to 86400",
         )
     return float(given)
 

@@ -16,6 +16,9 @@ import signal
 _query = os.environ.get("PERDURE_PARK_IN_TX") or None
 _fired = False
 
+ARMED = _query is not None
+"""Whether this process may park: callers skip :func:`park_after` (and what it needs) when not."""
+
 
 def park_after(query: str, in_transaction: bool) -> None:
     """Stop this process (once) if ``PERDURE_PARK_IN_TX`` names ``query`` and it ran inside an

@@ -17,8 +17,7 @@ from psycopg.rows import DictRow, tuple_row
 from psycopg.types.string import ByteaBinaryLoader
 
 from perdure.store.driver import NO_PARAMS
-from perdure.store.postgres import prepared
-from perdure.store.postgres.park import park_after
+from perdure.store.postgres import park, prepared
 from perdure.store.queries import queries
 from perdure.store.rows import Params, Row
 
@@ -56,7 +55,8 @@ class PostgresTx:
             with self.conn.pipeline():
                 self._send_begin()
                 cursor.execute(Q[query], params)
-        park_after(query, self.conn.info.transaction_status in OPEN)
+        if park.ARMED:
+            park.park_after(query, self.conn.info.transaction_status in OPEN)
         return cursor
 
     def _send_begin(self) -> None:
@@ -97,8 +97,9 @@ class PostgresTx:
         with self.conn.pipeline():
             self._send_begin()
             cursors = [self.conn.execute(Q[query], params) for query, params in statements]
-        for query, _ in statements:
-            park_after(query, self.conn.info.transaction_status in OPEN)
+        if park.ARMED:
+            for query, _ in statements:
+                park.park_after(query, self.conn.info.transaction_status in OPEN)
         return [c.fetchone() for c in cursors]
 
     def run(self, query: str, params: Params = NO_PARAMS) -> int:
