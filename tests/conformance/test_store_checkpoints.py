@@ -43,7 +43,7 @@ def put(
     keep_last: int | None = None,
     run: str | None = None,
 ) -> None:
-    store.put_graph_checkpoint(
+    store.graphs.put_checkpoint(
         GraphPut(
             tenant_id=T,
             thread_id=thread,
@@ -69,7 +69,7 @@ def blob(channel: str, version: str, data: bytes) -> GraphBlob:
 
 
 def ids(store: Store, **kw: object) -> list[str]:
-    return [c.checkpoint_id for c in store.list_graph_checkpoints(T, **kw)]  # type: ignore[arg-type]
+    return [c.checkpoint_id for c in store.graphs.list_checkpoints(T, **kw)]  # type: ignore[arg-type]
 
 
 def test_a_checkpoint_reads_the_blobs_of_its_versions_shared_with_older_ones(
@@ -83,20 +83,20 @@ def test_a_checkpoint_reads_the_blobs_of_its_versions_shared_with_older_ones(
         blobs=(blob("a", "1", b"a1"), blob("b", "1", b"b1")),
     )
     put(store, clock, "c2", versions={"a": "2", "b": "1"}, blobs=(blob("a", "2", b"a2"),))
-    first = store.get_graph_checkpoint(T, "th", "", "c1")
-    latest = store.get_graph_checkpoint(T, "th", "", None)
+    first = store.graphs.get_checkpoint(T, "th", "", "c1")
+    latest = store.graphs.get_checkpoint(T, "th", "", None)
     assert first is not None and latest is not None
     assert {b.channel: b.data for b in first.blobs} == {"a": b"a1", "b": b"b1"}
     assert latest.checkpoint_id == "c2"
     assert {b.channel: b.data for b in latest.blobs} == {"a": b"a2", "b": b"b1"}
-    assert store.get_graph_checkpoint(T, "th", "", "missing") is None
-    assert store.get_graph_checkpoint(T, "th", "child", None) is None
+    assert store.graphs.get_checkpoint(T, "th", "", "missing") is None
+    assert store.graphs.get_checkpoint(T, "th", "child", None) is None
 
 
 def test_the_first_write_creates_the_thread_run_and_each_checkpoint_is_an_event(
     store: Store, clock: FakeClock
 ) -> None:
-    assert store.graph_thread(T, "th").status is None
+    assert store.graphs.thread(T, "th").status is None
     put(store, clock, "c1")
     put(store, clock, "c2")
     run = store.get_run(T, graph_run_id(T, "th"))
@@ -111,7 +111,7 @@ def test_the_first_write_creates_the_thread_run_and_each_checkpoint_is_an_event(
         "graph_checkpoint",
         "graph_checkpoint",
     ]
-    assert store.graph_thread(T, "th").status is RunStatus.RUNNING
+    assert store.graphs.thread(T, "th").status is RunStatus.RUNNING
 
 
 def test_writes_are_idempotent_per_task_and_index_unless_replaced(
@@ -119,13 +119,13 @@ def test_writes_are_idempotent_per_task_and_index_unless_replaced(
 ) -> None:
     put(store, clock, "c1")
     w = GraphWrite("task", 0, "ch", "bytes", b"one")
-    store.put_graph_writes(T, "th", "", "c1", [w], None, clock.now())
-    store.put_graph_writes(
+    store.graphs.put_writes(T, "th", "", "c1", [w], None, clock.now())
+    store.graphs.put_writes(
         T, "th", "", "c1", [GraphWrite("task", 0, "ch", "bytes", b"two")], None, clock.now()
     )
-    got = store.get_graph_checkpoint(T, "th", "", "c1")
+    got = store.graphs.get_checkpoint(T, "th", "", "c1")
     assert got is not None and [x.data for x in got.writes] == [b"one"]
-    store.put_graph_writes(
+    store.graphs.put_writes(
         T,
         "th",
         "",
@@ -136,7 +136,7 @@ def test_writes_are_idempotent_per_task_and_index_unless_replaced(
         replace=True,
         interrupts=[{"id": "i"}],
     )
-    got = store.get_graph_checkpoint(T, "th", "", "c1")
+    got = store.graphs.get_checkpoint(T, "th", "", "c1")
     assert got is not None and [x.data for x in got.writes] == [b"two"]
     run = store.get_run(T, graph_run_id(T, "th"))
     assert run.next_step == "interrupted"
@@ -178,7 +178,7 @@ def test_an_unheld_write_is_refused_while_an_invocation_holds_the_thread(
     put(store, clock, "c2", hold=GraphHold(held.fence, "inv-1", 30))
     clock.advance(25)  # past the claim's lease, within the one the held write extended
     with pytest.raises(GraphThreadBusyError):
-        store.put_graph_writes(T, "th", "", "c2", [], None, clock.now())
+        store.graphs.put_writes(T, "th", "", "c2", [], None, clock.now())
     clock.advance(30)
     taken = store.claim(
         "inv-2",
@@ -207,15 +207,15 @@ def test_a_quarantined_thread_refuses_every_read_and_write(store: Store, clock: 
         now=clock.now(),
         data={"reason": "checkpoint_unreadable"},
     )
-    assert store.graph_thread(T, "th").reason == "checkpoint_unreadable"
+    assert store.graphs.thread(T, "th").reason == "checkpoint_unreadable"
     with pytest.raises(GraphThreadQuarantinedError):
-        store.get_graph_checkpoint(T, "th", "", None)
+        store.graphs.get_checkpoint(T, "th", "", None)
     with pytest.raises(GraphThreadQuarantinedError):
-        store.list_graph_checkpoints(T, thread_id="th")
+        store.graphs.list_checkpoints(T, thread_id="th")
     with pytest.raises(GraphThreadQuarantinedError):
         put(store, clock, "c2")
     with pytest.raises(GraphThreadQuarantinedError):
-        store.put_graph_writes(T, "th", "", "c1", [], None, clock.now())
+        store.graphs.put_writes(T, "th", "", "c1", [], None, clock.now())
 
 
 def test_keep_last_trims_a_namespace_and_its_unread_blobs_in_the_same_write(
@@ -228,7 +228,7 @@ def test_keep_last_trims_a_namespace_and_its_unread_blobs_in_the_same_write(
         versions={"a": "1", "b": "1"},
         blobs=(blob("a", "1", b"a1"), blob("b", "1", b"b1")),
     )
-    store.put_graph_writes(
+    store.graphs.put_writes(
         T, "th", "", "c1", [GraphWrite("t", 0, "ch", "b", b"w")], None, clock.now()
     )
     put(store, clock, "c2", versions={"a": "2", "b": "1"}, blobs=(blob("a", "2", b"a2"),))
@@ -242,31 +242,31 @@ def test_keep_last_trims_a_namespace_and_its_unread_blobs_in_the_same_write(
         keep_last=2,
     )
     assert ids(store, thread_id="th") == ["k1", "c3", "c2"]
-    store.prune_graph_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
+    store.graphs.prune_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
     assert ids(store, thread_id="th") == ["k1", "c3"]
-    latest = store.get_graph_checkpoint(T, "th", "", None)
+    latest = store.graphs.get_checkpoint(T, "th", "", None)
     assert latest is not None and {b.data for b in latest.blobs} == {b"a3", b"b1"}
-    store.prune_graph_threads(T, ["th", "never"], PruneStrategy.DELETE, clock.now())
+    store.graphs.prune_threads(T, ["th", "never"], PruneStrategy.DELETE, clock.now())
     assert ids(store, thread_id="th") == []
 
 
 def test_copy_delete_for_runs_and_delete_thread(store: Store, clock: FakeClock) -> None:
     put(store, clock, "c1", versions={"a": "1"}, blobs=(blob("a", "1", b"a1"),), run="r1")
     put(store, clock, "c2", versions={"a": "1"}, run="r2")
-    store.put_graph_writes(
+    store.graphs.put_writes(
         T, "th", "", "c2", [GraphWrite("t", 0, "ch", "b", b"w")], None, clock.now()
     )
-    store.copy_graph_thread(T, "th", "copy", clock.now())
-    store.copy_graph_thread(T, "nothing", "copy2", clock.now())
-    assert store.graph_thread(T, "copy2").status is None
-    copied = store.get_graph_checkpoint(T, "copy", "", None)
+    store.graphs.copy_thread(T, "th", "copy", clock.now())
+    store.graphs.copy_thread(T, "nothing", "copy2", clock.now())
+    assert store.graphs.thread(T, "copy2").status is None
+    copied = store.graphs.get_checkpoint(T, "copy", "", None)
     assert copied is not None and copied.checkpoint_id == "c2"
     assert [b.data for b in copied.blobs] == [b"a1"] and [w.data for w in copied.writes] == [b"w"]
-    store.delete_graph_runs(T, ["r2"], clock.now())
+    store.graphs.delete_runs(T, ["r2"], clock.now())
     assert ids(store, thread_id="th") == ["c1"] and ids(store, thread_id="copy") == ["c1"]
-    store.delete_graph_runs(T, [], clock.now())
-    store.delete_graph_thread(T, "th", clock.now())
-    store.delete_graph_thread(T, "never", clock.now())
+    store.graphs.delete_runs(T, [], clock.now())
+    store.graphs.delete_thread(T, "th", clock.now())
+    store.graphs.delete_thread(T, "never", clock.now())
     assert ids(store, thread_id="th") == [] and ids(store, thread_id="copy") == ["c1"]
     assert store.get_run(T, graph_run_id(T, "th")).status is RunStatus.RUNNING
 
@@ -294,10 +294,10 @@ def test_a_held_thread_cannot_be_deleted_or_pruned_under_its_invocation(
     lease = clock.now() + timedelta(seconds=30)
     assert store.claim("inv", lease, clock.now(), [GRAPH_WORKFLOW], tenant_id=T, run_id=run_id)
     with pytest.raises(GraphThreadBusyError):
-        store.delete_graph_thread(T, "th", clock.now())
+        store.graphs.delete_thread(T, "th", clock.now())
     with pytest.raises(GraphThreadBusyError):
-        store.prune_graph_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
+        store.graphs.prune_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
     assert ids(store, thread_id="th") == ["c2", "c1"]
     clock.advance(31)
-    store.prune_graph_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
+    store.graphs.prune_threads(T, ["th"], PruneStrategy.KEEP_LATEST, clock.now())
     assert ids(store, thread_id="th") == ["c2"]

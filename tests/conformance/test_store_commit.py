@@ -153,8 +153,8 @@ def test_a_plain_boundary_writes_what_any_boundary_writes(store: Store, clock: F
         (2, "second", "third"),
     ]
     assert store.load_state("t1", "r1") == {"n": b"2", "notes": b'["a"]'}
-    assert store.state_at("t1", "r1", 1) == {"n": b"1", "notes": b'["a"]'}
-    changes = [(c.step_seq, c.version, c.field) for c in store.state_changes("t1", "r1")]
+    assert store.history.state_at("t1", "r1", 1) == {"n": b"1", "notes": b'["a"]'}
+    changes = [(c.step_seq, c.version, c.field) for c in store.history.state_changes("t1", "r1")]
     assert changes[-3:] == [
         (1, run.state_version + 1, "n"),
         (1, run.state_version + 1, "notes"),
@@ -228,6 +228,6 @@ def test_a_plain_boundarys_messages_follow_the_thread_with_their_step(
     assert (got[2].tool_call_id, got[2].tool_calls, got[1].tool_call_id) == ("c1", (), None)
     assert (got[3].artifact, got[1].artifact) == (ref, None)
     assert [m.at for m in got[1:]] == [first.finished_at] * 3 + [second.finished_at]
-    upto_first = store.messages_until("t1", "th1", "r1", 1)
+    upto_first = store.history.messages_until("t1", "th1", "r1", 1)
     assert [m.seq for m in upto_first] == [1, 2, 3, 4], "each message keeps the step it came in"
     assert [s.name for s in store.steps("t1", "r1")] == ["first", "second"]

@@ -27,16 +27,18 @@ def test_a_log_is_its_base_and_every_tail_appended(store: Store, clock: FakeCloc
     loaded = store.load_state("t1", "r1")
     assert loaded == {"n": b"7", "log": b"[1,2,3]"}
     assert loaded.logs == {"log": 2}
-    assert [(c.step_seq, c.field, c.size, c.appended) for c in store.state_changes("t1", "r1")] == [
+    assert [
+        (c.step_seq, c.field, c.size, c.appended) for c in store.history.state_changes("t1", "r1")
+    ] == [
         (0, "n", 1, False),
         (1, "log", 3, False),
         (2, "log", 2, True),
         (3, "log", 2, True),
         (3, "n", 1, False),
     ]
-    assert store.state_at("t1", "r1", 0) == {"n": b"0"}
-    assert store.state_at("t1", "r1", 2) == {"n": b"0", "log": b"[1,2]"}
-    assert store.state_at("t1", "r1", 3) == {"n": b"7", "log": b"[1,2,3]"}
+    assert store.history.state_at("t1", "r1", 0) == {"n": b"0"}
+    assert store.history.state_at("t1", "r1", 2) == {"n": b"0", "log": b"[1,2]"}
+    assert store.history.state_at("t1", "r1", 3) == {"n": b"7", "log": b"[1,2,3]"}
 
 
 def test_a_log_starting_empty_takes_tails_without_a_leading_comma(
@@ -56,7 +58,7 @@ def test_a_log_written_whole_again_drops_its_tails(store: Store, clock: FakeCloc
     assert loaded["log"] == b"[1,2,3,4]" and loaded.logs == {"log": 0}
     commit(store, clock, appends={"log": b",5"})
     assert store.load_state("t1", "r1")["log"] == b"[1,2,3,4,5]"
-    assert store.state_at("t1", "r1", 3)["log"] == b"[1,2,3]", "history keeps the old tails"
+    assert store.history.state_at("t1", "r1", 3)["log"] == b"[1,2,3]", "history keeps the old tails"
 
 
 def test_a_person_rewriting_a_log_makes_it_a_plain_field(store: Store, clock: FakeClock) -> None:
@@ -72,11 +74,11 @@ def test_an_archived_log_comes_back_whole_and_deleting_the_run_takes_its_tails(
     grown(store, clock)
     commit(store, clock, appends={"log": b",4"}, next_step=None, status=RunStatus.SUCCEEDED)
     before = store.load_state("t1", "r1")
-    rows = store.export_run("t1", "r1")
+    rows = store.archive.export_run("t1", "r1")
     assert [r.row["value"] for r in rows if r.table == "state_tails"] == [",2", ",3", ",4"]
-    store.delete_runs([("t1", "r1")], clock.now())
+    store.retention.delete_runs([("t1", "r1")], clock.now())
     assert store.load_state("t1", "r1") == {}
-    store.import_run("t1", rows, clock.now())
+    store.archive.import_run("t1", rows, clock.now())
     after = store.load_state("t1", "r1")
     assert after == before == {"n": b"7", "log": b"[1,2,3,4]"}
     assert after.logs == before.logs == {"log": 3}

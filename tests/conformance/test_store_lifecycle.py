@@ -30,13 +30,13 @@ def test_every_committed_version_of_a_field_is_kept_and_any_step_rebuilt(
     run = claimed(store, clock)
     for n in range(1, 6):
         commit(store, clock, run.run_id, state={"n": str(n).encode(), f"f{n}": b"1"})
-    assert store.state_at("t1", "r1", 0) == {"n": b"0"}
-    assert store.state_at("t1", "r1", 3) == {"n": b"3", "f1": b"1", "f2": b"1", "f3": b"1"}
-    assert store.state_at("t1", "r1", 5) == store.load_state("t1", "r1")
-    changes = store.state_changes("t1", "r1")
+    assert store.history.state_at("t1", "r1", 0) == {"n": b"0"}
+    assert store.history.state_at("t1", "r1", 3) == {"n": b"3", "f1": b"1", "f2": b"1", "f3": b"1"}
+    assert store.history.state_at("t1", "r1", 5) == store.load_state("t1", "r1")
+    changes = store.history.state_changes("t1", "r1")
     assert [(c.step_seq, c.field) for c in changes if c.step_seq == 2] == [(2, "f2"), (2, "n")]
     assert all(c.size == 1 and not c.offloaded for c in changes)
-    assert store.state_at("t2", "r1", 5) == {}, "another tenant sees nothing"
+    assert store.history.state_at("t2", "r1", 5) == {}, "another tenant sees nothing"
 
 
 def test_a_patch_between_steps_belongs_to_the_step_before_it(
@@ -45,8 +45,12 @@ def test_a_patch_between_steps_belongs_to_the_step_before_it(
     run = claimed(store, clock)
     commit(store, clock, run.run_id, state={"n": b"1"})
     patched_by_a_person(store, clock, {"n": b"42"})
-    assert store.state_at("t1", "r1", 1) == {"n": b"42"}
-    assert [c.step_seq for c in store.state_changes("t1", "r1") if c.field == "n"] == [0, 1, 1]
+    assert store.history.state_at("t1", "r1", 1) == {"n": b"42"}
+    assert [c.step_seq for c in store.history.state_changes("t1", "r1") if c.field == "n"] == [
+        0,
+        1,
+        1,
+    ]
 
 
 def test_savepoints_are_marked_at_a_boundary_or_by_a_person_once(
@@ -55,17 +59,21 @@ def test_savepoints_are_marked_at_a_boundary_or_by_a_person_once(
     run = claimed(store, clock)
     commit(store, clock, run.run_id, savepoints=(SavepointMark("s1"),))
     later = clock.now() + timedelta(days=1)
-    sp = store.add_savepoint("t1", "r1", "s0", 0, by="bob", expires_at=later, now=clock.now())
+    sp = store.history.add_savepoint(
+        "t1", "r1", "s0", 0, by="bob", expires_at=later, now=clock.now()
+    )
     assert (sp.step_seq, sp.created_by, sp.expires_at) == (0, "bob", later)
-    again = store.add_savepoint("t1", "r1", "s0", 0, by="eve", expires_at=None, now=clock.now())
+    again = store.history.add_savepoint(
+        "t1", "r1", "s0", 0, by="eve", expires_at=None, now=clock.now()
+    )
     assert again == sp
     with pytest.raises(InvalidInputError):
-        store.add_savepoint("t1", "r1", "s0", 1, by="bob", expires_at=None, now=clock.now())
+        store.history.add_savepoint("t1", "r1", "s0", 1, by="bob", expires_at=None, now=clock.now())
     with pytest.raises(InvalidInputError):
-        store.add_savepoint("t1", "r1", "s9", 7, by="bob", expires_at=None, now=clock.now())
+        store.history.add_savepoint("t1", "r1", "s9", 7, by="bob", expires_at=None, now=clock.now())
     with pytest.raises(RunNotFoundError):
-        store.add_savepoint("t2", "r1", "s9", 0, by="bob", expires_at=None, now=clock.now())
-    marks = store.savepoints("t1", "r1")
+        store.history.add_savepoint("t2", "r1", "s9", 0, by="bob", expires_at=None, now=clock.now())
+    marks = store.history.savepoints("t1", "r1")
     assert [(s.label, s.step_seq, s.created_by) for s in marks] == [
         ("s0", 0, "bob"),
         ("s1", 1, "step:first"),
@@ -74,10 +82,10 @@ def test_savepoints_are_marked_at_a_boundary_or_by_a_person_once(
 
 def test_an_upload_is_committed_only_by_its_own_fence(store: Store, clock: FakeClock) -> None:
     run = claimed(store, clock)
-    ref_id = store.record_artifact(
+    ref_id = store.artifacts.record(
         "t1", "r1", step="first", step_seq=1, fence=run.fence, ref=REF, parents=[], now=clock.now()
     )
-    stale = store.record_artifact(
+    stale = store.artifacts.record(
         "t1",
         "r1",
         step="first",
@@ -88,16 +96,16 @@ def test_an_upload_is_committed_only_by_its_own_fence(store: Store, clock: FakeC
         now=clock.now(),
     )
     commit(store, clock, run.run_id, artifacts=(ref_id, stale))
-    found = {a.id: a for a in store.artifacts("t1", run_id="r1")}
+    found = {a.id: a for a in store.artifacts.find("t1", run_id="r1")}
     assert found[ref_id].status is ArtifactStatus.COMMITTED
     assert found[stale].status is ArtifactStatus.UPLOADED
     assert found[stale].parents == ("a" * 64,)
-    assert [a.id for a in store.orphan_uploads(limit=10)] == [stale]
-    removed = store.drop_artifacts([stale])
+    assert [a.id for a in store.artifacts.orphan_uploads(limit=10)] == [stale]
+    removed = store.artifacts.drop([stale])
     assert removed.freed == (), "the committed reference still points to the digest"
-    assert store.referenced("t1", [REF.digest, "b" * 64]) == {REF.digest}
+    assert store.artifacts.referenced("t1", [REF.digest, "b" * 64]) == {REF.digest}
     with pytest.raises(RunNotFoundError):
-        store.record_artifact(
+        store.artifacts.record(
             "t1", "nope", step=None, step_seq=None, fence=0, ref=REF, parents=[], now=clock.now()
         )
 
@@ -109,15 +117,15 @@ def test_expired_runs_are_finished_old_and_without_a_live_savepoint(
         claimed(store, clock, rid)
         commit(store, clock, rid, next_step=None, status=RunStatus.SUCCEEDED)
     claimed(store, clock, "live")
-    store.add_savepoint("t1", "r2", "keep", 0, by="p", expires_at=None, now=clock.now())
+    store.history.add_savepoint("t1", "r2", "keep", 0, by="p", expires_at=None, now=clock.now())
     soon = clock.now() + timedelta(hours=1)
-    store.add_savepoint("t1", "r3", "brief", 0, by="p", expires_at=soon, now=clock.now())
+    store.history.add_savepoint("t1", "r3", "brief", 0, by="p", expires_at=soon, now=clock.now())
     now = clock.now()
-    assert store.expired_runs(now, now) == [("t1", "r1")]
+    assert store.retention.expired_runs(now, now) == [("t1", "r1")]
     later = clock.advance(7200)
-    assert store.expired_runs(later, later) == [("t1", "r1"), ("t1", "r3")]
-    assert store.expired_runs(later, later, exclude=["wf"]) == []
-    assert store.expired_runs(now - timedelta(seconds=1), later) == []
+    assert store.retention.expired_runs(later, later) == [("t1", "r1"), ("t1", "r3")]
+    assert store.retention.expired_runs(later, later, exclude=["wf"]) == []
+    assert store.retention.expired_runs(now - timedelta(seconds=1), later) == []
 
 
 def test_deleting_runs_skips_live_ones_and_keeps_messages_a_live_run_of_the_thread_needs(
@@ -133,7 +141,9 @@ def test_deleting_runs_skips_live_ones_and_keeps_messages_a_live_run_of_the_thre
         messages=(Message("user", "keep me"),),
     )
     claimed(store, clock, "live")
-    removed = store.delete_runs([("t1", "done"), ("t1", "live"), ("t1", "ghost")], clock.now())
+    removed = store.retention.delete_runs(
+        [("t1", "done"), ("t1", "live"), ("t1", "ghost")], clock.now()
+    )
     assert removed.rows["runs"] == 1
     with pytest.raises(RunNotFoundError):
         store.get_run("t1", "done")
@@ -149,15 +159,15 @@ def test_erasing_a_thread_removes_its_runs_and_messages_and_refuses_a_leased_run
     run = claimed(store, clock, "b")
     store.create_run(new_run("c", thread="other"), clock.now())
     with pytest.raises(RunBusyError):
-        store.erase_thread("t1", "th1", by="dpo", now=clock.now())
+        store.retention.erase_thread("t1", "th1", by="dpo", now=clock.now())
     assert store.get_run("t1", "b").fence == run.fence
-    removed = store.erase_thread("t1", "conv", by="dpo", now=clock.now())
+    removed = store.retention.erase_thread("t1", "conv", by="dpo", now=clock.now())
     assert removed.rows["runs"] == 1
     with pytest.raises(RunNotFoundError):
         store.get_run("t1", "a")
     assert store.get_run("t1", "c").thread_id == "other"
     with pytest.raises(RunNotFoundError):
-        store.erase_run("t1", "a", by="dpo", now=clock.now())
+        store.retention.erase_run("t1", "a", by="dpo", now=clock.now())
 
 
 def test_messages_until_cuts_the_thread_where_the_run_was_at_that_step(
@@ -166,14 +176,14 @@ def test_messages_until_cuts_the_thread_where_the_run_was_at_that_step(
     run = claimed(store, clock)
     for n in range(1, 4):
         commit(store, clock, run.run_id, messages=(Message("assistant", f"m{n}"),))
-    until = store.messages_until("t1", "th1", "r1", 2)
+    until = store.history.messages_until("t1", "th1", "r1", 2)
     assert [m.content for m in until] == ["m1", "m2"]
-    assert store.messages_until("t1", "th1", "r1", 0) == []
+    assert store.history.messages_until("t1", "th1", "r1", 0) == []
 
 
 def test_an_exported_run_is_imported_back_row_for_row(store: Store, clock: FakeClock) -> None:
     run = claimed(store, clock)
-    ref_id = store.record_artifact(
+    ref_id = store.artifacts.record(
         "t1", "r1", step="first", step_seq=1, fence=run.fence, ref=REF, parents=[], now=clock.now()
     )
     commit(
@@ -186,36 +196,36 @@ def test_an_exported_run_is_imported_back_row_for_row(store: Store, clock: FakeC
         messages=(Message("assistant", "hi"),),
     )
     commit(store, clock, "r1", next_step=None, status=RunStatus.SUCCEEDED)
-    rows = store.export_run("t1", "r1")
+    rows = store.archive.export_run("t1", "r1")
     assert rows[0].table == "runs"
     before = (
         store.get_run("t1", "r1"),
         store.steps("t1", "r1"),
-        store.state_changes("t1", "r1"),
-        store.savepoints("t1", "r1"),
-        [(a.ref, a.status, a.step_seq) for a in store.artifacts("t1", run_id="r1")],
+        store.history.state_changes("t1", "r1"),
+        store.history.savepoints("t1", "r1"),
+        [(a.ref, a.status, a.step_seq) for a in store.artifacts.find("t1", run_id="r1")],
         [(m.role, m.content) for m in store.messages("t1", "th1")],
         [(e.type, e.data) for e in store.events("t1", "r1")],
     )
-    assert store.delete_runs([("t1", "r1")], clock.now()).rows["runs"] == 1
-    back = store.import_run("t1", rows, clock.now())
+    assert store.retention.delete_runs([("t1", "r1")], clock.now()).rows["runs"] == 1
+    back = store.archive.import_run("t1", rows, clock.now())
     assert back == before[0]
     after = (
         store.get_run("t1", "r1"),
         store.steps("t1", "r1"),
-        store.state_changes("t1", "r1"),
-        store.savepoints("t1", "r1"),
-        [(a.ref, a.status, a.step_seq) for a in store.artifacts("t1", run_id="r1")],
+        store.history.state_changes("t1", "r1"),
+        store.history.savepoints("t1", "r1"),
+        [(a.ref, a.status, a.step_seq) for a in store.artifacts.find("t1", run_id="r1")],
         [(m.role, m.content) for m in store.messages("t1", "th1")],
         [(e.type, e.data) for e in store.events("t1", "r1")][:-1],
     )
     assert after == before
     with pytest.raises(InvalidInputError, match="already"):
-        store.import_run("t1", rows, clock.now())
+        store.archive.import_run("t1", rows, clock.now())
     with pytest.raises(InvalidInputError):
-        store.import_run("t2", rows, clock.now())
+        store.archive.import_run("t2", rows, clock.now())
     with pytest.raises(RunNotFoundError):
-        store.export_run("t2", "r1")
+        store.archive.export_run("t2", "r1")
 
 
 def test_pruning_keeps_finished_runs_and_leaves_live_ones_and_savepointed_history(
@@ -224,20 +234,20 @@ def test_pruning_keeps_finished_runs_and_leaves_live_ones_and_savepointed_histor
     for rid in ("done", "marked"):
         claimed(store, clock, rid)
         commit(store, clock, rid, state={"n": b"1"}, next_step=None, status=RunStatus.SUCCEEDED)
-    store.add_savepoint("t1", "marked", "keep", 1, by="p", expires_at=None, now=clock.now())
+    store.history.add_savepoint("t1", "marked", "keep", 1, by="p", expires_at=None, now=clock.now())
     claimed(store, clock, "live")
     now = clock.now()
-    assert store.prune_finished("events", now, now, limit=1) > 0
-    while store.prune_finished("events", now, now, limit=1):
+    assert store.retention.prune_finished("events", now, now, limit=1) > 0
+    while store.retention.prune_finished("events", now, now, limit=1):
         pass
     assert store.events("t1", "done") == [] and store.events("t1", "marked") == []
     assert store.events("t1", "live") != []
-    while store.prune_finished("history", now, now, limit=10):
+    while store.retention.prune_finished("history", now, now, limit=10):
         pass
-    assert store.state_changes("t1", "done") == []
-    assert store.state_changes("t1", "marked") != [], "a live savepoint keeps its history"
-    assert store.state_changes("t1", "live") != []
+    assert store.history.state_changes("t1", "done") == []
+    assert store.history.state_changes("t1", "marked") != [], "a live savepoint keeps its history"
+    assert store.history.state_changes("t1", "live") != []
     assert store.get_run("t1", "done").status is RunStatus.SUCCEEDED
     assert store.load_state("t1", "done") == {"n": b"1"}, "the final state stays"
     with pytest.raises(InvalidInputError):
-        store.prune_finished("runs", now, now, limit=1)
+        store.retention.prune_finished("runs", now, now, limit=1)

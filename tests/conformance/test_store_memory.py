@@ -37,9 +37,9 @@ def commit(store: Store, clock: FakeClock, *writes: MemoryWrite, run_id: str = "
 def test_a_committed_boundary_writes_its_memory_and_any_run_reads_it(
     store: Store, clock: FakeClock
 ) -> None:
-    assert store.get_memory("t1", ("user", "u1"), "prefs", clock.now()) is None
+    assert store.memory.get("t1", ("user", "u1"), "prefs", clock.now()) is None
     commit(store, clock, put(("user", "u1"), "prefs", {"lang": "fr"}))
-    item = store.get_memory("t1", ("user", "u1"), "prefs", clock.now())
+    item = store.memory.get("t1", ("user", "u1"), "prefs", clock.now())
     assert item is not None
     assert (item.namespace, item.key, item.value, item.version) == (
         ("user", "u1"),
@@ -48,7 +48,7 @@ def test_a_committed_boundary_writes_its_memory_and_any_run_reads_it(
         1,
     )
     assert item.run_id == "r1" and item.expires_at is None
-    assert store.get_memory("t2", ("user", "u1"), "prefs", clock.now()) is None, "tenant-scoped"
+    assert store.memory.get("t2", ("user", "u1"), "prefs", clock.now()) is None, "tenant-scoped"
 
 
 def test_each_committed_put_bumps_the_version_and_a_delete_removes_the_item(
@@ -56,17 +56,17 @@ def test_each_committed_put_bumps_the_version_and_a_delete_removes_the_item(
 ) -> None:
     commit(store, clock, put(("user", "u1"), "prefs", 1))
     commit(store, clock, put(("user", "u1"), "prefs", 2), run_id="r2")
-    item = store.get_memory("t1", ("user", "u1"), "prefs", clock.now())
+    item = store.memory.get("t1", ("user", "u1"), "prefs", clock.now())
     assert item is not None and (item.value, item.version, item.run_id) == (2, 2, "r2")
     commit(store, clock, MemoryWrite(("user", "u1"), "prefs", deleted=True), run_id="r3")
-    assert store.get_memory("t1", ("user", "u1"), "prefs", clock.now()) is None
+    assert store.memory.get("t1", ("user", "u1"), "prefs", clock.now()) is None
 
 
 def test_writes_of_one_boundary_apply_in_order(store: Store, clock: FakeClock) -> None:
     ns = ("task", "t")
     commit(store, clock, put(ns, "a", 1), MemoryWrite(ns, "a", deleted=True), put(ns, "b", None))
-    assert store.get_memory("t1", ns, "a", clock.now()) is None
-    b = store.get_memory("t1", ns, "b", clock.now())
+    assert store.memory.get("t1", ns, "a", clock.now()) is None
+    b = store.memory.get("t1", ns, "b", clock.now())
     assert b is not None and b.value is None
 
 
@@ -78,14 +78,14 @@ def test_a_refused_commit_writes_no_memory(store: Store, clock: FakeClock) -> No
     b = boundary(clock, memory=(put(("user", "u1"), "k", 1),))
     with pytest.raises(LeaseLostError):
         store.commit("t1", "r1", old.fence, old.state_version, [b], clock.now())
-    assert store.get_memory("t1", ("user", "u1"), "k", clock.now()) is None
+    assert store.memory.get("t1", ("user", "u1"), "k", clock.now()) is None
 
 
 def test_a_boundary_that_ends_the_run_commits_its_memory(store: Store, clock: FakeClock) -> None:
     run = claimed(store, clock)
     b = boundary(clock, "first", None, RunStatus.SUCCEEDED, memory=(put(("a",), "k", "v"),))
     store.commit("t1", "r1", run.fence, run.state_version, [b], clock.now())
-    item = store.get_memory("t1", ("a",), "k", clock.now())
+    item = store.memory.get("t1", ("a",), "k", clock.now())
     assert item is not None and item.value == "v"
 
 
@@ -94,14 +94,14 @@ def test_an_expired_item_reads_as_absent_and_expiry_removes_it(
 ) -> None:
     later = clock.now() + timedelta(seconds=60)
     commit(store, clock, put(("s",), "short", 1, expires_at=later), put(("s",), "long", 2))
-    assert store.get_memory("t1", ("s",), "short", clock.now()) is not None
-    assert store.expire_memory(clock.now(), limit=10) == 0
+    assert store.memory.get("t1", ("s",), "short", clock.now()) is not None
+    assert store.memory.expire(clock.now(), limit=10) == 0
     clock.advance(60)
-    assert store.get_memory("t1", ("s",), "short", clock.now()) is None
-    assert [i.key for i in store.search_memory("t1", ("s",), clock.now())] == ["long"]
-    assert store.expire_memory(clock.now(), limit=10) == 1
-    assert store.expire_memory(clock.now(), limit=10) == 0
-    assert store.get_memory("t1", ("s",), "long", clock.now()) is not None
+    assert store.memory.get("t1", ("s",), "short", clock.now()) is None
+    assert [i.key for i in store.memory.search("t1", ("s",), clock.now())] == ["long"]
+    assert store.memory.expire(clock.now(), limit=10) == 1
+    assert store.memory.expire(clock.now(), limit=10) == 0
+    assert store.memory.get("t1", ("s",), "long", clock.now()) is not None
 
 
 def test_search_reads_a_prefix_and_its_namespaces_below_in_order_with_a_filter(
@@ -119,7 +119,7 @@ def test_search_reads_a_prefix_and_its_namespaces_below_in_order_with_a_filter(
     now = clock.now()
 
     def keys(prefix: tuple[str, ...], **kw: object) -> list[str]:
-        return [i.key for i in store.search_memory("t1", prefix, now, **kw)]  # type: ignore[arg-type]
+        return [i.key for i in store.memory.search("t1", prefix, now, **kw)]  # type: ignore[arg-type]
 
     assert keys(("user", "u1")) == ["a", "b", "x"], "u10 is not under u1"
     assert keys(("user",)) == ["a", "b", "x", "c"]
@@ -128,7 +128,7 @@ def test_search_reads_a_prefix_and_its_namespaces_below_in_order_with_a_filter(
     assert keys(("user",), filter={"kind": "fact"}, limit=2) == ["b", "x"]
     assert keys(("user",), filter={"n": 1}) == ["b"], "true is not 1"
     assert keys(("user",), limit=0) == []
-    assert store.search_memory("t2", ("user",), now) == []
+    assert store.memory.search("t2", ("user",), now) == []
 
 
 def test_erase_deletes_a_prefix_and_below_only(store: Store, clock: FakeClock) -> None:
@@ -140,10 +140,10 @@ def test_erase_deletes_a_prefix_and_below_only(store: Store, clock: FakeClock) -
         put(("user", "u10"), "c", 3),
     )
     now = clock.now()
-    assert store.erase_memory("t2", ("user",), by="dpo", now=now) == 0
-    assert store.erase_memory("t1", ("user", "u1"), by="dpo", now=now) == 2
-    assert store.erase_memory("t1", ("user", "u1"), by="dpo", now=now) == 0
-    assert [i.key for i in store.search_memory("t1", (), clock.now())] == ["c"]
+    assert store.memory.erase("t2", ("user",), by="dpo", now=now) == 0
+    assert store.memory.erase("t1", ("user", "u1"), by="dpo", now=now) == 2
+    assert store.memory.erase("t1", ("user", "u1"), by="dpo", now=now) == 0
+    assert [i.key for i in store.memory.search("t1", (), clock.now())] == ["c"]
     assert rows_mentioning(store.url, "dpo") == {"erasures": 3}, "who asked, each time"
     assert rows_mentioning(store.url, "user") == {"memory": 1}, "the record keeps no namespace"
 
@@ -159,4 +159,4 @@ def test_a_group_commit_writes_each_runs_memory(store: Store, clock: FakeClock) 
     ]
     answers = store.commit_many(requests, clock.now())
     assert all(isinstance(a, int) for a in answers)
-    assert [i.value for i in store.search_memory("t1", ("g",), clock.now())] == ["one", "two"]
+    assert [i.value for i in store.memory.search("t1", ("g",), clock.now())] == ["one", "two"]

@@ -16,7 +16,7 @@ from perdure.store.base import Store
 
 def _key(store: Store, clock: FakeClock, tenant: str = "t1", name: str = "ops") -> str:
     made = new_key(tenant, name, frozenset({"approver"}), clock.now())
-    store.create_key(made.key, made.secret_hash, clock.now())
+    store.access.create_key(made.key, made.secret_hash, clock.now())
     return made.key.key_id
 
 
@@ -25,39 +25,41 @@ def test_a_session_is_stored_hashed_found_by_id_touched_and_ended_once(
 ) -> None:
     key_id = _key(store, clock)
     session, hashed, token = new_session("t1", key_id, clock.now(), idle=timedelta(minutes=5))
-    store.create_session(session, hashed, clock.now())
+    store.access.create_session(session, hashed, clock.now())
     session_id, secret = parse_session_token(token)
-    found = store.find_session(session_id)
+    found = store.access.find_session(session_id)
     assert found is not None
     assert found[0] == session and found[1] != secret and matches(secret, found[1])
     assert found[0].over(clock.now()) is None
     clock.advance(60)
-    store.touch_session(session_id, clock.now())
-    touched = store.find_session(session_id)
+    store.access.touch_session(session_id, clock.now())
+    touched = store.access.find_session(session_id)
     assert touched is not None and touched[0].seen_at == clock.now()
-    store.touch_session(session_id, clock.now() - timedelta(seconds=30))  # never backwards
-    again = store.find_session(session_id)
+    store.access.touch_session(session_id, clock.now() - timedelta(seconds=30))  # never backwards
+    again = store.access.find_session(session_id)
     assert again is not None and again[0].seen_at == clock.now()
-    assert store.end_session("t2", session_id, "logout", clock.now()) is None  # another tenant
-    first = store.end_session("t1", session_id, "logout", clock.now())
+    assert (
+        store.access.end_session("t2", session_id, "logout", clock.now()) is None
+    )  # another tenant
+    first = store.access.end_session("t1", session_id, "logout", clock.now())
     clock.advance(5)
-    repeat = store.end_session("t1", session_id, "idle", clock.now())
+    repeat = store.access.end_session("t1", session_id, "idle", clock.now())
     assert first is not None and first.ended_why == "logout" and first.ended_at is not None
     assert repeat == first  # the first end and its reason stay
-    store.touch_session(session_id, clock.now())  # an ended session is not used again
-    ended = store.find_session(session_id)
+    store.access.touch_session(session_id, clock.now())  # an ended session is not used again
+    ended = store.access.find_session(session_id)
     assert ended is not None and ended[0].seen_at == touched[0].seen_at
     assert ended[0].over(clock.now()) == "logout"
-    assert store.find_session("0" * 16) is None
-    assert store.end_session("t1", "0" * 16, "logout", clock.now()) is None
+    assert store.access.find_session("0" * 16) is None
+    assert store.access.end_session("t1", "0" * 16, "logout", clock.now()) is None
 
 
 def test_a_session_expires_and_idles_out_by_its_own_times(store: Store, clock: FakeClock) -> None:
     key_id = _key(store, clock)
     lifetime, idle = timedelta(hours=1), timedelta(minutes=10)
     session, hashed, _ = new_session("t1", key_id, clock.now(), lifetime=lifetime, idle=idle)
-    store.create_session(session, hashed, clock.now())
-    stored = store.find_session(session.session_id)
+    store.access.create_session(session, hashed, clock.now())
+    stored = store.access.find_session(session.session_id)
     assert stored is not None and stored[0].idle_seconds == 600
     assert stored[0].expires_at == clock.now() + lifetime
     assert stored[0].over(clock.now() + idle - timedelta(seconds=1)) is None
@@ -70,17 +72,19 @@ def test_revoking_a_key_ends_its_open_sessions_and_no_other(store: Store, clock:
     mine = [new_session("t1", ops, clock.now()) for _ in range(2)]
     theirs = new_session("t1", other, clock.now())
     for session, hashed, _ in [*mine, theirs]:
-        store.create_session(session, hashed, clock.now())
-    store.end_session("t1", mine[0][0].session_id, "logout", clock.now())
-    assert {s.session_id for s in store.list_sessions("t1", key_id=ops)} == {mine[1][0].session_id}
+        store.access.create_session(session, hashed, clock.now())
+    store.access.end_session("t1", mine[0][0].session_id, "logout", clock.now())
+    assert {s.session_id for s in store.access.list_sessions("t1", key_id=ops)} == {
+        mine[1][0].session_id
+    }
     clock.advance(1)
-    store.revoke_key("t1", ops, clock.now())
-    ended = {s.session_id: s for s in store.list_sessions("t1", key_id=ops, ended=True)}
+    store.access.revoke_key("t1", ops, clock.now())
+    ended = {s.session_id: s for s in store.access.list_sessions("t1", key_id=ops, ended=True)}
     assert ended[mine[0][0].session_id].ended_why == "logout"  # kept its first reason
     assert ended[mine[1][0].session_id].ended_why == "revoked"
     assert ended[mine[1][0].session_id].ended_at == clock.now()
-    assert [s.session_id for s in store.list_sessions("t1")] == [theirs[0].session_id]
-    assert store.list_sessions("t2", ended=True) == []
+    assert [s.session_id for s in store.access.list_sessions("t1")] == [theirs[0].session_id]
+    assert store.access.list_sessions("t2", ended=True) == []
 
 
 def test_a_session_needs_a_live_key_of_its_tenant(store: Store, clock: FakeClock) -> None:
@@ -88,10 +92,10 @@ def test_a_session_needs_a_live_key_of_its_tenant(store: Store, clock: FakeClock
     for tenant, kid in (("t2", key_id), ("t1", "0" * 16)):
         session, hashed, _ = new_session(tenant, kid, clock.now())
         with pytest.raises(KeyNotFoundError):
-            store.create_session(session, hashed, clock.now())
-        assert store.find_session(session.session_id) is None
-    store.revoke_key("t1", key_id, clock.now())
+            store.access.create_session(session, hashed, clock.now())
+        assert store.access.find_session(session.session_id) is None
+    store.access.revoke_key("t1", key_id, clock.now())
     session, hashed, _ = new_session("t1", key_id, clock.now())
     with pytest.raises(KeyNotFoundError):
-        store.create_session(session, hashed, clock.now())
-    assert store.list_sessions("t1", ended=True) == []
+        store.access.create_session(session, hashed, clock.now())
+    assert store.access.list_sessions("t1", ended=True) == []

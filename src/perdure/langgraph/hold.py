@@ -96,7 +96,7 @@ class Holds:
         thread, _, _ = where(config)
         rt, run_id = self.runtime, graph_run_id(self.tenant, thread)
         now = rt.clock.now()
-        self.store.open_graph_thread(self.tenant, thread, now)
+        self.store.graphs.open_thread(self.tenant, thread, now)
         run = self.store.get_run(self.tenant, run_id)
         if run.status is RunStatus.QUARANTINED:
             raise GraphThreadQuarantinedError(f"thread {thread} is quarantined; it cannot be held")
@@ -138,7 +138,7 @@ class Holds:
         try:
             run = self.store.get_run(self.tenant, run_id)
         except RunNotFoundError:
-            self.store.open_graph_thread(self.tenant, thread, now)
+            self.store.graphs.open_thread(self.tenant, thread, now)
             run = self.store.get_run(self.tenant, run_id)
         if run.status is RunStatus.QUARANTINED:
             raise GraphThreadQuarantinedError(f"thread {thread} is quarantined")

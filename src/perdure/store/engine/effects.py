@@ -1,5 +1,5 @@
 """The effect ledger: intents, outcomes, listings. :class:`Effects`, a part of
-:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
+:class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
 
 Planning or moving an effect under a fence checks the run's fence in the same statement (on
 PostgreSQL it share-locks the run's row, so a claim that would raise the fence waits for the
@@ -53,7 +53,7 @@ G = TypeVar("G", bound=_OfRun)
 
 
 class Effects(EngineBase):
-    """The effect ledger. Part of :class:`~perdure.store.engine.Engine`."""
+    """The effect ledger. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def plan_effect(
         self, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime

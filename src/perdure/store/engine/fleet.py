@@ -1,5 +1,5 @@
 """The fleet: worker beats, stuck runs, the next timer. :class:`Fleet`, a part of
-:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
+:class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from perdure.store.rows import run_from_row, worker_from_row
 
 
 class Fleet(EngineBase):
-    """Workers, the watchdog, timers. Part of :class:`~perdure.store.engine.Engine`."""
+    """Workers, the watchdog, timers. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def worker_beat(
         self,

@@ -1,6 +1,6 @@
 """Durable token streams: open an attempt, append a batch of entries, read them back.
-:class:`Streams`, a part of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.conversations.StreamsStore`.
+:class:`Streams`, a part of the kernel's :class:`~perdure.store.engine.engine.Engine`; contracts in
+:class:`~perdure.store.base.Store`.
 
 Every write first updates the stream's head row (``streams``), guarded by the run's fence, the
 attempt and an unfinished stream: that one conditional update hands out the sequence numbers,
@@ -34,7 +34,7 @@ def _announce(tx: Tx, ids: dict[str, str], fence: int, attempt: int, at: Any) ->
 
 
 class Streams(EngineBase):
-    """Durable token streams. Part of :class:`~perdure.store.engine.Engine`."""
+    """Durable token streams. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def open_stream(
         self,

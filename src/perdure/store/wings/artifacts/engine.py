@@ -1,7 +1,6 @@
 """Artifact references: recorded before the upload, committed with a boundary, collected when
-orphaned: :class:`Artifacts`, a part of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.lifecycle.ArtifactLedger`; and the helpers retention calls inside its
-transactions."""
+orphaned: :class:`ArtifactsWing`, the ``artifacts`` wing of the store; contracts in
+:class:`~perdure.store.wings.artifacts.contract.ArtifactStore`."""
 
 from __future__ import annotations
 
@@ -11,16 +10,15 @@ from datetime import datetime
 from perdure.core.artifacts import ArtifactRef
 from perdure.core.errors import RunNotFoundError, StoreError
 from perdure.core.history import ArtifactRecord, ArtifactStatus, Removed
-from perdure.store.driver import Tx
 from perdure.store.engine.base import EngineBase
-from perdure.store.engine.tx import fetch
+from perdure.store.engine.tx import fetch, still_used, unreferenced
 from perdure.store.rows import Row, When, from_json, to_json
 
 
-class Artifacts(EngineBase):
-    """Artifact references. Part of :class:`~perdure.store.engine.Engine`."""
+class ArtifactsWing(EngineBase):
+    """Artifact references. The ``artifacts`` wing of the store."""
 
-    def record_artifact(
+    def record(
         self,
         tenant_id: str,
         run_id: str,
@@ -32,7 +30,7 @@ class Artifacts(EngineBase):
         parents: Sequence[str],
         now: datetime,
     ) -> int:
-        """See :meth:`ArtifactLedger.record_artifact`."""
+        """See :meth:`ArtifactStore.record`."""
         ids = {"tenant_id": tenant_id, "run_id": run_id}
         with self.driver.write() as tx:
             if tx.one("get_run", ids) is None:
@@ -56,21 +54,21 @@ class Artifacts(EngineBase):
             raise StoreError("insert_artifact returned no id")
         return int(row["id"])
 
-    def artifacts(
+    def find(
         self, tenant_id: str, *, run_id: str | None = None, digest: str | None = None
     ) -> list[ArtifactRecord]:
-        """See :meth:`ArtifactLedger.artifacts`."""
+        """See :meth:`ArtifactStore.find`."""
         params = {"tenant_id": tenant_id, "run_id": run_id, "digest": digest}
         found = fetch(self.driver, "list_artifacts", params)
         return [artifact_from_row(r, self.driver.when) for r in found]
 
     def orphan_uploads(self, *, limit: int) -> list[ArtifactRecord]:
-        """See :meth:`ArtifactLedger.orphan_uploads`."""
+        """See :meth:`ArtifactStore.orphan_uploads`."""
         found = fetch(self.driver, "orphan_uploads", {"limit": limit})
         return [artifact_from_row(r, self.driver.when) for r in found]
 
-    def drop_artifacts(self, ids: Sequence[int]) -> Removed:
-        """See :meth:`ArtifactLedger.drop_artifacts`."""
+    def drop(self, ids: Sequence[int]) -> Removed:
+        """See :meth:`ArtifactStore.drop`."""
         pairs: set[tuple[str, str]] = set()
         with self.driver.write() as tx:
             for artifact_id in ids:
@@ -81,20 +79,9 @@ class Artifacts(EngineBase):
         return Removed({"artifacts": len(ids)}, freed)
 
     def referenced(self, tenant_id: str, digests: Sequence[str]) -> set[str]:
-        """See :meth:`ArtifactLedger.referenced`."""
+        """See :meth:`ArtifactStore.referenced`."""
         with self.driver.read() as tx:
             return {d for d in digests if still_used(tx, tenant_id, d)}
-
-
-def still_used(tx: Tx, tenant_id: str, digest: str) -> bool:
-    """True while a reference or a message of the tenant points to ``digest``."""
-    params = {"tenant_id": tenant_id, "digest": digest, "pattern": f'%"{digest}"%'}
-    return tx.one("digest_in_use", params) is not None
-
-
-def unreferenced(tx: Tx, pairs: set[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """Those ``(tenant_id, digest)`` pairs nothing points to any more."""
-    return tuple(sorted(p for p in pairs if not still_used(tx, *p)))
 
 
 def artifact_from_row(row: Row, when: When) -> ArtifactRecord:

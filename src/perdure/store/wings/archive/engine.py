@@ -1,6 +1,6 @@
 """Archive and restore: every row a run owns, read out as :class:`ArchivedRow` lines and written
-back: :class:`Archive`, a part of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.lifecycle.ArchiveStore`."""
+back: :class:`ArchiveWing`, the ``archive`` wing of the store; contracts in
+:class:`~perdure.store.wings.archive.contract.ArchiveStore`."""
 
 from __future__ import annotations
 
@@ -75,9 +75,8 @@ FLAGS = {"state_fields": "log", "history": "appended"}
 """Flag columns an archive made before field logs does not hold (they are false there)."""
 
 
-class Archive(EngineBase):
-    """A run's rows out and back in (the cold tier). Part of
-    :class:`~perdure.store.engine.Engine`."""
+class ArchiveWing(EngineBase):
+    """A run's rows out and back in (the cold tier): the ``archive`` wing of the store."""
 
     def export_run(self, tenant_id: str, run_id: str) -> list[ArchivedRow]:
         """See :meth:`ArchiveStore.export_run`."""

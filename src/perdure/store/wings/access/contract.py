@@ -1,9 +1,8 @@
-"""The store's capability for dashboard sessions (:mod:`perdure.core.sessions`).
+"""The contract of the ``access`` wing (API keys and dashboard sessions), reached as
+``store.access``.
 
-:class:`perdure.store.base.Store` includes it; the rules in that module's docstring (tenant
-scoping, "now" as a parameter, one transaction per method, translated driver errors) hold for
-every method here. Whether a session is still live (expiry, idle time) is decided by the
-caller from the record (:meth:`~perdure.core.sessions.Session.over`), never by the store.
+The rules of :mod:`perdure.store.base` (tenant scoping, "now" as a parameter, one
+transaction per method, translated driver errors) hold for every method here.
 """
 
 from __future__ import annotations
@@ -11,12 +10,32 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
+from perdure.core.keys import ApiKey
 from perdure.core.sessions import Session
 
 
-class SessionStore(Protocol):
-    """Dashboard sessions: made at login, looked up on every request, ended at logout, at
-    expiry and when their key is revoked (:meth:`AccessStore.revoke_key`)."""
+class AccessStore(Protocol):
+    """API keys, the event feeds that live streams read, and the counts operators watch."""
+
+    def create_key(self, key: ApiKey, secret_hash: str, now: datetime) -> None:
+        """Store a new key. Raises :class:`~perdure.core.errors.InvalidInputError` when the
+        tenant already has a live (not revoked) key of that name; writes nothing then."""
+        ...
+
+    def find_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key with this id and its stored secret hash (of any tenant: the key names its
+        tenant), revoked or not; None when there is none."""
+        ...
+
+    def list_keys(self, tenant_id: str, *, revoked: bool = False) -> list[ApiKey]:
+        """The tenant's live keys (and revoked ones with ``revoked``), oldest first."""
+        ...
+
+    def revoke_key(self, tenant_id: str, key_id: str, now: datetime) -> ApiKey:
+        """Revoke a key (idempotent: a revoked key keeps its first revocation time) and, in the
+        same transaction, end its open sessions (``ended_why``: ``revoked``). Raises
+        :class:`~perdure.core.errors.KeyNotFoundError` for a key of another tenant."""
+        ...
 
     def create_session(self, session: Session, secret_hash: str, now: datetime) -> None:
         """Store a new session of ``session.key_id`` (its ``created_at`` and ``seen_at`` are

@@ -1,16 +1,15 @@
-"""Long-term memory: reads, erasure and expiry, :class:`Memory`, a part of
-:class:`~perdure.store.engine.Engine` (contracts in :class:`~perdure.store.memory.MemoryStore`);
-and :func:`write_memory`, which the commit calls inside a boundary's transaction."""
+"""Long-term memory: reads, search, puts outside a run, erasure and expiry. :class:`MemoryWing`,
+the ``memory`` wing of the store; contracts in
+:class:`~perdure.store.wings.memory.contract.MemoryStore`. A step's writes ride its boundary's
+commit (:func:`perdure.store.engine.memory_writes.write_memory`)."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from perdure.core.errors import InvalidInputError, StoreError
+from perdure.core.errors import StoreError
 from perdure.core.memory import (
     MemoryItem,
     MemoryWrite,
@@ -23,13 +22,14 @@ from perdure.core.memory_index import best_score
 from perdure.core.values import JSON
 from perdure.store.driver import Tx
 from perdure.store.engine.base import EngineBase
-from perdure.store.rows import Params, Row, Stamp, When, from_json, to_json
+from perdure.store.engine.memory_writes import unpack, write_memory
+from perdure.store.rows import Params, Row, When, from_json, to_json
 
 
-class Memory(EngineBase):
-    """Long-term memory. Part of :class:`~perdure.store.engine.Engine`."""
+class MemoryWing(EngineBase):
+    """Long-term memory. The ``memory`` wing of the store."""
 
-    def get_memory(
+    def get(
         self,
         tenant_id: str,
         namespace: Namespace,
@@ -38,7 +38,7 @@ class Memory(EngineBase):
         *,
         refresh_ttl: bool = False,
     ) -> MemoryItem | None:
-        """See :meth:`MemoryStore.get_memory`."""
+        """See :meth:`MemoryStore.get`."""
         params = {
             "tenant_id": tenant_id,
             "namespace": namespace_text(namespace),
@@ -53,7 +53,7 @@ class Memory(EngineBase):
             row = tx.one("get_memory", params)
             return None if row is None else self._refreshed(tx, tenant_id, row, now)
 
-    def search_memory(
+    def search(
         self,
         tenant_id: str,
         prefix: Namespace,
@@ -65,7 +65,7 @@ class Memory(EngineBase):
         query: Sequence[float] | None = None,
         refresh_ttl: bool = False,
     ) -> list[MemoryItem]:
-        """See :meth:`MemoryStore.search_memory`."""
+        """See :meth:`MemoryStore.search`."""
         params = {
             "tenant_id": tenant_id,
             "prefix": namespace_text(prefix),
@@ -145,22 +145,22 @@ class Memory(EngineBase):
         tx.run("refresh_memory_expiry", params)
         return replace(item, expires_at=expires_at)
 
-    def put_memory(self, tenant_id: str, writes: Sequence[MemoryWrite], now: datetime) -> None:
-        """See :meth:`MemoryStore.put_memory`."""
+    def put(self, tenant_id: str, writes: Sequence[MemoryWrite], now: datetime) -> None:
+        """See :meth:`MemoryStore.put`."""
         if not writes:
             return
         ids = {"tenant_id": tenant_id, "run_id": None}
         with self.driver.write() as tx:
             write_memory(tx, ids, writes, None, self.driver.stamp(now), self.driver.stamp)
 
-    def memory_namespaces(self, tenant_id: str, now: datetime) -> list[Namespace]:
-        """See :meth:`MemoryStore.memory_namespaces`."""
+    def namespaces(self, tenant_id: str, now: datetime) -> list[Namespace]:
+        """See :meth:`MemoryStore.namespaces`."""
         params = {"tenant_id": tenant_id, "now": self.driver.stamp(now)}
         with self.driver.read() as tx:
             return [namespace_of(row["namespace"]) for row in tx.all("memory_namespaces", params)]
 
-    def erase_memory(self, tenant_id: str, prefix: Namespace, *, by: str, now: datetime) -> int:
-        """See :meth:`MemoryStore.erase_memory`."""
+    def erase(self, tenant_id: str, prefix: Namespace, *, by: str, now: datetime) -> int:
+        """See :meth:`MemoryStore.erase`."""
         with self.driver.write() as tx:
             erased = tx.run(
                 "erase_memory", {"tenant_id": tenant_id, "prefix": namespace_text(prefix)}
@@ -176,63 +176,10 @@ class Memory(EngineBase):
             tx.run("insert_erasure", record)
         return erased
 
-    def expire_memory(self, now: datetime, *, limit: int) -> int:
-        """See :meth:`MemoryStore.expire_memory`."""
+    def expire(self, now: datetime, *, limit: int) -> int:
+        """See :meth:`MemoryStore.expire`."""
         with self.driver.write() as tx:
             return tx.run("expire_memory", {"now": self.driver.stamp(now), "limit": limit})
-
-
-def write_memory(
-    tx: Tx,
-    ids: Params,
-    writes: Sequence[MemoryWrite],
-    step_seq: int | None,
-    at: Any,
-    stamp: Stamp,
-) -> None:
-    """Inside a boundary's transaction (or :meth:`Memory.put_memory`'s): each memory write, in
-    order (a put creates the item or bumps its version and replaces its vectors; a delete
-    removes it, and its vectors with it), as statements whose results are not read."""
-    for w in writes:
-        where = {"tenant_id": ids["tenant_id"], "namespace": namespace_text(w.namespace)}
-        if w.deleted:
-            tx.run("delete_memory", {**where, "key": w.key})
-            continue
-        put = {
-            **where,
-            "key": w.key,
-            "value": to_json(w.value) or "null",
-            "run_id": ids["run_id"],
-            "step_seq": step_seq,
-            "now": at,
-            "expires_at": stamp(w.expires_at),
-            "ttl_seconds": w.ttl_seconds,
-        }
-        tx.run("upsert_memory", put)
-        tx.run("delete_memory_vectors", {**where, "key": w.key})
-        for v in w.vectors:
-            vector = {**where, "key": w.key, "path": v.path, "dims": len(v.vector)}
-            tx.run("insert_memory_vector", {**vector, "vector": pack(v.vector)})
-
-
-def pack(vector: Sequence[float]) -> bytes:
-    """A vector as stored: float32 numbers, little-endian; :class:`InvalidInputError` for
-    one that is empty or holds what float32 cannot (text, a number beyond 3.4e38)."""
-    try:
-        if not vector:
-            raise struct.error("no numbers")
-        return struct.pack(f"<{len(vector)}f", *vector)
-    except (struct.error, OverflowError) as exc:
-        raise InvalidInputError(
-            f"a memory vector cannot be stored as float32 numbers: {exc}",
-            fix="embed to finite numbers within float32's range",
-        ) from exc
-
-
-def unpack(stored: bytes | memoryview) -> tuple[float, ...]:
-    """The vector :func:`pack` stored."""
-    data = bytes(stored)
-    return struct.unpack(f"<{len(data) // 4}f", data)
 
 
 def memory_item(row: Row, when: When, score: float | None = None) -> MemoryItem:

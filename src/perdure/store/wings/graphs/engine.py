@@ -1,6 +1,6 @@
 """Graph checkpoints (LangGraph threads): put, put writes, read, list, delete, copy, prune.
-:class:`GraphCheckpoints`, a part of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.conversations.GraphCheckpointStore`.
+:class:`GraphsWing`, the ``graphs`` wing of the store; contracts in
+:class:`~perdure.store.wings.graphs.contract.GraphStore`.
 
 Every write first makes sure the thread's run exists (one idempotent insert), then reads that
 row locked for the transaction (``lock_run``) and checks who may write: a quarantined or
@@ -68,17 +68,16 @@ def _create(tx: Tx, ids: Params, at: Any) -> None:
         event(tx, ids, "created", None, None, {"workflow": GRAPH_WORKFLOW}, at)
 
 
-class GraphCheckpoints(EngineBase):
-    """LangGraph threads' checkpoints, blobs and writes. Part of
-    :class:`~perdure.store.engine.Engine`."""
+class GraphsWing(EngineBase):
+    """LangGraph threads' checkpoints, blobs and writes: the ``graphs`` wing of the store."""
 
-    def open_graph_thread(self, tenant_id: str, thread_id: str, now: datetime) -> None:
-        """See :meth:`GraphCheckpointStore.open_graph_thread`."""
+    def open_thread(self, tenant_id: str, thread_id: str, now: datetime) -> None:
+        """See :meth:`GraphStore.open_thread`."""
         with self.driver.write() as tx:
             _create(tx, _ids(tenant_id, thread_id), self.driver.stamp(now))
 
-    def put_graph_checkpoint(self, put: GraphPut, hold: GraphHold | None, now: datetime) -> None:
-        """See :meth:`GraphCheckpointStore.put_graph_checkpoint`."""
+    def put_checkpoint(self, put: GraphPut, hold: GraphHold | None, now: datetime) -> None:
+        """See :meth:`GraphStore.put_checkpoint`."""
         d = self.driver
         at = d.stamp(now)
         ids = _ids(put.tenant_id, put.thread_id)
@@ -122,7 +121,7 @@ class GraphCheckpoints(EngineBase):
             if put.keep_last is not None:
                 _trim(tx, ids, put.checkpoint_ns, put.keep_last)
 
-    def put_graph_writes(
+    def put_writes(
         self,
         tenant_id: str,
         thread_id: str,
@@ -135,7 +134,7 @@ class GraphCheckpoints(EngineBase):
         replace: bool = False,
         interrupts: JSON = None,
     ) -> None:
-        """See :meth:`GraphCheckpointStore.put_graph_writes`."""
+        """See :meth:`GraphStore.put_writes`."""
         d = self.driver
         at = d.stamp(now)
         ids = _ids(tenant_id, thread_id)
@@ -167,8 +166,8 @@ class GraphCheckpoints(EngineBase):
                 fence = None if hold is None else hold.fence
                 event(tx, ids, "graph_interrupt", checkpoint_ns or None, fence, info, at)
 
-    def graph_thread(self, tenant_id: str, thread_id: str) -> GraphThreadState:
-        """See :meth:`GraphCheckpointStore.graph_thread`."""
+    def thread(self, tenant_id: str, thread_id: str) -> GraphThreadState:
+        """See :meth:`GraphStore.thread`."""
         with self.driver.read() as tx:
             row = tx.one("get_run", _ids(tenant_id, thread_id))
         if row is None:
@@ -177,10 +176,10 @@ class GraphCheckpoints(EngineBase):
         reason = error.get("reason") if isinstance(error, dict) else None
         return GraphThreadState(RunStatus(row["status"]), str(reason) if reason else None)
 
-    def get_graph_checkpoint(
+    def get_checkpoint(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> GraphCheckpoint | None:
-        """See :meth:`GraphCheckpointStore.get_graph_checkpoint`."""
+        """See :meth:`GraphStore.get_checkpoint`."""
         where = {
             "tenant_id": tenant_id,
             "thread_id": thread_id,
@@ -194,7 +193,7 @@ class GraphCheckpoints(EngineBase):
             )
             return None if row is None else _checkpoint(tx, row)
 
-    def list_graph_checkpoints(
+    def list_checkpoints(
         self,
         tenant_id: str,
         *,
@@ -204,7 +203,7 @@ class GraphCheckpoints(EngineBase):
         before: str | None = None,
         limit: int | None = None,
     ) -> list[GraphCheckpoint]:
-        """See :meth:`GraphCheckpointStore.list_graph_checkpoints`."""
+        """See :meth:`GraphStore.list_checkpoints`."""
         params = {
             "tenant_id": tenant_id,
             "thread_id": thread_id,
@@ -218,8 +217,8 @@ class GraphCheckpoints(EngineBase):
                 _readable(tx, tenant_id, thread_id)
             return [_checkpoint(tx, r) for r in tx.all("list_graph_checkpoints", params)]
 
-    def delete_graph_thread(self, tenant_id: str, thread_id: str, now: datetime) -> None:
-        """See :meth:`GraphCheckpointStore.delete_graph_thread`."""
+    def delete_thread(self, tenant_id: str, thread_id: str, now: datetime) -> None:
+        """See :meth:`GraphStore.delete_thread`."""
         d = self.driver
         ids = _ids(tenant_id, thread_id)
         with d.write() as tx:
@@ -232,8 +231,8 @@ class GraphCheckpoints(EngineBase):
             tx.run("collect_graph_blobs", ids)
             event(tx, ids, "graph_thread_deleted", None, None, None, d.stamp(now))
 
-    def delete_graph_runs(self, tenant_id: str, graph_runs: Sequence[str], now: datetime) -> None:
-        """See :meth:`GraphCheckpointStore.delete_graph_runs`."""
+    def delete_runs(self, tenant_id: str, graph_runs: Sequence[str], now: datetime) -> None:
+        """See :meth:`GraphStore.delete_runs`."""
         if not graph_runs:
             return
         d = self.driver
@@ -248,8 +247,8 @@ class GraphCheckpoints(EngineBase):
                 info: JSON = {"graph_runs": list(graph_runs)}
                 event(tx, ids, "graph_runs_deleted", None, None, info, d.stamp(now))
 
-    def copy_graph_thread(self, tenant_id: str, source: str, target: str, now: datetime) -> None:
-        """See :meth:`GraphCheckpointStore.copy_graph_thread`."""
+    def copy_thread(self, tenant_id: str, source: str, target: str, now: datetime) -> None:
+        """See :meth:`GraphStore.copy_thread`."""
         d = self.driver
         at = d.stamp(now)
         src = _ids(tenant_id, source)
@@ -269,14 +268,14 @@ class GraphCheckpoints(EngineBase):
             tx.run("copy_graph_writes", copy)
             event(tx, dst, "graph_thread_copied", None, None, {"from": source}, at)
 
-    def prune_graph_threads(
+    def prune_threads(
         self,
         tenant_id: str,
         thread_ids: Sequence[str],
         strategy: PruneStrategy,
         now: datetime,
     ) -> None:
-        """See :meth:`GraphCheckpointStore.prune_graph_threads`."""
+        """See :meth:`GraphStore.prune_threads`."""
         d = self.driver
         keep = 1 if strategy is PruneStrategy.KEEP_LATEST else 0
         with d.write() as tx:

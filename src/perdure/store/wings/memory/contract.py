@@ -1,10 +1,9 @@
-"""The store's memory capability: long-term items under a namespace, scoped by tenant, written
-with a step's boundary (:attr:`perdure.store.base.Boundary.memory`, inside
-:meth:`~perdure.store.base.Store.commit`'s transaction) or, for a LangGraph store outside any
-run, by :meth:`MemoryStore.put_memory`, and read by any run of the tenant.
-The rules of :mod:`perdure.store.base` (tenant scoping, "now" as a parameter, one transaction
-per method, translated driver errors) hold here too. Namespaces and keys reach the store
-checked (:mod:`perdure.core.memory`)."""
+"""The contract of the ``memory`` wing (long-term memory: reads, search, erasure, expiry), reached
+as ``store.memory``.
+
+The rules of :mod:`perdure.store.base` (tenant scoping, "now" as a parameter, one
+transaction per method, translated driver errors) hold for every method here.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from perdure.core.values import JSON
 class MemoryStore(Protocol):
     """Long-term memory of a tenant: read here, written by boundaries, erased on request."""
 
-    def get_memory(
+    def get(
         self,
         tenant_id: str,
         namespace: Namespace,
@@ -34,7 +33,7 @@ class MemoryStore(Protocol):
         (written in the same transaction as the read)."""
         ...
 
-    def search_memory(
+    def search(
         self,
         tenant_id: str,
         prefix: Namespace,
@@ -58,21 +57,21 @@ class MemoryStore(Protocol):
         best first, ties and items without vectors (``score`` None, last) by namespace then
         key; the prefix's vectors are read and scored in the process (no vector extension is
         needed), so the cost is the prefix's size here too. ``refresh_ttl`` as for
-        :meth:`get_memory`, for every item returned."""
+        :meth:`get`, for every item returned."""
         ...
 
-    def put_memory(self, tenant_id: str, writes: Sequence[MemoryWrite], now: datetime) -> None:
+    def put(self, tenant_id: str, writes: Sequence[MemoryWrite], now: datetime) -> None:
         """Apply ``writes`` in order in one transaction, outside any run (``run_id`` and
         ``step_seq`` stay NULL): what a LangGraph store's ``put`` and ``delete`` do. The same
         statements as a boundary's memory writes: a put creates the item or bumps its version
         and replaces its vectors; a delete of an absent item does nothing."""
         ...
 
-    def memory_namespaces(self, tenant_id: str, now: datetime) -> list[Namespace]:
+    def namespaces(self, tenant_id: str, now: datetime) -> list[Namespace]:
         """Every namespace holding a live item of the tenant, ordered bytewise."""
         ...
 
-    def erase_memory(self, tenant_id: str, prefix: Namespace, *, by: str, now: datetime) -> int:
+    def erase(self, tenant_id: str, prefix: Namespace, *, by: str, now: datetime) -> int:
         """Delete every item of namespace ``prefix`` and below (``()``: every item of the
         tenant), expired or not, and record an ``erasures`` row (who asked, ``{"memory": n}``;
         never the namespace or a value), in one transaction; return how many items went.
@@ -80,7 +79,7 @@ class MemoryStore(Protocol):
         afterwards are written again."""
         ...
 
-    def expire_memory(self, now: datetime, *, limit: int) -> int:
+    def expire(self, now: datetime, *, limit: int) -> int:
         """Delete up to ``limit`` items of any tenant whose ``expires_at`` is at or before
         ``now``; return how many (0 when none is left). Each call is one transaction."""
         ...

@@ -1,6 +1,6 @@
 """Deleting finished runs (retention) and erasing conversations, in batches of short
-transactions. :class:`Retention`, a part of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.lifecycle.RetentionStore`."""
+transactions. :class:`RetentionWing`, the ``retention`` wing of the store; contracts in
+:class:`~perdure.store.wings.retention.contract.RetentionStore`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from perdure.core.errors import InvalidInputError, RunBusyError, RunNotFoundErro
 from perdure.core.history import Removed
 from perdure.core.model import TERMINAL
 from perdure.store.driver import Tx
-from perdure.store.engine.artifacts import unreferenced
 from perdure.store.engine.base import EngineBase
+from perdure.store.engine.tx import unreferenced
 from perdure.store.rows import Params, Row, from_json, to_json
 
 OWNED = (
@@ -38,9 +38,8 @@ OWNED = (
 """What a run owns besides its messages and artifact references: ``delete_run_<name>``."""
 
 
-class Retention(EngineBase):
-    """Deleting finished runs, erasing threads and runs. Part of
-    :class:`~perdure.store.engine.Engine`."""
+class RetentionWing(EngineBase):
+    """Deleting finished runs, erasing threads and runs: the ``retention`` wing of the store."""
 
     def expired_runs(
         self,

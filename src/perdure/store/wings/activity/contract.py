@@ -1,9 +1,8 @@
-"""The store's capabilities for access and observation: API keys, the tenant event feed, and
-the counts and queue an operator watches.
+"""The contract of the ``activity`` wing (tenants' event feeds, operator counts and the queue),
+reached as ``store.activity``.
 
-:class:`perdure.store.base.Store` includes them; the rules in that module's docstring (tenant
-scoping, "now" as a parameter, one transaction per method, translated driver errors) hold for
-every method here.
+The rules of :mod:`perdure.store.base` (tenant scoping, "now" as a parameter, one
+transaction per method, translated driver errors) hold for every method here.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from perdure.core.keys import ApiKey
 from perdure.core.model import (
     Event,
 )
@@ -26,28 +24,8 @@ from perdure.core.observed import (
 )
 
 
-class AccessStore(Protocol):
+class ActivityStore(Protocol):
     """API keys, the event feeds that live streams read, and the counts operators watch."""
-
-    def create_key(self, key: ApiKey, secret_hash: str, now: datetime) -> None:
-        """Store a new key. Raises :class:`~perdure.core.errors.InvalidInputError` when the
-        tenant already has a live (not revoked) key of that name; writes nothing then."""
-        ...
-
-    def find_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        """The key with this id and its stored secret hash (of any tenant: the key names its
-        tenant), revoked or not; None when there is none."""
-        ...
-
-    def list_keys(self, tenant_id: str, *, revoked: bool = False) -> list[ApiKey]:
-        """The tenant's live keys (and revoked ones with ``revoked``), oldest first."""
-        ...
-
-    def revoke_key(self, tenant_id: str, key_id: str, now: datetime) -> ApiKey:
-        """Revoke a key (idempotent: a revoked key keeps its first revocation time) and, in the
-        same transaction, end its open sessions (``ended_why``: ``revoked``). Raises
-        :class:`~perdure.core.errors.KeyNotFoundError` for a key of another tenant."""
-        ...
 
     def tenant_events(
         self,
