@@ -29,7 +29,7 @@ from perdure.core.ids import checked_id
 from perdure.core.model import Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.transitions import allowed
-from perdure.runtime.execution.leases import Lease, is_dead_local_owner
+from perdure.runtime.leases import Lease, is_dead_local_owner
 from perdure.runtime.runtime import Runtime
 
 FENCE_KEY = "__perdure_fence__"
