@@ -68,7 +68,7 @@ def test_a_second_concurrent_invocation_on_a_held_thread_gets_a_typed_error(
     with saver.hold(cfg()) as held:
         with pytest.raises(GraphThreadBusyError) as busy, saver.hold(cfg()):
             pass
-        assert busy.value.code == "thread_busy"
+        assert busy.value.code == "graph_thread_busy"
         with pytest.raises(GraphThreadBusyError):
             graph.invoke(START, cfg())  # an invocation that does not hold the thread
         assert summary(graph.invoke(START, held))["messages"] == PAUSED

@@ -39,6 +39,7 @@ USES: dict[str, set[str]] = {
     "langgraph/hold.py": {"graphs"},
     "langgraph/store.py": {"memory"},
     "drills/artifacts.py": {"artifacts"},
+    "testing/conformance": set(WINGS),
 }
 """The wings each room outside ``store/`` may touch; a room not named touches none."""
 

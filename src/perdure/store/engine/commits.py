@@ -1,6 +1,6 @@
 """The step-boundary commit: one transaction for one or more boundaries of a run, guarded by
 the fence, the expected version and status RUNNING; and the group commit, one transaction for
-the commits of several runs, each under its own guard. :class:`Commits`, a part of
+the commits of several runs, each under its own guard. :class:`CommitsEngine`, a part of
 :class:`~perdure.store.engine.engine.Engine`; the contracts are
 :meth:`perdure.store.base.Store.commit` and :meth:`~perdure.store.base.Store.commit_many`."""
 
@@ -42,7 +42,7 @@ from perdure.store.rows import (
 )
 
 
-class Commits(EngineBase):
+class CommitsEngine(EngineBase):
     """The step-boundary commit, of one run or of a group of runs. Part of
     :class:`~perdure.store.engine.engine.Engine`."""
 

@@ -1,4 +1,4 @@
-"""The effect ledger: intents, outcomes, listings. :class:`Effects`, a part of
+"""The effect ledger: intents, outcomes, listings. :class:`EffectsEngine`, a part of
 :class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
 
 Planning or moving an effect under a fence checks the run's fence in the same statement (on
@@ -52,7 +52,7 @@ G = TypeVar("G", bound=_OfRun)
 """An item of a group of effect writes: it names its run."""
 
 
-class Effects(EngineBase):
+class EffectsEngine(EngineBase):
     """The effect ledger. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def plan_effect(

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from perdure.store.base import Store
 from perdure.store.driver import Driver
-from perdure.store.engine.children import Children
-from perdure.store.engine.commits import Commits
-from perdure.store.engine.effects import Effects
-from perdure.store.engine.fleet import Fleet
-from perdure.store.engine.runs import Runs
-from perdure.store.engine.streams import Streams
-from perdure.store.engine.threads import Threads
-from perdure.store.engine.versions import Versions
-from perdure.store.engine.waits import Waits
+from perdure.store.engine.children import ChildrenEngine
+from perdure.store.engine.commits import CommitsEngine
+from perdure.store.engine.effects import EffectsEngine
+from perdure.store.engine.fleet import FleetEngine
+from perdure.store.engine.runs import RunsEngine
+from perdure.store.engine.streams import StreamsEngine
+from perdure.store.engine.threads import ThreadsEngine
+from perdure.store.engine.versions import VersionsEngine
+from perdure.store.engine.waits import WaitsEngine
 from perdure.store.wings.access.engine import AccessWing
 from perdure.store.wings.activity.engine import ActivityWing
 from perdure.store.wings.archive.engine import ArchiveWing
@@ -24,7 +24,17 @@ from perdure.store.wings.memory.engine import MemoryWing
 from perdure.store.wings.retention.engine import RetentionWing
 
 
-class Engine(Versions, Runs, Commits, Effects, Waits, Fleet, Threads, Streams, Children):
+class Engine(
+    VersionsEngine,
+    RunsEngine,
+    CommitsEngine,
+    EffectsEngine,
+    WaitsEngine,
+    FleetEngine,
+    ThreadsEngine,
+    StreamsEngine,
+    ChildrenEngine,
+):
     """:class:`~perdure.store.base.Store` on any database a :class:`Driver` reaches:
     ``Engine(driver)``. Each base class brings the kernel methods of one capability; they share
     only the driver (:class:`~perdure.store.engine.base.EngineBase`). Each wing is an object of

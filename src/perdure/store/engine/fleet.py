@@ -1,4 +1,4 @@
-"""The fleet: worker beats, stuck runs, the next timer. :class:`Fleet`, a part of
+"""The fleet: worker beats, stuck runs, the next timer. :class:`FleetEngine`, a part of
 :class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from perdure.store.engine.tx import fetch
 from perdure.store.rows import run_from_row, worker_from_row
 
 
-class Fleet(EngineBase):
+class FleetEngine(EngineBase):
     """Workers, the watchdog, timers. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def worker_beat(

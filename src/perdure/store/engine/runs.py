@@ -1,5 +1,5 @@
 """Runs and leases: create, read, claim, heartbeat, release, change status, defer a retry, and
-the history reads (steps, events, messages). :class:`Runs`, a part of
+the history reads (steps, events, messages). :class:`RunsEngine`, a part of
 :class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ ADMIT_TRIES = 20
 taking it (PostgreSQL; SQLite admits one creator at a time)."""
 
 
-class Runs(EngineBase):
+class RunsEngine(EngineBase):
     """Runs, leases, status changes, retries, history reads. Part of
     :class:`~perdure.store.engine.engine.Engine`."""
 

@@ -1,5 +1,6 @@
 """Durable token streams: open an attempt, append a batch of entries, read them back.
-:class:`Streams`, a part of the kernel's :class:`~perdure.store.engine.engine.Engine`; contracts in
+:class:`StreamsEngine`, a part of the kernel's :class:`~perdure.store.engine.engine.Engine`;
+contracts in
 :class:`~perdure.store.base.Store`.
 
 Every write first updates the stream's head row (``streams``), guarded by the run's fence, the
@@ -33,7 +34,7 @@ def _announce(tx: Tx, ids: dict[str, str], fence: int, attempt: int, at: Any) ->
     event(tx, ids, EventType.MESSAGE_STREAM, None, fence, data, at)
 
 
-class Streams(EngineBase):
+class StreamsEngine(EngineBase):
     """Durable token streams. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def open_stream(

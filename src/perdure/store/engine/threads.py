@@ -1,5 +1,5 @@
 """One writer per thread: admitting a new run under the thread's policy, the thread inbox, and
-the thread's policy and view. :class:`Threads`, a part of the kernel's
+the thread's policy and view. :class:`ThreadsEngine`, a part of the kernel's
 :class:`~perdure.store.engine.engine.Engine`
 (contracts in :class:`~perdure.store.base.Store`), and the helpers that
 ``create_run``, ``claim``, ``commit`` and ``set_status`` call inside their transactions.
@@ -110,7 +110,7 @@ def deliver_unread(tx: Tx, tenant_id: str, thread_id: str, run_id: str | None, a
     tx.run("mark_inbox_delivered", params)
 
 
-class Threads(EngineBase):
+class ThreadsEngine(EngineBase):
     """Thread policies, thread views, messages posted to a thread. Part of the kernel's
     :class:`~perdure.store.engine.engine.Engine`."""
 

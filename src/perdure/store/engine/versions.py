@@ -1,5 +1,5 @@
 """The schema and the runs' versions: migrations, upgrades of stored runs to the running code,
-scans across tenants and rollback re-queues. :class:`Versions`, a part of
+scans across tenants and rollback re-queues. :class:`VersionsEngine`, a part of
 :class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fie
 from perdure.store.rows import run_from_row
 
 
-class Versions(EngineBase):
+class VersionsEngine(EngineBase):
     """Migrations, and upgrades of stored runs. Part of the kernel's
     :class:`~perdure.store.engine.engine.Engine`."""
 

@@ -1,5 +1,5 @@
 """Waits and what people do: approvals, the signal inbox, resumes by a person, late events,
-remembered client requests, message clean-up. :class:`Waits`, a part of
+remembered client requests, message clean-up. :class:`WaitsEngine`, a part of
 :class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
 
 A decision or a signal first reads the run with ``lock_run`` (``FOR UPDATE`` on PostgreSQL; on
@@ -27,7 +27,7 @@ from perdure.store.engine.tx import (
 from perdure.store.rows import approval_from_row, from_json, run_from_row, signal_from_row, to_json
 
 
-class Waits(EngineBase):
+class WaitsEngine(EngineBase):
     """Approvals, signals, resumes by a person, late events, requests. Part of
     :class:`~perdure.store.engine.engine.Engine`."""
 

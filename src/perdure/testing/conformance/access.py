@@ -19,9 +19,9 @@ from perdure.testing.conformance.support import LEASE, boundary, claimed, needs,
 
 
 @pytest.fixture(autouse=True)
-def needs_access_wing(store: Store) -> None:
-    """Every test here needs the access wing: skipped on a store without."""
-    needs(store, "access")
+def needs_access_activity_wings(store: Store) -> None:
+    """Every test here needs the access and activity wings: skipped on a store without."""
+    needs(store, "access", "activity")
 
 
 def test_a_key_is_stored_hashed_found_by_id_and_revoked_once(

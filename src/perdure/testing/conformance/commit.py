@@ -14,7 +14,7 @@ from perdure.core.errors import (
 )
 from perdure.core.model import Message, RunStatus, ToolCall
 from perdure.store.base import Store
-from perdure.testing.conformance.support import boundary, claim, new_run
+from perdure.testing.conformance.support import boundary, claim, needs, new_run
 
 
 def test_a_commit_writes_steps_state_messages_and_events_at_once(
@@ -135,6 +135,7 @@ def test_set_status_is_guarded_and_records_the_change(store: Store, clock: FakeC
 def test_a_plain_boundary_writes_what_any_boundary_writes(store: Store, clock: FakeClock) -> None:
     """A boundary with only its step and changed fields (one statement on PostgreSQL) leaves the
     same rows as one with messages: the step, its numbered event, the fields and history."""
+    needs(store, "history")
     store.create_run(new_run("r1"), clock.now())
     run = claim(store, clock)
     assert run is not None
@@ -201,6 +202,7 @@ def test_a_plain_boundarys_messages_follow_the_thread_with_their_step(
 ) -> None:
     """A boundary that goes on with messages (an agent's usual step: one statement on
     PostgreSQL) numbers them after the thread's last message and keeps every column."""
+    needs(store, "history")
     store.post_message("t1", "th1", Message("user", "hello"), None, clock.now())
     store.create_run(new_run("r1"), clock.now())
     run = claim(store, clock)

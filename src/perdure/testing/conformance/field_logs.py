@@ -8,7 +8,7 @@ from typing import Any
 from perdure.core.clock import FakeClock
 from perdure.core.model import RunStatus
 from perdure.store.base import Store
-from perdure.testing.conformance.support import boundary, claimed, patched_by_a_person
+from perdure.testing.conformance.support import boundary, claimed, needs, patched_by_a_person
 
 
 def commit(store: Store, clock: FakeClock, **kw: Any) -> None:
@@ -25,6 +25,7 @@ def grown(store: Store, clock: FakeClock) -> None:
 
 
 def test_a_log_is_its_base_and_every_tail_appended(store: Store, clock: FakeClock) -> None:
+    needs(store, "history")
     grown(store, clock)
     loaded = store.load_state("t1", "r1")
     assert loaded == {"n": b"7", "log": b"[1,2,3]"}
@@ -54,6 +55,7 @@ def test_a_log_starting_empty_takes_tails_without_a_leading_comma(
 
 
 def test_a_log_written_whole_again_drops_its_tails(store: Store, clock: FakeClock) -> None:
+    needs(store, "history")
     grown(store, clock)
     commit(store, clock, state={"log": b"[1,2,3,4]"}, logs=frozenset({"log"}))  # compacted
     loaded = store.load_state("t1", "r1")
@@ -73,6 +75,7 @@ def test_a_person_rewriting_a_log_makes_it_a_plain_field(store: Store, clock: Fa
 def test_an_archived_log_comes_back_whole_and_deleting_the_run_takes_its_tails(
     store: Store, clock: FakeClock
 ) -> None:
+    needs(store, "archive", "retention")
     grown(store, clock)
     commit(store, clock, appends={"log": b",4"}, next_step=None, status=RunStatus.SUCCEEDED)
     before = store.load_state("t1", "r1")

@@ -23,9 +23,10 @@ from perdure.testing.conformance.support import (
 
 
 @pytest.fixture(autouse=True)
-def needs_history_artifacts_retention_wings(store: Store) -> None:
-    """Every test here needs the history, artifacts, retention wings: skipped on a store without."""
-    needs(store, "history", "artifacts", "retention")
+def needs_lifecycle_wings(store: Store) -> None:
+    """Every test here needs the history, artifacts, retention and archive wings: skipped on a
+    store without."""
+    needs(store, "history", "artifacts", "retention", "archive")
 
 
 REF = ArtifactRef(digest_of(b"hello"), 5, "text/plain")
