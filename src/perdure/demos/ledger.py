@@ -6,8 +6,10 @@ caller's operation id, and answers :meth:`Ledger.lookup` so a reconciler can ask
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +29,17 @@ class Ledger:
         with self._conn() as conn:
             conn.executescript(SCHEMA)
 
-    def _conn(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one transaction: committed when the block ends (rolled back on an
+        error) and closed either way, so no lock outlives the call."""
         conn = sqlite3.connect(self.path, timeout=10)
-        conn.execute("PRAGMA synchronous = FULL")
-        return conn
+        try:
+            conn.execute("PRAGMA synchronous = FULL")
+            with conn:
+                yield conn
+        finally:
+            conn.close()
 
     def apply(self, kind: str, payload: dict[str, Any], op_id: str) -> dict[str, Any]:
         """Do ``kind`` (``refund``, ``email``) with ``payload``; return its receipt."""

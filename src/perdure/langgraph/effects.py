@@ -33,6 +33,7 @@ from perdure.core.effect_calls import Reconcile
 from perdure.core.effects import (
     EFFECT_ALLOWED,
     EffectConflictError,
+    EffectPlan,
     EffectRecord,
     EffectRejectedError,
     EffectStatus,
@@ -42,7 +43,7 @@ from perdure.core.effects import (
     error_json,
     storable,
 )
-from perdure.core.errors import InvalidInputError, PerdureError, RunClosedError
+from perdure.core.errors import InvalidInputError, LeaseLostError, PerdureError, RunClosedError
 from perdure.core.errors import ToolEffectAmbiguousError as Ambiguous
 from perdure.core.graph import GRAPH_WORKFLOW, GraphToolCall
 from perdure.core.model import JSON
@@ -59,9 +60,15 @@ Resolve = Callable[[Any], Any]
 class ToolEffects:
     """Runs tool calls of LangGraph threads as effects in one store."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, still_held: Callable[[], bool] | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.still_held = still_held
+        """Asked just before every call: False when the invocation's hold may have been taken
+        over (its lease ran out by the clock, or this process missed its beats); the call is
+        then not made. None: an unheld invocation, which no takeover can stop."""
 
     def run(
         self,
@@ -112,12 +119,29 @@ class ToolEffects:
     ) -> JSON:
         new = call.effect
         crashpoint("before_intent", new.name)
-        if record is None:
+        if record is None and reconcile is not None:
+            # one write: with a reconciler, a stop right after the intent is asked about as a
+            # stop during the call is (docs/recovery.md), as a step's effects do
+            plan = EffectPlan(call.tenant_id, call.run_id, call.fence, new, executing=True)
+            (planned,) = self.store.plan_effects([plan], self.clock.now())
+            if isinstance(planned, PerdureError):
+                raise planned
+            record = planned
+        elif record is None:
             record = self.store.plan_effect(
                 call.tenant_id, call.run_id, call.fence, new, self.clock.now()
             )
         crashpoint("after_intent", new.name)
-        record = self._move(call, record, S.EXECUTING, attempts_delta=1)
+        if record.status is not S.EXECUTING:
+            record = self._move(call, record, S.EXECUTING, attempts_delta=1)
+        if self.still_held is not None and not self.still_held():
+            # paused or cut off past the hold's lease: another invocation may have taken the
+            # thread and made this call; the effect goes back to planned, nothing is sent
+            self._move(call, record, S.PLANNED, attempts_delta=-1)
+            raise LeaseLostError(
+                f"tool call {new.key} is not made: the hold on thread {call.thread_id} may "
+                "have been taken over while this process was paused"
+            )
         try:
             out = resolve(execute(new.key))
         except GraphBubbleUp:

@@ -10,6 +10,7 @@ exists (SIGKILL) is taken over at once; any other lease only once it expires.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -90,6 +91,8 @@ class Holds:
         self.store = runtime.store
         self.tenant = tenant
         self.renew = renew
+        self.leases: dict[tuple[str, int], Lease] = {}
+        """The renewed lease of each hold this process has, by thread and fence."""
 
     def take(self, config: RunnableConfig) -> tuple[RunnableConfig, Held]:
         """Claim the config's thread; return the config that carries the hold."""
@@ -118,7 +121,10 @@ class Holds:
                 f"thread {thread} is held by another invocation ({current.owner}, fence "
                 f"{current.fence}, lease until {until_text})"
             )
-        lease = rt.heartbeat.hold(self.tenant, run_id, claimed.fence) if self.renew else None
+        lease = None
+        if self.renew:
+            lease = rt.heartbeat.hold(self.tenant, run_id, claimed.fence, until)
+            self.leases[(thread, claimed.fence)] = lease
         conf: dict[str, Any] = {
             **(config.get("configurable") or {}),
             FENCE_KEY: claimed.fence,
@@ -152,10 +158,22 @@ class Holds:
             )
         return run, run.fence
 
+    def still_held(self, thread: str, fence: int) -> Callable[[], bool] | None:
+        """What an effect tool asks just before its call: whether this process's hold on
+        ``thread`` under ``fence`` cannot have been taken over yet (see
+        :meth:`~perdure.runtime.leases.Heartbeat.holds`). None for a write under no renewed
+        hold of this process (an unheld invocation)."""
+        lease = self.leases.get((thread, fence))
+        if lease is None:
+            return None
+        heartbeat = self.runtime.heartbeat
+        return lambda: heartbeat.holds(lease)
+
     def give_back(self, held: Held) -> None:
         """Stop renewing and release the lease (a no-op when it was taken over meanwhile)."""
         if held.lease is not None:
             self.runtime.heartbeat.drop(held.lease)
+            self.leases.pop((held.thread_id, held.fence), None)
         self.store.release(
             self.tenant, held.run_id, self.runtime.owner, held.fence, self.runtime.clock.now()
         )

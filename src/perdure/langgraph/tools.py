@@ -185,7 +185,7 @@ def _run(
         request=request,
     )
     made = GraphToolCall(owner.tenant, thread, run.run_id, fence, run.status, effect)
-    effects = ToolEffects(owner.store, owner.runtime.clock)
+    effects = ToolEffects(owner.store, owner.runtime.clock, owner.holds.still_held(thread, fence))
     chosen = acall or call
 
     def execute(key: str) -> Any:

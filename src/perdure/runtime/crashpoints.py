@@ -143,8 +143,11 @@ def _paused(point: str, name: str | None, step: str | None, seq: int | None) -> 
         return
     _pause = None
     import signal
+    import threading
 
     sys.stdout.flush()
     sys.stderr.write(f"PAUSE {point}{':' + name if name else ''}\n")
     sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGSTOP)
+    # sent to this thread, not to the process: a process-wide signal may be taken by another
+    # thread while this one runs on past the point before the whole process stops
+    signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)

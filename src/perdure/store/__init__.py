@@ -1,4 +1,6 @@
-"""Storage: one :class:`~perdure.store.base.Store` protocol, one implementation per database."""
+"""Storage: the :class:`~perdure.store.base.Store` kernel and its wings
+(:mod:`perdure.store.wings`), written once (:mod:`perdure.store.engine`) for every database a
+driver reaches."""
 
 from __future__ import annotations
 
