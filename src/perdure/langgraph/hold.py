@@ -11,7 +11,6 @@ exists (SIGKILL) is taken over at once; any other lease only once it expires.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -101,9 +100,9 @@ class Holds:
         if run.status is RunStatus.QUARANTINED:
             raise GraphThreadQuarantinedError(f"thread {thread} is quarantined; it cannot be held")
         dead = run.owner if is_dead_local_owner(run.owner) else None
-        until = now + timedelta(seconds=rt.lease_seconds)
+        until = now + rt.services.heartbeat.lease
         claimed = self.store.claim(
-            rt.owner,
+            rt.parts.owner,
             until,
             now,
             [GRAPH_WORKFLOW],
@@ -118,12 +117,14 @@ class Holds:
                 f"thread {thread} is held by another invocation ({current.owner}, fence "
                 f"{current.fence}, lease until {until_text})"
             )
-        lease = rt.heartbeat.hold(self.tenant, run_id, claimed.fence) if self.renew else None
+        lease = (
+            rt.services.heartbeat.hold(self.tenant, run_id, claimed.fence) if self.renew else None
+        )
         conf: dict[str, Any] = {
             **(config.get("configurable") or {}),
             FENCE_KEY: claimed.fence,
-            OWNER_KEY: rt.owner,
-            LEASE_KEY: rt.lease_seconds,
+            OWNER_KEY: rt.parts.owner,
+            LEASE_KEY: rt.services.heartbeat.lease.total_seconds(),
         }
         held: RunnableConfig = {**config, "configurable": conf}
         return held, Held(thread, run_id, claimed.fence, lease)
@@ -155,9 +156,9 @@ class Holds:
     def give_back(self, held: Held) -> None:
         """Stop renewing and release the lease (a no-op when it was taken over meanwhile)."""
         if held.lease is not None:
-            self.runtime.heartbeat.drop(held.lease)
+            self.runtime.services.heartbeat.drop(held.lease)
         self.store.release(
-            self.tenant, held.run_id, self.runtime.owner, held.fence, self.runtime.clock.now()
+            self.tenant, held.run_id, self.runtime.parts.owner, held.fence, self.runtime.clock.now()
         )
 
     def quarantine(self, thread: str, ns: str, checkpoint_id: str, exc: PerdureError) -> None:
