@@ -22,7 +22,7 @@ async def list_effects(request: Request, who: Principal, rt: Runtime) -> Respons
     """Effects of the tenant (or of one run), filtered by status."""
     query = queried(request, EffectsQuery)
     found = await call(
-        rt.effects, tenant=who, run_id=query.run_id, status=query.status, limit=query.limit
+        rt.effects.list, tenant=who, run_id=query.run_id, status=query.status, limit=query.limit
     )
     return json_response({"effects": [effect_json(e) for e in found]})
 
@@ -103,7 +103,7 @@ async def keys(request: Request, who: Principal, rt: Runtime) -> Response:
         body = await parsed(request, NewKey)
         made = await call(rt.keys.create, body.name, tenant=who, roles=body.roles)
         return json_response({**key_json(made.key), "token": made.token}, 201)
-    return json_response({"keys": [key_json(k) for k in await call(rt.keys, tenant=who)]})
+    return json_response({"keys": [key_json(k) for k in await call(rt.keys.list, tenant=who)]})
 
 
 @endpoint
