@@ -94,7 +94,7 @@ def perdure_fanout(db_url: str, children: int, workers: int = 4) -> float:
         ]
         try:
             deadline = time.monotonic() + 60
-            while len([w for w in rt.workers() if w.state == "live"]) < workers:
+            while len([w for w in rt.activity.workers() if w.state == "live"]) < workers:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the workers did not start")
                 time.sleep(0.05)

@@ -135,7 +135,7 @@ def recorded(made: tuple[Run, AsyncOpenAI], stub: StubServer, n: int, db: str) -
         run = rt.start(flow, Empty())
         rt.run_until_idle()
         assert rt.get(run.run_id).status == "SUCCEEDED"
-        recorded_calls = sum(1 for e in rt.effects(run_id=run.run_id) if e.target == "model")
+        recorded_calls = sum(1 for e in rt.effects.list(run_id=run.run_id) if e.target == "model")
         assert recorded_calls == n, recorded_calls
     return statistics.median(times)
 

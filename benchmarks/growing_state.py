@@ -103,7 +103,7 @@ def perdure_row(db: str, mb: float, steps: int, logs: bool, folder: Path) -> tup
         for _ in range(31):
             started = time.perf_counter()
             stored = rt.store.load_state("default", run.run_id)
-            fields = rt.artifacts.resolve_fields("default", stored, frozenset())
+            fields = rt.services.artifacts.resolve_fields("default", stored, frozenset())
             chat.codec.from_fields(fields)
             loads.append(time.perf_counter() - started)
             started = time.perf_counter()

@@ -109,7 +109,7 @@ def one_round(url: str, runs: int, step_seconds: float) -> tuple[list[float], li
             wait_until(a_holds_all, "worker A holds every run")
             b = worker(url, runs, step_seconds)
             wait_until(
-                lambda: any(w.pid == b.pid and str(w.state) == "live" for w in rt.workers()),
+                lambda: any(w.pid == b.pid and str(w.state) == "live" for w in rt.activity.workers()),
                 "worker B is live",
             )
             time.sleep(0.3)  # B is idle in its claim loop, listening

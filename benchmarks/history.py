@@ -105,7 +105,7 @@ def offloaded_commits(
     for i in range(samples):
         value = b'"' + (b"%08d" % i) * (10_000_000 // 8) + b'"'
         t0 = time.perf_counter()
-        stored, ids = rt.artifacts.offload_fields(
+        stored, ids = rt.services.artifacts.offload_fields(
             Writer("t", "big", "s", i + 1, run.fence), {"blob": value}
         )
         b = boundary(clock, stored)
@@ -129,7 +129,7 @@ def rebuild(rt: Runtime, samples: int) -> tuple[list[float], list[float]]:
         rt.store.history.state_at("t", "hist", 10)
         raw.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        rt.state_at("hist", 10, tenant="t")
+        rt.history.state_at("hist", 10, tenant="t")
         full.append(time.perf_counter() - t0)
     return raw, full
 
@@ -145,7 +145,7 @@ def gc_throughput(rt: Runtime, clock: FakeClock, runs: int) -> tuple[int, float]
         ]
         store.commit("t", run.run_id, run.fence, run.state_version, bs, clock.now())
     t0 = time.perf_counter()
-    report = rt.gc(Retention(finished=timedelta(0), orphan_grace=timedelta(0), batch=100))
+    report = rt.retention.gc(Retention(finished=timedelta(0), orphan_grace=timedelta(0), batch=100))
     return report.runs, time.perf_counter() - t0
 
 

@@ -7,7 +7,7 @@ section (connecting and one warm-up run per thread happen before it):
 
 * perdure (``sync`` by default; ``--modes sync,async,exit``): each thread has its own
   ``Runtime`` (its own ``PostgresStore`` pool, at most 2 connections) and its own tenant; a run
-  is ``rt.start(...)`` then ``rt.advance_one(tenant=...)``, the worker's claim path
+  is ``rt.start(...)`` then ``rt.advance_claimed(rt.claim_next(tenant=...))``, the worker's claim path
   (``FOR UPDATE SKIP LOCKED``). Commit latency is the time of each ``Store.commit`` call: one
   step boundary in ``sync`` mode; in ``async`` and ``exit`` one call commits a batch of
   boundaries, so its latency is per batch, not per step.
@@ -305,7 +305,8 @@ def perdure_level(url: str, mode: str, concurrency: int, runs: int, steps: int) 
 
         def one_run() -> None:
             rt.start(wf, tenant=tenant, durability=mode)
-            stopped = rt.advance_one(tenant=tenant)
+            claimed = rt.claim_next(tenant=tenant)
+            stopped = None if claimed is None else rt.advance_claimed(claimed)
             if stopped is None or stopped.reason != "ended":
                 raise RuntimeError(f"run did not end: {stopped}")
 

@@ -165,7 +165,7 @@ class Written:
     def __init__(self, rt: Runtime) -> None:
         self.per_boundary: list[int] = []
         self._uploaded = 0
-        commit, put = rt.store.commit, rt.artifacts.put
+        commit, put = rt.store.commit, rt.services.artifacts.put
 
         def counted_commit(*args: Any) -> int:
             for boundary in args[4]:
@@ -181,7 +181,7 @@ class Written:
             return ref, ref_id
 
         rt.store.commit = counted_commit  # type: ignore[method-assign]
-        rt.artifacts.put = counted_put  # type: ignore[method-assign]
+        rt.services.artifacts.put = counted_put  # type: ignore[method-assign]
 
 
 @dataclass
@@ -210,7 +210,7 @@ def measure(url: str, objects: Path, layout: str, runs: int, steps: int) -> Resu
         for run_id in ids:
             began = time.perf_counter()
             stored = rt.store.load_state("default", run_id)
-            resolved = rt.artifacts.resolve_fields("default", stored, wf.codec.lazy)
+            resolved = rt.services.artifacts.resolve_fields("default", stored, wf.codec.lazy)
             wf.codec.from_fields(resolved)
             out.recoveries.append(time.perf_counter() - began)
     # the crash: a new runtime on the same files reads each run's cache in its next step

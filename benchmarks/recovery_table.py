@@ -212,7 +212,7 @@ def handoffs(
                 wait_for(
                     lambda: any(
                         w.pid == b.pid and str(w.state) == "live"  # noqa: B023
-                        for w in rt.workers()
+                        for w in rt.activity.workers()
                     ),
                     "worker B is live",
                 )

@@ -90,7 +90,7 @@ async def main(args: argparse.Namespace) -> None:
     rt = Runtime(args.db, workflows=[parked])
     runs = [rt.start(parked, tenant="bench").run_id for _ in range(args.runs)]
     rt.run_until_idle()
-    token = rt.create_key(f"bench-{uuid.uuid4().hex[:6]}", tenant="bench").token
+    token = rt.keys.create(f"bench-{uuid.uuid4().hex[:6]}", tenant="bench").token
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -102,7 +102,7 @@ def measure(url: str, deltas: int, batch: int) -> tuple[float, int]:
         result = rt.get(run.run_id).result
         assert isinstance(result, dict), rt.get(run.run_id).error
         if batch:
-            stored = sum(1 for _ in rt.stream("reply"))
+            stored = sum(1 for _ in rt.threads.stream("reply"))
             assert stored == deltas + 1, f"{stored} entries stored for {deltas} deltas"
         return float(result["seconds"]), int(result["commits"])
 

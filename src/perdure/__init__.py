@@ -57,9 +57,10 @@ Running and inspecting runs
 
 Threads and streams
     :class:`ThreadPolicy` (what a new run or message does on a busy thread), :class:`ThreadInfo`
-    (``rt.thread(...)``), :class:`Delivery` (``rt.add_message(...)``); ``ctx.open_stream(...)``
-    returns a :class:`StreamSink`; ``rt.stream(...)`` yields :class:`StreamEntry` records of a
-    :class:`StreamEventKind`; errors :class:`ThreadBusyError`, :class:`StreamClosedError`.
+    (``rt.threads.get(...)``), :class:`Delivery` (``rt.threads.post(...)``);
+    ``ctx.open_stream(...)`` returns a :class:`StreamSink`; ``rt.threads.stream(...)`` yields
+    :class:`StreamEntry` records of a :class:`StreamEventKind`; errors :class:`ThreadBusyError`,
+    :class:`StreamClosedError`.
 
 Errors (each has a stable ``.code`` and a ``.fix``)
     :class:`PerdureError` (the root), :class:`DefinitionError`, :class:`ConfigError`,

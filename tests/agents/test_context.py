@@ -91,5 +91,5 @@ def test_an_async_step_rebuilds_its_context_with_a_recorded_summary(runtime: Run
     run = runtime.start(Workflow("actx", state=S, steps=[first]), messages=history)
     runtime.run_until_idle()
     assert runtime.get(run.run_id).result == ["Summary of messages 1 to 2: short", "c"]
-    (record,) = runtime.effects(run_id=run.run_id)
+    (record,) = runtime.effects.list(run_id=run.run_id)
     assert (record.target, record.name) == ("model", "context.summary.1-2")

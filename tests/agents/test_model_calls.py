@@ -70,7 +70,7 @@ def test_a_reexecuted_step_gets_the_recorded_reply_and_the_model_is_called_once(
     assert view.status is RunStatus.SUCCEEDED
     assert llm.calls == 1
     assert view.result == {"answer": "hello there", "replayed": True, "cost": 5 + 2 * 7}
-    records = [e for e in runtime.effects(run_id=run.run_id) if e.target == "model"]
+    records = [e for e in runtime.effects.list(run_id=run.run_id) if e.target == "model"]
     assert len(records) == 1
     record = records[0]
     assert record.operation == "scripted-1"
@@ -178,12 +178,12 @@ def test_a_streamed_reply_is_written_to_its_durable_stream_and_read_back_whole(
     runtime.run_until_idle()
     message_id = runtime.get(run.run_id).result
     assert isinstance(message_id, str)
-    entries = list(runtime.stream(message_id))
+    entries = list(runtime.threads.stream(message_id))
     kinds = [str(e.kind) for e in entries]
     assert kinds == ["delta"] * 5 + ["finished"]
     assert "".join(e.text for e in entries) == "a streamed answer in five"
     assert [e.seq for e in entries] == list(range(1, 7))
-    later = list(runtime.stream(message_id, after=entries[2].seq))
+    later = list(runtime.threads.stream(message_id, after=entries[2].seq))
     assert later == entries[3:], "a reader resuming after a seq sees the rest exactly once"
 
 
@@ -222,7 +222,7 @@ def test_a_retired_model_in_the_release_is_replaced_in_the_request(runtime: Runt
     wf = Workflow("ask", state=S, steps=[ask], retired={"model": {"scripted-1": "scripted-2"}})
     run = runtime.start(wf, release={"model": "scripted-1"})
     runtime.run_until_idle()
-    (record,) = runtime.effects(run_id=run.run_id)
+    (record,) = runtime.effects.list(run_id=run.run_id)
     assert record.operation == "scripted-2"
     assert runtime.store.get_run("default", run.run_id).release.model == "scripted-1"
 
@@ -254,5 +254,5 @@ def test_a_step_that_leaves_the_stream_early_still_gets_the_whole_reply_recorded
     run = runtime.start(Workflow("ask", state=S, steps=[ask]))
     runtime.run_until_idle()
     assert runtime.get(run.run_id).result == "one two three four"
-    (record,) = runtime.effects(run_id=run.run_id)
+    (record,) = runtime.effects.list(run_id=run.run_id)
     assert record.status is EffectStatus.CONFIRMED

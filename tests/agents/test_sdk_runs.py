@@ -129,7 +129,7 @@ def test_a_cut_stream_is_retried_under_the_same_message_id(
     assert isinstance(result, dict)
     assert result["text"] == "one two three"
     assert "".join(attempts[0]) == "one two "
-    (record,) = runtime.effects(run_id=run.run_id)
+    (record,) = runtime.effects.list(run_id=run.run_id)
     assert isinstance(record.result, dict) and record.result["message_id"] == result["id"]
     assert stub.count == 2
 

@@ -103,7 +103,7 @@ def test_a_round_appends_results_in_order_and_a_reexecuted_step_sends_no_second_
         ["c6", "durable: lasting"],
     ]
     assert counts == {"search": 2, "send_email": 1, "lookup": 1}
-    email = next(e for e in runtime.effects(run_id=run.run_id) if e.operation == "send_email")
+    email = next(e for e in runtime.effects.list(run_id=run.run_id) if e.operation == "send_email")
     assert (email.target, email.name, email.status) == ("tool", "tool.c2", EffectStatus.CONFIRMED)
     thread = runtime.store.messages("default", view.thread_id)
     assert [m.tool_call_id for m in thread if m.role == "tool"] == [c.id for c in CALLS]

@@ -32,9 +32,9 @@ def test_a_step_uploads_an_artifact_that_a_later_step_reads_back(
     assert record.status is ArtifactStatus.COMMITTED, "the reference is committed at the boundary"
     assert (record.step, record.step_seq, record.ref.media_type) == ("make", 1, "text/plain")
     assert object_key("default", record.ref.digest) in objects.list()
-    state = runtime.state_at(run_id, 1)
+    state = runtime.history.state_at(run_id, 1)
     assert state["report"] == record.ref.to_json()
-    assert runtime.history(run_id)[1].artifacts == (record.ref.uri,)
+    assert runtime.history.entries(run_id)[1].artifacts == (record.ref.uri,)
     runtime.signal(run_id, "go")
     runtime.run_until_idle()
     done = runtime.get(run_id)
@@ -94,7 +94,7 @@ def test_a_two_megabyte_state_and_a_five_megabyte_tool_output_just_work(
     assert tool.artifact.size == app.BIG_MESSAGE
     view = runtime.status(run.run_id)
     assert len(next(m for m in view.messages if m.role == "tool").content) == app.BIG_MESSAGE
-    assert runtime.state_at(run.run_id, 1)["blob"] == "x" * app.BIG_STATE
+    assert runtime.history.state_at(run.run_id, 1)["blob"] == "x" * app.BIG_STATE
     kinds = sorted(
         a.ref.media_type for a in runtime.store.artifacts.find("default", run_id=run.run_id)
     )
@@ -127,15 +127,15 @@ def test_put_artifact_streams_a_file_and_refuses_text(runtime: Runtime, tmp_path
     from perdure.runtime.artifacts import Writer
 
     who = Writer("default", run.run_id, "make", 1, claimed.fence)
-    ref, _ = runtime.artifacts.put(who, path, "application/octet-stream")
+    ref, _ = runtime.services.artifacts.put(who, path, "application/octet-stream")
     assert ref == ArtifactRef(digest_of(path.read_bytes()), 10_000, "application/octet-stream")
-    assert runtime.get_artifact(ref) == path.read_bytes()
+    assert runtime.history.artifact(ref) == path.read_bytes()
     from perdure.core.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError):
-        runtime.artifacts.put(who, "text", "text/plain")  # type: ignore[arg-type]
+        runtime.services.artifacts.put(who, "text", "text/plain")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
-        runtime.artifacts.put(who, b"x", "not a media type")
+        runtime.services.artifacts.put(who, b"x", "not a media type")
 
 
 def test_async_steps_put_and_get_artifacts_off_the_event_loop(runtime: Runtime) -> None:

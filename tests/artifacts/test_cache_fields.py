@@ -43,7 +43,7 @@ def rebuilt(rt: Runtime, run_id: str) -> list[dict[str, object]]:
 
 def docs_written(rt: Runtime, run_id: str) -> list[str | None]:
     """The steps whose boundary wrote the cache field."""
-    steps = rt.history(run_id)[1:]  # 0 is the start
+    steps = rt.history.entries(run_id)[1:]  # 0 is the start
     return [h.step for h in steps if any(c.field == "docs" for c in h.changes)]
 
 

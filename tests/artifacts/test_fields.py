@@ -34,7 +34,7 @@ def test_a_lazy_field_is_stored_as_an_artifact_and_a_derived_field_is_not_stored
     done = runtime.get(run_id)
     assert done.status is RunStatus.SUCCEEDED, done.error
     assert done.result == {"index": {"q": "WHY"}, "docs": 3}, "rebuilt from the stored question"
-    changed = {c.field for c in runtime.history(run_id)[2].changes}
+    changed = {c.field for c in runtime.history.entries(run_id)[2].changes}
     assert changed == set(), "reading a lazy field does not write it again"
 
 

@@ -40,7 +40,7 @@ def test_history_lists_each_step_with_the_fields_it_changed(
     runtime: Runtime, tmp_path: Path
 ) -> None:
     run_id = paid(runtime, tmp_path)
-    entries = runtime.history(run_id)
+    entries = runtime.history.entries(run_id)
     assert [(e.step_seq, e.step) for e in entries] == [
         (0, None),
         (1, "plan"),
@@ -57,14 +57,14 @@ def test_history_lists_each_step_with_the_fields_it_changed(
 
 def test_the_state_at_any_step_is_rebuilt_from_the_deltas(runtime: Runtime, tmp_path: Path) -> None:
     run_id = paid(runtime, tmp_path, amount=7)
-    assert runtime.state_at(run_id, 0)["note"] == ""
-    assert runtime.state_at(run_id, 1)["note"] == "plan 7"
-    assert runtime.state_at(run_id, 2)["note"] == "paid 7"
-    assert runtime.state_at(run_id, 4) == runtime.state_at(run_id, 2)
+    assert runtime.history.state_at(run_id, 0)["note"] == ""
+    assert runtime.history.state_at(run_id, 1)["note"] == "plan 7"
+    assert runtime.history.state_at(run_id, 2)["note"] == "paid 7"
+    assert runtime.history.state_at(run_id, 4) == runtime.history.state_at(run_id, 2)
     with pytest.raises(InvalidInputError):
-        runtime.state_at(run_id, 5)
+        runtime.history.state_at(run_id, 5)
     with pytest.raises(InvalidInputError):
-        runtime.state_at(run_id, -1)
+        runtime.history.state_at(run_id, -1)
 
 
 def test_a_fork_from_a_savepoint_does_not_repeat_the_confirmed_payment(
@@ -74,7 +74,7 @@ def test_a_fork_from_a_savepoint_does_not_repeat_the_confirmed_payment(
     run_id = paid(runtime, tmp_path)
     assert [c.split()[0] for c in app.calls(ledger)] == ["charge", "notify"]
     before = snapshot(runtime, run_id)
-    fork = runtime.fork(run_id, savepoint="paid", by="alice")
+    fork = runtime.history.fork(run_id, savepoint="paid", by="alice")
     assert fork.run_id != run_id and fork.status is RunStatus.PENDING
     assert fork.next_step == "notify", "the fork continues after the savepoint's step"
     runtime.run_until_idle()
@@ -86,7 +86,7 @@ def test_a_fork_from_a_savepoint_does_not_repeat_the_confirmed_payment(
     assert notify_keys[0] != notify_keys[1], "the fork's effects have their own keys"
     assert fork.run_id in notify_keys[1]
     assert snapshot(runtime, run_id) == before, "the original is unchanged"
-    lineage = runtime.lineage(fork.run_id)
+    lineage = runtime.history.lineage(fork.run_id)
     assert lineage is not None
     assert (lineage.source_run_id, lineage.step_seq, lineage.savepoint, lineage.created_by) == (
         run_id,
@@ -106,7 +106,7 @@ def test_a_fork_at_a_step_with_a_patch_runs_from_there_with_the_patched_state(
 ) -> None:
     ledger = str(tmp_path / "ledger.txt")
     run_id = paid(runtime, tmp_path)
-    fork = runtime.fork(run_id, at=1, patch={"amount": 25})
+    fork = runtime.history.fork(run_id, at=1, patch={"amount": 25})
     assert fork.next_step == "charge"
     runtime.run_until_idle()
     assert runtime.get(fork.run_id).result == {"note": "paid 25"}
@@ -116,22 +116,22 @@ def test_a_fork_at_a_step_with_a_patch_runs_from_there_with_the_patched_state(
         ["charge", "25"],
         ["notify", "paid"],
     ]
-    lineage = runtime.lineage(fork.run_id)
+    lineage = runtime.history.lineage(fork.run_id)
     assert lineage is not None and lineage.patched == ("amount",)
 
 
 def test_a_fork_refuses_what_it_cannot_do(runtime: Runtime, tmp_path: Path) -> None:
     run_id = paid(runtime, tmp_path)
     with pytest.raises(InvalidInputError, match="exactly one"):
-        runtime.fork(run_id, at=1, savepoint="paid")
+        runtime.history.fork(run_id, at=1, savepoint="paid")
     with pytest.raises(InvalidInputError, match="no savepoint"):
-        runtime.fork(run_id, savepoint="nope")
+        runtime.history.fork(run_id, savepoint="nope")
     with pytest.raises(InvalidInputError, match="no step follows"):
-        runtime.fork(run_id, at=4)
+        runtime.history.fork(run_id, at=4)
     with pytest.raises(InvalidInputError):
-        runtime.fork(run_id, at=1, patch={"amount": "not a number"})
+        runtime.history.fork(run_id, at=1, patch={"amount": "not a number"})
     with pytest.raises(InvalidInputError):
-        runtime.fork(run_id, at=99)
+        runtime.history.fork(run_id, at=99)
     assert runtime.runs(workflow="pay") == [runtime.get(run_id)], "nothing was created"
 
 
@@ -139,20 +139,20 @@ def test_a_person_marks_a_savepoint_and_a_repeat_changes_nothing(
     runtime: Runtime, tmp_path: Path
 ) -> None:
     run_id = paid(runtime, tmp_path)
-    sp = runtime.savepoint(run_id, "reviewed", at=1, by="bob")
+    sp = runtime.history.savepoint(run_id, "reviewed", at=1, by="bob")
     assert (sp.step_seq, sp.created_by) == (1, "bob")
-    assert runtime.savepoint(run_id, "reviewed", at=1, by="bob") == sp
+    assert runtime.history.savepoint(run_id, "reviewed", at=1, by="bob") == sp
     with pytest.raises(InvalidInputError, match="already has savepoint"):
-        runtime.savepoint(run_id, "reviewed", at=2)
-    assert [s.label for s in runtime.savepoints(run_id)] == ["reviewed", "paid"]
-    fork = runtime.fork(run_id, savepoint="reviewed")
+        runtime.history.savepoint(run_id, "reviewed", at=2)
+    assert [s.label for s in runtime.history.savepoints(run_id)] == ["reviewed", "paid"]
+    fork = runtime.history.fork(run_id, savepoint="reviewed")
     assert fork.next_step == "charge"
 
 
 def test_a_fork_of_a_run_with_offloaded_state_shares_the_artifact(runtime: Runtime) -> None:
     run = runtime.start(app.big)
     runtime.run_until_idle()
-    fork = runtime.fork(run.run_id, at=1)
+    fork = runtime.history.fork(run.run_id, at=1)
     runtime.run_until_idle()
     assert runtime.get(fork.run_id).result == {"blob": app.BIG_STATE, "tool": app.BIG_MESSAGE}
     digests = {a.ref.digest for a in runtime.store.artifacts.find("default", run_id=fork.run_id)}
@@ -170,8 +170,8 @@ def test_history_and_forks_of_sealed_state_open_and_reseal_for_the_fork(
     keyring = Keyring({"k1": b"0123456789abcdef0123456789abcdef"}, "k1")
     with Runtime(db_url, clock=clock, artifacts=objects.location, keyring=keyring) as rt:
         run_id = paid(rt, tmp_path)
-        assert rt.state_at(run_id, 1)["note"] == "plan 10"
-        fork = rt.fork(run_id, at=1, patch={"amount": 3})
+        assert rt.history.state_at(run_id, 1)["note"] == "plan 10"
+        fork = rt.history.fork(run_id, at=1, patch={"amount": 3})
         rt.run_until_idle()
         assert rt.get(fork.run_id).result == {"note": "paid 3"}
         sealed = rt.store.load_state("default", fork.run_id)
@@ -189,8 +189,8 @@ def test_an_async_application_reads_history_and_forks_through_the_async_runtime(
 
     async def go() -> tuple[int, str | None]:
         art = AsyncRuntime(runtime)
-        entries = await art.history(run_id)
-        fork = await art.fork(run_id, savepoint="paid")
+        entries = await art.history.entries(run_id)
+        fork = await art.history.fork(run_id, savepoint="paid")
         return len(entries), fork.next_step
 
     assert asyncio.run(go()) == (5, "notify")
@@ -233,11 +233,11 @@ def test_an_upgrade_that_rewrites_an_offloaded_field_commits_its_artifact(
     runtime.run_until_idle()
     runtime.register(v2)
     runtime.signal(run.run_id, "go")
-    runtime.gc(Retention(finished=None, orphan_grace=timedelta(0)))
+    runtime.retention.gc(Retention(finished=None, orphan_grace=timedelta(0)))
     runtime.run_until_idle()
     statuses = {str(a.status) for a in runtime.store.artifacts.find("default", run_id=run.run_id)}
     assert statuses == {"committed"}, "the migrated value's upload is committed with the upgrade"
-    swept = runtime.gc(Retention(finished=None, orphan_grace=timedelta(0)))
+    swept = runtime.retention.gc(Retention(finished=None, orphan_grace=timedelta(0)))
     assert swept.objects_deleted == 0, "the old value stays too: the history points to it"
     assert len(objects.list()) == 2
     assert runtime.get(run.run_id).result == {"len": 200_001, "words": 1}

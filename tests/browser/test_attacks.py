@@ -29,6 +29,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, Response, expect
 
 from perdure import FakeClock, Runtime
 from perdure.core.model import RunStatus
+from perdure.runtime.admin.credentials import Credentials
 from perdure.server import create_app
 from tests.backends import BACKENDS
 from tests.conftest import fresh_db_url
@@ -90,8 +91,8 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     rt = Runtime(db, clock=FakeClock(), workflows=WORKFLOWS, owner="server")
     running = start_server(create_app(rt, heartbeat=5, poll=0.02, recheck=0.1))
     out = Target(f"http://127.0.0.1:{running.port}", rt)
-    out.tokens["alice"] = rt.create_key("alice", tenant="t1", roles=["approver", "admin"]).token
-    out.tokens["mallory"] = rt.create_key("mallory", tenant="t1", roles=["approver"]).token
+    out.tokens["alice"] = rt.keys.create("alice", tenant="t1", roles=["approver", "admin"]).token
+    out.tokens["mallory"] = rt.keys.create("mallory", tenant="t1", roles=["approver"]).token
     yield out
     stop_server(running)
     rt.close()
@@ -135,7 +136,7 @@ def world(target: Target) -> World:
     waiting = rt.start("job", {"ticks": 0, "amount": 900}, tenant="t1").run_id
     stuck = rt.start("charge", tenant="t1").run_id
     rt.run_until_idle()
-    (effect,) = rt.effects(tenant="t1", run_id=stuck)
+    (effect,) = rt.effects.list(tenant="t1", run_id=stuck)
     return World(waiting, stuck, effect.key)
 
 
@@ -145,13 +146,16 @@ def unchanged(target: Target, w: World) -> None:
     rt = target.runtime
     assert rt.get(w.waiting, tenant="t1").status is RunStatus.WAITING_APPROVAL
     assert rt.get(w.stuck, tenant="t1").status is RunStatus.NEEDS_ATTENTION
-    (effect,) = rt.effects(tenant="t1", run_id=w.stuck)
+    (effect,) = rt.effects.list(tenant="t1", run_id=w.stuck)
     assert str(effect.status) == "ambiguous"
     assert [a.status for a in rt.approvals(tenant="t1", pending=False)] == ["pending"]
-    assert rt.audit(tenant="t1") == []
+    assert rt.activity.audit(tenant="t1") == []
     assert rt.store.signals("t1", w.waiting) == []
-    assert {k.name for k in rt.keys(tenant="t1")} == {"alice", "mallory"}
-    assert rt.sessions(tenant="t1", key_id=target.key_id("mallory"), ended=True) == []
+    assert {k.name for k in rt.keys.list(tenant="t1")} == {"alice", "mallory"}
+    assert (
+        Credentials(rt.parts).sessions(tenant="t1", key_id=target.key_id("mallory"), ended=True)
+        == []
+    )
 
 
 # -- the attacker's pages -------------------------------------------------------------------------
@@ -304,7 +308,7 @@ def test_forged_api_requests_change_nothing_and_the_key_still_works(
     ) as c:
         r = c.post(f"/v1/runs/{w.waiting}/approve", json={"comment": "mine"})
     assert r.status_code == 200, r.text
-    (decision,) = target.runtime.audit(tenant="t1")
+    (decision,) = target.runtime.activity.audit(tenant="t1")
     assert (decision.by, decision.via) == ("alice", f"key:{target.key_id('alice')}")
 
 
@@ -349,13 +353,13 @@ def test_forged_dashboard_forms_change_nothing_and_the_pages_own_forms_work(
     expect(page.locator("#status")).to_have_text("RUNNING")
     page.click("#cancel")
     expect(page.locator("#status")).to_have_text("CANCELLED")
-    trail = target.runtime.audit(tenant="t1")
+    trail = target.runtime.activity.audit(tenant="t1")
     assert [(d.verb, d.by) for d in trail] == [
         ("resolve", "alice"),
         ("approve", "alice"),
         ("cancel", "alice"),
     ]
-    (session,) = target.runtime.sessions(tenant="t1")
+    (session,) = Credentials(target.runtime.parts).sessions(tenant="t1")
     assert {d.via for d in trail} == {f"session:{session.session_id}"}
 
 
@@ -390,7 +394,7 @@ def test_a_framed_run_page_cannot_turn_a_click_into_an_approval(
     unchanged(target, w)
     page.mouse.click(x, y)  # the control: the same click on the person's own page
     expect(page.locator("#status")).to_have_text("RUNNING")
-    assert [d.verb for d in target.runtime.audit(tenant="t1")] == ["approve"]
+    assert [d.verb for d in target.runtime.activity.audit(tenant="t1")] == ["approve"]
 
 
 @pytest.mark.parametrize("host", ATTACKER_HOSTS)
@@ -425,7 +429,7 @@ def test_login_and_logout_cannot_be_forged(
     assert top_level(victim, attacker, host, shots[1]) == 403
     refusals_only(answers, {"/login"})
     unchanged(target, w)  # no session of mallory's key
-    assert target.runtime.sessions(tenant="t1", ended=True) == []
+    assert Credentials(target.runtime.parts).sessions(tenant="t1", ended=True) == []
     page = victim.new_page()
     page.goto(base + "/")
     expect(page).to_have_url(base + "/login")  # the victim is not logged in as anyone
@@ -442,13 +446,13 @@ def test_login_and_logout_cannot_be_forged(
     away.goto(attacker.url(host, "/link"))
     expect(away).to_have_url(re.compile(re.escape(base) + "/(login)?$"))
     away.close()
-    (session,) = target.runtime.sessions(tenant="t1")
+    (session,) = Credentials(target.runtime.parts).sessions(tenant="t1")
     assert session.ended_at is None
     page.goto(base + "/")
     expect(page.locator("header .who")).to_contain_text("alice")
     page.click("#logout")  # the control: the person's own button
     expect(page).to_have_url(base + "/login")
-    (ended,) = target.runtime.sessions(tenant="t1", ended=True)
+    (ended,) = Credentials(target.runtime.parts).sessions(tenant="t1", ended=True)
     assert ended.ended_why == "logout"
 
 
@@ -461,10 +465,12 @@ def test_a_revoked_key_and_a_logout_close_the_open_pages_streams(
     run_page.goto(f"{target.url}/runs/{w.waiting}")
     list_page.goto(f"{target.url}/")
     expect(run_page.locator("#live")).to_have_text("● live")
-    target.runtime.revoke_key(target.key_id("alice"), tenant="t1")
+    target.runtime.keys.revoke(target.key_id("alice"), tenant="t1")
     expect(run_page).to_have_url(target.url + "/login")  # the stream closed, the page left
     expect(list_page).to_have_url(target.url + "/login")
-    assert {s.ended_why for s in target.runtime.sessions(tenant="t1", ended=True)} == {"revoked"}
+    assert {
+        s.ended_why for s in Credentials(target.runtime.parts).sessions(tenant="t1", ended=True)
+    } == {"revoked"}
     # A logout in one tab closes the stream of another.
     log_in(run_page, target, "mallory")
     list_page.goto(f"{target.url}/runs/{w.waiting}")

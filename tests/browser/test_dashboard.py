@@ -31,8 +31,8 @@ def site(tmp_path: Path) -> Iterator[Site]:
     db = f"sqlite:///{tmp_path / 'perdure.db'}"
     rt = Runtime(db, clock=clock, workflows=WORKFLOWS, owner="server")
     tokens = {
-        "alice": rt.create_key("alice", tenant="t1", roles=["approver", "admin"]).token,
-        "bob": rt.create_key("bob", tenant="t1").token,
+        "alice": rt.keys.create("alice", tenant="t1", roles=["approver", "admin"]).token,
+        "bob": rt.keys.create("bob", tenant="t1").token,
     }
     running = start_server(create_app(rt, heartbeat=5, poll=0.02))
     worker_rt = Runtime(db, clock=clock, workflows=WORKFLOWS, owner="worker")

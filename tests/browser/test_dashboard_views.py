@@ -50,7 +50,7 @@ def views(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Views]:
     dashboard_app.FAILS["think"] = 1
     workflows = [dashboard_app.research, dashboard_app.broken]
     rt = Runtime(db, clock=clock, workflows=workflows, owner="server")
-    token = rt.create_key("alice", tenant="t1", roles=["approver", "admin"]).token
+    token = rt.keys.create("alice", tenant="t1", roles=["approver", "admin"]).token
     running = start_server(create_app(rt, heartbeat=5, poll=0.02))
     yield Views(f"http://127.0.0.1:{running.port}", rt, clock, token, str(request.param))
     stop_server(running)

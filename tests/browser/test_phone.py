@@ -22,7 +22,7 @@ def site(tmp_path: Path) -> Iterator[tuple[str, Runtime, str]]:
     rt = Runtime(
         f"sqlite:///{tmp_path / 'perdure.db'}", clock=FakeClock(), workflows=WORKFLOWS, owner="s"
     )
-    token = rt.create_key("alice", tenant="t1", roles=["approver", "admin"]).token
+    token = rt.keys.create("alice", tenant="t1", roles=["approver", "admin"]).token
     running = start_server(create_app(rt, heartbeat=5, poll=0.02))
     yield f"http://127.0.0.1:{running.port}", rt, token
     stop_server(running)

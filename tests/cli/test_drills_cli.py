@@ -110,7 +110,7 @@ def test_a_crash_point_can_name_one_occurrence_of_an_effect_whose_name_repeats(
     out = run_cli(db, "resume", run_id, *app, env=crash)
     assert out.returncode == 75, out.stdout + out.stderr
     with Runtime(db, migrate=False) as rt:
-        effects = rt.effects(run_id=run_id)
+        effects = rt.effects.list(run_id=run_id)
     assert [(e.step_seq, e.name, str(e.status)) for e in effects] == [
         (1, "model.1", "confirmed"),
         (2, "tool.call_1", "confirmed"),

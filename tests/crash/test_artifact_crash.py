@@ -47,12 +47,12 @@ def test_a_crash_after_the_upload_leaves_an_orphan_that_gc_collects_after_the_ru
         assert "CRASH after_upload:make" in done.stderr
         crashed = rt.get(run.run_id)
         assert crashed.status is RunStatus.RUNNING and crashed.steps_done == 0
-        assert rt.state_at(run.run_id, 0)["report"] is None, "no reference reached the run"
+        assert rt.history.state_at(run.run_id, 0)["report"] is None, "no reference reached the run"
         [upload] = rt.store.artifacts.find("default", run_id=run.run_id)
         assert upload.status is ArtifactStatus.UPLOADED
         first = object_key("default", upload.ref.digest)
         assert first in objects.list()
-        assert rt.gc(NOW).orphan_uploads == 0, "the uploader's fence still holds the run"
+        assert rt.retention.gc(NOW).orphan_uploads == 0, "the uploader's fence still holds the run"
         assert first in objects.list()
 
         rt.register(app.report)
@@ -60,7 +60,7 @@ def test_a_crash_after_the_upload_leaves_an_orphan_that_gc_collects_after_the_ru
         monkeypatch.setenv("ARTIFACTS_APP_SUFFIX", env_suffix)  # the step uploads other bytes
         resumed = rt.resume(run.run_id)
         assert resumed.status is RunStatus.WAITING_EXTERNAL, resumed.error
-        report = rt.gc(NOW)
+        report = rt.retention.gc(NOW)
         assert report.orphan_uploads == 1 and report.objects_deleted == 1
         assert first not in objects.list()
         [kept] = rt.store.artifacts.find("default", run_id=run.run_id)

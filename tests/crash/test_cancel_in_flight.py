@@ -120,7 +120,7 @@ def crashed_booking(db_url: str, tmp_path: Path, cell: Cell) -> tuple[str, Path]
 
 
 def settled(rt: Runtime, run_id: str) -> dict[str, S]:
-    return {e.name: e.status for e in rt.effects(run_id=run_id)}
+    return {e.name: e.status for e in rt.effects.list(run_id=run_id)}
 
 
 @pytest.mark.parametrize("how", ["cancel", "interrupt"])
@@ -148,12 +148,12 @@ def test_a_cancel_settles_every_effect_in_flight(
         if cell.status is RunStatus.NEEDS_ATTENTION:
             assert run.error is not None and run.error.reason == "ambiguous_effect"
             assert run.error.evidence["cancel_requested"] is True
-            listed = rt.effects(status=["ambiguous"])
+            listed = rt.effects.list(status=["ambiguous"])
             assert [e.name for e in listed] == ["book"]
         elif cell.effects.get("book") is S.CONFIRMED:
             assert run.error is not None
             assert [k["effect"] for k in run.error.kept_effects] == [
-                listed.key for listed in rt.effects(run_id=run_id)
+                listed.key for listed in rt.effects.list(run_id=run_id)
             ]
         assert rt.resume(run_id).status is cell.status, "settling twice changes nothing"
         assert SmartLight(light).status()["commands"] == cell.commands
@@ -167,8 +167,8 @@ def test_a_person_resolves_the_effect_and_the_cancel_then_ends_with_its_undo(
     with Runtime(db_url, workflows=[booking]) as rt:
         rt.cancel(run_id)
         assert rt.resume(run_id).status is RunStatus.NEEDS_ATTENTION
-        (effect,) = rt.effects(run_id=run_id)
-        rt.resolve_effect(effect.key, applied=True, reason="the light shows it", by="ops")
+        (effect,) = rt.effects.list(run_id=run_id)
+        rt.effects.resolve(effect.key, applied=True, reason="the light shows it", by="ops")
         assert rt.cancel(run_id).status is RunStatus.CANCEL_REQUESTED
         run = rt.resume(run_id)
         assert run.status is RunStatus.CANCELLED
@@ -232,14 +232,14 @@ def test_a_fork_refuses_to_remake_an_effect_whose_outcome_is_unknown(
     run_id, light = crashed_booking(db_url, tmp_path, cell)
     with Runtime(db_url, workflows=[booking]) as rt:
         with pytest.raises(InvalidInputError, match="outcome is unknown"):
-            rt.fork(run_id, at=0)
+            rt.history.fork(run_id, at=0)
         assert len(rt.runs()) == 1, "nothing was created"
         assert rt.resume(run_id).status is RunStatus.NEEDS_ATTENTION  # no reconciler: ambiguous
         with pytest.raises(InvalidInputError, match="outcome is unknown"):
-            rt.fork(run_id, at=0)
-        (effect,) = rt.effects(run_id=run_id)
-        rt.resolve_effect(effect.key, applied=True, reason="the light shows it", by="ops")
-        fork = rt.fork(run_id, at=0)
+            rt.history.fork(run_id, at=0)
+        (effect,) = rt.effects.list(run_id=run_id)
+        rt.effects.resolve(effect.key, applied=True, reason="the light shows it", by="ops")
+        fork = rt.history.fork(run_id, at=0)
         assert fork.status is RunStatus.PENDING
     assert SmartLight(light).status()["commands"] == 1
 

@@ -46,15 +46,15 @@ def test_a_reply_cut_by_sigkill_is_superseded_and_streamed_again_whole(
 
     with Runtime(db_url) as rt:
         follower: list[StreamEntry] = []
-        reader = rt.stream("m1", follow=True, poll=0.02)
+        reader = rt.threads.stream("m1", follow=True, poll=0.02)
         following = threading.Thread(target=lambda: follower.extend(reader))
         following.start()
-        wait_for(lambda: len(list(rt.stream("m1"))) == 10)  # five batches of two are stored
+        wait_for(lambda: len(list(rt.threads.stream("m1"))) == 10)  # five batches of two are stored
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=10) == -signal.SIGKILL
         gates.open_all()
 
-        before = list(rt.stream("m1"))  # a client that read the draft, then disconnected
+        before = list(rt.threads.stream("m1"))  # a client that read the draft, then disconnected
         assert [(e.seq, e.attempt) for e in before] == [(i, 1) for i in range(1, 11)]
         assert deltas(before, 1) == "".join(WORDS[:10])
 
@@ -62,7 +62,9 @@ def test_a_reply_cut_by_sigkill_is_superseded_and_streamed_again_whole(
         assert out.returncode == 0, out.stderr
         assert rt.get(run_id).status == "SUCCEEDED"
 
-        after = list(rt.stream("m1", after=before[-1].seq))  # it reconnects with its last seq
+        after = list(
+            rt.threads.stream("m1", after=before[-1].seq)
+        )  # it reconnects with its last seq
         following.join(30)
         assert not following.is_alive(), "the follower ended with the finished message"
 

@@ -45,7 +45,7 @@ def test_starts_racing_from_processes_follow_the_threads_policy(db_url: str, pol
     created = [value for kind, value in outcomes if kind == "created"]
     rejected = [value for kind, value in outcomes if kind == "rejected"]
     with Runtime(db_url, workflows=[turn]) as rt:
-        info = rt.thread("contested")
+        info = rt.threads.get("contested")
         if policy == "reject":
             assert (len(created), rejected) == (1, ["thread_busy"] * (RACERS - 1))
             assert (info.active, info.queued) == (created[0], ())

@@ -45,7 +45,7 @@ def run(db_url: str, workflow: Workflow[Any]) -> Any:
     with Runtime(db_url, workflows=[workflow]) as rt:
         started = rt.start(workflow, Q())
         rt.run_until_idle()
-        return rt.get(started.run_id), rt.effects(run_id=started.run_id)
+        return rt.get(started.run_id), rt.effects.list(run_id=started.run_id)
 
 
 def test_replies_are_charged_and_a_spent_budget_stops_before_the_next_request(

@@ -222,7 +222,7 @@ def test_an_approval_and_a_deferred_call_in_one_reply_are_answered_together(
         assert (final.status, final.result) == ("SUCCEEDED", "Handled."), (
             final.error and final.error.to_json()
         )
-        refund_effects = [e for e in rt.effects(run_id=run.run_id) if e.target == "tool"]
+        refund_effects = [e for e in rt.effects.list(run_id=run.run_id) if e.target == "tool"]
     assert refunds == ([40] if approve else [])
     assert len(refund_effects) == int(approve), "the approved refund is one recorded effect"
     assert lookups == ["A-7"], "the deferring tool was not called again"

@@ -128,7 +128,7 @@ def test_a_model_request_cut_on_the_wire_is_retried_after_a_durable_wait_and_suc
         stored = rt.get(run.run_id)
         assert stored.status == "SUCCEEDED", stored.error and stored.error.to_json()
         assert stored.result == "answered"
-        (model,) = [e for e in rt.effects(run_id=run.run_id) if e.target == "model"]
+        (model,) = [e for e in rt.effects.list(run_id=run.run_id) if e.target == "model"]
         assert model.status is EffectStatus.CONFIRMED
         assert model.attempts == 2
     assert stub.count == (1 if fault == "refused" else 2)
@@ -148,7 +148,7 @@ def test_a_refused_credential_or_a_bad_request_is_not_retried(
         clock.advance(3600)
         rt.run_until_idle()
         stored = rt.get(run.run_id)
-        (model,) = [e for e in rt.effects(run_id=run.run_id) if e.target == "model"]
+        (model,) = [e for e in rt.effects.list(run_id=run.run_id) if e.target == "model"]
     assert stored.status == "FAILED", "a rejected request fails the step at once"
     assert model.status is EffectStatus.REJECTED
     assert isinstance(model.last_error, dict)
@@ -211,7 +211,7 @@ def test_a_side_effect_cut_after_its_request_went_out_is_not_sent_blindly_again(
         clock.advance(3600)
         rt.run_until_idle()
         stored = rt.get(run.run_id)
-        (effect,) = rt.effects(run_id=run.run_id)
+        (effect,) = rt.effects.list(run_id=run.run_id)
     assert stored.status == "NEEDS_ATTENTION"
     assert effect.status is EffectStatus.AMBIGUOUS, "the outcome is unknown: a person decides"
     assert stub.count == 1

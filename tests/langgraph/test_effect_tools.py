@@ -81,7 +81,7 @@ def test_the_tool_gets_its_key_and_the_model_never_sees_it(
     out = graph.invoke({"messages": [HumanMessage(content="go")]}, cfg())
     assert out["messages"][-1].content == "sent to ana"
     assert keys == [graph_effect_key("default", "t1", "tools:x", "c1")]
-    (effect,) = saver.runtime.effects(run_id=graph_run_id("default", "t1"))
+    (effect,) = saver.runtime.effects.list(run_id=graph_run_id("default", "t1"))
     assert (effect.key, effect.status, effect.attempts) == (keys[0], EffectStatus.CONFIRMED, 1)
     assert (effect.target, effect.operation, effect.request) == (
         "tool",
@@ -138,7 +138,9 @@ def test_an_unknown_outcome_stops_for_a_person_and_their_decision_is_replayed(
         graph.invoke(None, cfg())  # asked again: still no call
     assert calls == ["charge"]
     key = graph_effect_key("default", "t1", "tools:x", "c1")
-    saver.runtime.resolve_effect(key, applied=True, by="ops", reason="found it", result="charged 5")
+    saver.runtime.effects.resolve(
+        key, applied=True, by="ops", reason="found it", result="charged 5"
+    )
     assert graph.invoke(None, cfg())["messages"][-1].content == "charged 5"
     assert calls == ["charge"]
 
@@ -196,7 +198,7 @@ def test_a_call_that_did_not_reach_the_provider_is_made_on_the_next_try(
     with pytest.raises(TransientError):
         graph.invoke({"messages": []}, cfg())
     assert graph.invoke(None, cfg())["messages"][-1].content == "posted"
-    (effect,) = saver.runtime.effects()
+    (effect,) = saver.runtime.effects.list()
     assert (effect.status, effect.attempts, calls) == (EffectStatus.CONFIRMED, 2, [1, 1])
 
 
@@ -242,10 +244,10 @@ def test_a_tool_that_pauses_for_a_person_counts_no_attempt(
 ) -> None:
     graph = agent_on(saver, tmp_path)
     graph.invoke(START_INPUT, cfg())
-    (effect,) = saver.runtime.effects()
+    (effect,) = saver.runtime.effects.list()
     assert (effect.status, effect.attempts) == (EffectStatus.PLANNED, 0)
     resume(graph, "yes", cfg())
-    (effect,) = saver.runtime.effects()
+    (effect,) = saver.runtime.effects.list()
     assert (effect.status, effect.attempts) == (EffectStatus.CONFIRMED, 1)
     assert counts(str(tmp_path / "calls")) == {"model": 2, "approved": 1}
 
@@ -258,4 +260,6 @@ def test_effects_of_a_thread_are_listed_on_its_run(graph_runtime: Runtime, tmp_p
     run = graph_runtime.store.get_run("default", graph_run_id("default", "t1"))
     events = [e.type for e in graph_runtime.store.events("default", run.run_id)]
     assert events.count("effect") >= 3  # planned, executing, confirmed
-    assert [e.status for e in graph_runtime.effects(run_id=run.run_id)] == [EffectStatus.CONFIRMED]
+    assert [e.status for e in graph_runtime.effects.list(run_id=run.run_id)] == [
+        EffectStatus.CONFIRMED
+    ]

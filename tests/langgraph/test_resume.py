@@ -202,7 +202,7 @@ def test_an_answer_is_written_under_the_hold_and_refused_to_a_stale_one(
     saver = PerdureSaver(graph_runtime, renew=False)
     graph = paused(saver)
     with saver.hold(cfg()) as stale:
-        clock.advance(graph_runtime.lease_seconds + 1)
+        clock.advance(graph_runtime.services.heartbeat.lease.total_seconds() + 1)
         other = PerdureSaver(graph_runtime, renew=False)
         with other.hold(cfg()), pytest.raises(LeaseLostError):
             resume(graph, "yes", stale)

@@ -81,7 +81,7 @@ def test_a_stale_holder_is_refused_once_another_invocation_took_the_thread_over(
 ) -> None:
     frozen = PerdureSaver(graph_runtime, renew=False)  # a holder that stopped renewing
     with frozen.hold(cfg()) as stale:
-        clock.advance(graph_runtime.lease_seconds + 1)
+        clock.advance(graph_runtime.services.heartbeat.lease.total_seconds() + 1)
         other = PerdureSaver(graph_runtime, renew=False)
         with other.hold(cfg()) as fresh:
             assert fresh["configurable"]["__perdure_fence__"] == (
@@ -307,11 +307,11 @@ def test_a_held_thread_stays_held_while_its_lease_is_renewed(
     saver = PerdureSaver(graph_runtime)  # renews its holds
     with saver.hold(cfg()):
         for _ in range(3):
-            clock.advance(graph_runtime.lease_seconds * 0.6)
-            graph_runtime.heartbeat.beat()
+            clock.advance(graph_runtime.services.heartbeat.lease.total_seconds() * 0.6)
+            graph_runtime.services.heartbeat.beat()
         with pytest.raises(GraphThreadBusyError), PerdureSaver(graph_runtime).hold(cfg()):
             pass
-    assert graph_runtime.heartbeat.held() == []
+    assert graph_runtime.services.heartbeat.held() == []
     with PerdureSaver(graph_runtime).hold(cfg()):
         pass  # given back: the next invocation takes it at once
 
@@ -323,7 +323,7 @@ def test_perdure_check_leaves_langgraph_threads_alone(
 
     to_interrupt(saver)
     graph_runtime.register(counting)
-    assert graph_runtime.check() == []
+    assert graph_runtime.versions.check() == []
 
 
 def test_a_held_graph_with_a_subgraph_checkpoints_both_namespaces(saver: PerdureSaver) -> None:

@@ -31,15 +31,15 @@ def test_every_decision_is_listed_with_who_and_the_credential_it_came_through(
     cancelled = runtime.start("plain", tenant="t1").run_id
     runtime.approve(approved, ALICE, comment="fine")
     runtime.reject(rejected, BOB, comment="too much")
-    (effect,) = runtime.effects(tenant="t1", run_id=resolved)
-    runtime.resolve_effect(
+    (effect,) = runtime.effects.list(tenant="t1", run_id=resolved)
+    runtime.effects.resolve(
         effect.key, applied=True, by="alice", reason="the bank has it", tenant=ALICE
     )
-    runtime.fail(failed, tenant=BOB, reason="not worth it")
-    runtime.repair(resumed, tenant=ALICE)
+    runtime.versions.fail(failed, tenant=BOB, reason="not worth it")
+    runtime.versions.repair(resumed, tenant=ALICE)
     runtime.cancel(cancelled, tenant=BOB, reason="changed my mind")
     runtime.cancel(cancelled, tenant="t1", reason="again, from the command line")  # no change
-    trail = runtime.audit(tenant="t1")
+    trail = runtime.activity.audit(tenant="t1")
     assert [(d.run_id, d.verb, d.by, d.via) for d in trail] == [
         (approved, "approve", "alice", ALICE.via),
         (rejected, "reject", "bob", BOB.via),
@@ -52,6 +52,6 @@ def test_every_decision_is_listed_with_who_and_the_credential_it_came_through(
     assert "the bank has it" in trail[2].detail and trail[3].detail == "not worth it"
     assert trail[5].detail == "changed my mind"
     assert [d.seq for d in trail] == sorted(d.seq for d in trail)
-    assert runtime.audit(tenant="t1", after=trail[3].seq) == trail[4:]
-    assert runtime.audit(tenant="t1", limit=2) == trail[:2]
-    assert runtime.audit(tenant="t2") == []
+    assert runtime.activity.audit(tenant="t1", after=trail[3].seq) == trail[4:]
+    assert runtime.activity.audit(tenant="t1", limit=2) == trail[:2]
+    assert runtime.activity.audit(tenant="t2") == []

@@ -120,11 +120,11 @@ def test_a_waiting_parent_holds_no_lease_and_is_not_claimable_until_its_children
 ) -> None:
     with fresh(db_url, clock) as rt:
         parent = rt.start(supervisor, {"topics": ["alpha"]})
-        assert rt.advance_one() is not None  # the parent: spawns, then waits
+        assert rt.run_until_idle(max_runs=1) == 1  # the parent: spawns, then waits
         waiting = rt.get(parent.run_id)
         assert (waiting.status, waiting.owner) == (RunStatus.WAITING_EXTERNAL, None)
         assert waiting.waiting is not None and waiting.waiting.to_json()["kind"] == "children"
-        rt.advance_one()  # the child ends: its commit wakes the parent
+        rt.run_until_idle(max_runs=1)  # the child ends: its commit wakes the parent
         woken = rt.get(parent.run_id)
         assert (woken.status, woken.next_step) == (RunStatus.RUNNING, "combine")
         rt.run_until_idle()

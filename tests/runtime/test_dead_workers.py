@@ -44,11 +44,11 @@ def test_a_worker_that_missed_its_beats_is_dead_and_its_runs_are_taken_over(
         )
 
         clock.advance(20)  # two beats missed: not yet dead, the lease (30 s) still holds
-        assert [w.state for w in here.workers()] == [WorkerState.LIVE]
+        assert [w.state for w in here.activity.workers()] == [WorkerState.LIVE]
         assert here.run_until_idle() == 0
 
         clock.advance(6)  # 26 s > 2.5 beats of 10 s, still inside the 30 s lease
-        assert [w.state for w in here.workers()] == [WorkerState.DEAD]
+        assert [w.state for w in here.activity.workers()] == [WorkerState.DEAD]
         assert here.run_until_idle() == 1
         run = here.get(run_id)
         assert run.status is RunStatus.SUCCEEDED and run.result == {"by": held.fence + 1}

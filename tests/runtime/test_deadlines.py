@@ -86,7 +86,7 @@ def take_over(db_url: str, clock: FakeClock, deadline: float | None) -> Takeover
     flow = flow_for(provider)
     a = Runtime(db_url, clock=clock, workflows=[flow], owner="host-a:1", lease_seconds=LEASE)
     b = Runtime(db_url, clock=clock, workflows=[flow], owner="host-b:2", lease_seconds=LEASE)
-    a.heartbeat.stop()  # a frozen worker's heartbeat is frozen with it
+    a.services.heartbeat.stop()  # a frozen worker's heartbeat is frozen with it
     run_id = a.start(flow, {"deadline": deadline}).run_id
     frozen = threading.Thread(target=a.run_until_idle)
     frozen.start()
@@ -116,7 +116,7 @@ def test_a_takeover_waits_for_the_attempts_deadline_before_calling_again(
     with b:
         assert len(provider.calls) == 1, "B must not call while A's attempt may land"
         assert provider.calls[0]["timeout"] == 60.0, "the deadline is the call's timeout"
-        effect = b.effects(run_id=t.run_id)[0]
+        effect = b.effects.list(run_id=t.run_id)[0]
         assert str(effect.status) == "executing" and effect.deadline is not None
         assert b.get(t.run_id).wake_at == effect.deadline, "B sleeps durably until then"
         assert b.run_until_idle() == 0, "nothing to do before the deadline"
@@ -179,7 +179,7 @@ def test_a_frozen_worker_whose_call_returns_late_stops_at_once_without_compensat
     flow = Workflow("order", state=Order, steps=[charge], compensators=[undo])
     a = Runtime(db_url, clock=clock, workflows=[flow], owner="host-a:1", lease_seconds=LEASE)
     b = Runtime(db_url, clock=clock, workflows=[flow], owner="host-b:2", lease_seconds=LEASE)
-    a.heartbeat.stop()
+    a.services.heartbeat.stop()
     with a, b:
         run_id = a.start(flow, {}).run_id
         claimed = a.claim_next()

@@ -82,7 +82,7 @@ def test_an_effect_runs_once_and_is_recorded_with_its_receipt(runtime: Runtime) 
     provider = Provider()
     run_id = run_once(runtime, one_effect(provider))
     assert runtime.get(run_id).status is RunStatus.SUCCEEDED
-    (effect,) = runtime.effects(run_id=run_id)
+    (effect,) = runtime.effects.list(run_id=run_id)
     assert effect.key == f"default/pay/{run_id}/1.pay/charge"
     assert (effect.status, effect.attempts, effect.receipt) == ("confirmed", 1, "rcpt-1")
     assert effect.result == {"ok": True, "n": 1}
@@ -103,7 +103,7 @@ def test_a_transient_error_waits_durably_then_retries_with_the_same_key(
     clock.advance(7)
     assert runtime.run_until_idle() == 1
     assert runtime.get(run_id).status is RunStatus.SUCCEEDED
-    (effect,) = runtime.effects(run_id=run_id)
+    (effect,) = runtime.effects.list(run_id=run_id)
     assert effect.attempts == 2
     assert [k for k, _ in provider.applied] == [effect.key]
 
@@ -139,7 +139,7 @@ def test_a_permanent_error_is_rejected_and_never_retried(runtime: Runtime) -> No
     run_id = run_once(runtime, one_effect(provider, retry=RetryPolicy(max_attempts=5)))
     run = runtime.get(run_id)
     assert (run.status, run.error.reason) == (RunStatus.FAILED, "effect_rejected")
-    (effect,) = runtime.effects(run_id=run_id)
+    (effect,) = runtime.effects.list(run_id=run_id)
     assert (effect.status, effect.attempts) == ("rejected", 1)
     assert effect.last_error["kind"] == "permission_denied"
 
@@ -169,7 +169,7 @@ def test_an_unknown_outcome_without_reconciler_needs_a_person(runtime: Runtime) 
     assert run.error.step == "pay"
     assert "perdure effects resolve" in run.error.suggested_action
     assert run.error.evidence["request"] == {"amount": 10}
-    (effect,) = runtime.effects(status=["ambiguous"])
+    (effect,) = runtime.effects.list(status=["ambiguous"])
     assert effect.attempts == 1
     assert runtime.run_until_idle() == 0, "never retried blindly"
 
@@ -177,8 +177,8 @@ def test_an_unknown_outcome_without_reconciler_needs_a_person(runtime: Runtime) 
 def test_a_person_confirms_an_ambiguous_effect_and_the_run_continues(runtime: Runtime) -> None:
     provider = Provider(failures=[UnknownOutcomeError("timeout")])
     run_id = run_once(runtime, one_effect(provider))
-    (effect,) = runtime.effects(run_id=run_id)
-    resolved = runtime.resolve_effect(
+    (effect,) = runtime.effects.list(run_id=run_id)
+    resolved = runtime.effects.resolve(
         effect.key,
         applied=True,
         by="alice",
@@ -194,14 +194,14 @@ def test_a_person_confirms_an_ambiguous_effect_and_the_run_continues(runtime: Ru
     assert final.result == {"results": [{"ok": True, "manual": True}]}
     assert provider.applied == [], "the step got the recorded result, no second call"
     with pytest.raises(EffectStateError):
-        runtime.resolve_effect(effect.key, applied=True, by="bob", reason="again")
+        runtime.effects.resolve(effect.key, applied=True, by="bob", reason="again")
 
 
 def test_a_person_says_not_applied_and_the_same_key_is_called_again(runtime: Runtime) -> None:
     provider = Provider(failures=[UnknownOutcomeError("timeout")])
     run_id = run_once(runtime, one_effect(provider))
-    (effect,) = runtime.effects(run_id=run_id)
-    runtime.resolve_effect(effect.key, applied=False, by="alice", reason="not in provider logs")
+    (effect,) = runtime.effects.list(run_id=run_id)
+    runtime.effects.resolve(effect.key, applied=False, by="alice", reason="not in provider logs")
     runtime.run_until_idle()
     assert runtime.get(run_id).status is RunStatus.SUCCEEDED
     assert [k for k, _ in provider.applied] == [effect.key]
@@ -229,7 +229,7 @@ def test_an_unknown_outcome_is_reconciled_instead_of_resent(runtime: Runtime) ->
     run_id = run_once(runtime, Workflow("reconciled", state=S, steps=[pay]))
     assert runtime.get(run_id).result == {"ok": True}
     assert len(provider.applied) == 1
-    (effect,) = runtime.effects(run_id=run_id)
+    (effect,) = runtime.effects.list(run_id=run_id)
     assert (effect.status, effect.receipt) == ("confirmed", "found")
 
 
@@ -249,7 +249,7 @@ def test_budget_exhaustion_is_escalated_by_policy_not_retried(
     run = runtime.get(run_id)
     assert (run.status, run.error.reason) == (status, "budget_exhausted")
     assert run.wake_at is None
-    (effect,) = runtime.effects(run_id=run_id)
+    (effect,) = runtime.effects.list(run_id=run_id)
     assert (effect.status, effect.attempts) == ("planned", 1)
 
 
@@ -328,7 +328,7 @@ def test_a_failing_run_compensates_confirmed_effects_newest_first(runtime: Runti
         ["2.second", "charge", "compensate"],
         ["1.first", "reserve", "compensate"],
     ]
-    statuses = {e.name: e.status for e in runtime.effects(run_id=run_id)}
+    statuses = {e.name: e.status for e in runtime.effects.list(run_id=run_id)}
     assert statuses == {
         "reserve": "compensated",
         "log": "confirmed",
@@ -418,5 +418,5 @@ def test_a_compensator_must_be_declared(runtime: Runtime) -> None:
 
 def test_effect_statuses_listed_by_filter(runtime: Runtime) -> None:
     run_once(runtime, one_effect(Provider()))
-    assert len(runtime.effects(status=[EffectStatus.CONFIRMED])) == 1
-    assert runtime.effects(status=["ambiguous"]) == []
+    assert len(runtime.effects.list(status=[EffectStatus.CONFIRMED])) == 1
+    assert runtime.effects.list(status=["ambiguous"]) == []

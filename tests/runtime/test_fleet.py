@@ -45,7 +45,7 @@ def test_a_worker_with_concurrency_finishes_every_run_once(db_url: str) -> None:
             view = rt.status(run_id)
             assert view.run.result == {"n": 2, "fence": 1}
             assert view.completed_steps == ["one", "two"]
-        (me,) = rt.workers()
+        (me,) = rt.activity.workers()
         assert (me.owner, me.concurrency, me.stopped_at is not None) == ("host:1", 4, True)
 
 
@@ -53,9 +53,9 @@ def test_the_watchdog_reports_runs_without_progress(db_url: str, clock: FakeCloc
     with Runtime(db_url, workflows=[jobs], clock=clock) as rt:
         run = rt.start(jobs)
         rt.store.claim("w", clock.now().replace(year=2100), clock.now(), ["jobs"])
-        assert rt.stuck(threshold_seconds=300) == []
+        assert rt.activity.stuck(threshold_seconds=300) == []
         clock.advance(301)
-        assert [r.run_id for r in rt.stuck(threshold_seconds=300)] == [run.run_id]
+        assert [r.run_id for r in rt.activity.stuck(threshold_seconds=300)] == [run.run_id]
 
 
 def test_idle_workers_know_when_the_next_timer_is_due(db_url: str, clock: FakeClock) -> None:

@@ -27,15 +27,15 @@ TEXT_VERBS: dict[str, Verb] = {
     "cancel reason": lambda rt, run, h: rt.cancel(run, reason=h),
     "approval comment": lambda rt, run, h: rt.approve(run, PERSON, comment=h),
     "rejection comment": lambda rt, run, h: rt.reject(run, PERSON, comment=h),
-    "resolve reason": lambda rt, run, h: rt.resolve_effect("k", applied=True, by="ops", reason=h),
-    "resolve by": lambda rt, run, h: rt.resolve_effect("k", applied=True, by=h, reason="seen"),
-    "resolve receipt": lambda rt, run, h: rt.resolve_effect(
+    "resolve reason": lambda rt, run, h: rt.effects.resolve("k", applied=True, by="ops", reason=h),
+    "resolve by": lambda rt, run, h: rt.effects.resolve("k", applied=True, by=h, reason="seen"),
+    "resolve receipt": lambda rt, run, h: rt.effects.resolve(
         "k", applied=True, by="ops", reason="seen", receipt=h
     ),
-    "fail reason": lambda rt, run, h: rt.fail(run, reason=h),
+    "fail reason": lambda rt, run, h: rt.versions.fail(run, reason=h),
 }
 MESSAGE_VERBS: dict[str, Verb] = {  # a message may be long (large ones go to the artifact store)
-    "message": lambda rt, run, h: rt.add_message(rt.get(run).thread_id, "user", h),
+    "message": lambda rt, run, h: rt.threads.post(rt.get(run).thread_id, "user", h),
 }
 ID_VERBS: dict[str, Verb] = {
     "signal name": lambda rt, run, h: rt.signal(run, h),
@@ -53,7 +53,12 @@ CHECKS = settings(
 
 def unchanged(rt: Runtime, run_id: str) -> tuple[object, ...]:
     run = rt.get(run_id)
-    return (run.status, run.state_version, len(rt.events(run_id, limit=1000)), len(rt.runs()))
+    return (
+        run.status,
+        run.state_version,
+        len(rt.activity.events(run_id, limit=1000)),
+        len(rt.runs()),
+    )
 
 
 VERBS: dict[str, tuple[Verb, st.SearchStrategy[str]]] = {

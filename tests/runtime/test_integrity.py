@@ -118,7 +118,7 @@ def test_encrypted_state_round_trips_and_a_wrong_key_quarantines(
         runtime.run_until_idle()
         assert runtime.get(run_id).error.reason == "integrity_failed"
     with rt(db_url, clock, keys) as runtime:
-        runtime.repair(run_id, patch={"note": "re-entered"}, by="ops")
+        runtime.versions.repair(run_id, patch={"note": "re-entered"}, by="ops")
         runtime.run_until_idle()
         assert runtime.get(run_id).result == "re-entered+done"
 

@@ -193,7 +193,7 @@ def test_an_item_with_a_ttl_reads_as_absent_once_the_clock_passes_it_and_gc_remo
     assert result_of(runtime, one_step("recall", recall)) == ["name", "token"]
     clock.advance(1)
     assert result_of(runtime, one_step("recall", recall)) == ["name"]
-    report = runtime.gc()
+    report = runtime.retention.gc()
     assert report.rows.get("memory") == 1
     assert runtime.store.memory.expire(clock.now(), limit=10) == 0
 
@@ -265,20 +265,20 @@ def test_the_runtime_lists_shows_and_erases_a_tenants_memory(runtime: Runtime) -
         ctx.memory.put(("user", "u2"), "c", 3)
 
     result_of(runtime, one_step("remember", remember), tenant="acme")
-    assert [i.key for i in runtime.memory("user", tenant="acme")] == ["a", "b", "c"]
-    assert [i.key for i in runtime.memory(("user",), tenant="acme", filter={"kind": "pref"})] == [
-        "b"
-    ]
-    assert runtime.memory(tenant="globex") == []
-    assert runtime.memory_item("user/u1", "a", tenant="acme").version == 1
+    assert [i.key for i in runtime.memory.search("user", tenant="acme")] == ["a", "b", "c"]
+    assert [
+        i.key for i in runtime.memory.search(("user",), tenant="acme", filter={"kind": "pref"})
+    ] == ["b"]
+    assert runtime.memory.search(tenant="globex") == []
+    assert runtime.memory.get("user/u1", "a", tenant="acme").version == 1
     with pytest.raises(MemoryNotFoundError):
-        runtime.memory_item(("user", "u1"), "a", tenant="globex")
+        runtime.memory.get(("user", "u1"), "a", tenant="globex")
     with pytest.raises(InvalidInputError):
-        runtime.erase_memory((), tenant="acme")
+        runtime.memory.erase((), tenant="acme")
     with pytest.raises(InvalidInputError):
-        runtime.memory("user", tenant="acme", limit=0)
-    assert runtime.erase_memory("user/u1", tenant="acme") == 2
-    assert [i.key for i in runtime.memory(tenant="acme")] == ["c"]
+        runtime.memory.search("user", tenant="acme", limit=0)
+    assert runtime.memory.erase("user/u1", tenant="acme") == 2
+    assert [i.key for i in runtime.memory.search(tenant="acme")] == ["c"]
 
 
 def test_an_async_handler_lists_shows_and_erases_memory(runtime: Runtime) -> None:
@@ -288,9 +288,9 @@ def test_an_async_handler_lists_shows_and_erases_memory(runtime: Runtime) -> Non
     result_of(runtime, one_step("remember", remember))
 
     async def handler(art: AsyncRuntime) -> list[Any]:
-        listed = [i.key for i in await art.memory("user")]
-        item = await art.memory_item(("user", "u1"), "a")
-        erased = await art.erase_memory("user")
+        listed = [i.key for i in await art.memory.search("user")]
+        item = await art.memory.get(("user", "u1"), "a")
+        erased = await art.memory.erase("user")
         return [listed, item.value, erased]
 
     assert asyncio.run(handler(AsyncRuntime(runtime, threads=1))) == [["a"], 1, 1]

@@ -66,7 +66,7 @@ def test_two_branches_overlap_and_a_rerun_step_replays_them_without_calling_agai
         clock.advance(5)
         rt.run_until_idle()
         ended = rt.get(run.run_id)
-        effects = rt.effects(run_id=run.run_id)
+        effects = rt.effects.list(run_id=run.run_id)
     assert ended.status is RunStatus.SUCCEEDED, ended.error
     assert ended.result == {"order": ["a", "b"], "answers": ["ANT", "BEE"]}
     assert sorted(CALLS) == ["ant", "bee"], "each branch was called once"
@@ -138,7 +138,7 @@ def test_a_failing_branch_lets_the_others_record_their_outcome_then_fails_the_st
         run = rt.start(wf)
         rt.run_until_idle()
         ended = rt.get(run.run_id)
-        effects = {e.name: e.status for e in rt.effects(run_id=run.run_id)}
+        effects = {e.name: e.status for e in rt.effects.list(run_id=run.run_id)}
     assert ended.status is not RunStatus.SUCCEEDED
     assert effects == {"ok/q": EffectStatus.CONFIRMED, "no/q": EffectStatus.REJECTED}
 
@@ -171,7 +171,7 @@ def test_model_call_branches_overlap_and_replay_by_branch_id(db_url: str, clock:
         run = rt.start(wf)
         rt.run_until_idle()
         ended = rt.get(run.run_id)
-        names = sorted(e.name for e in rt.effects(run_id=run.run_id))
+        names = sorted(e.name for e in rt.effects.list(run_id=run.run_id))
     assert ended.status is RunStatus.SUCCEEDED, ended.error
     assert ended.result == {"q1": "re: one", "q2": "re: two"}
     assert list(ended.result) == ["q1", "q2"]

@@ -86,7 +86,7 @@ def test_a_replayed_run_is_repaired_by_patching_the_replayed_field(
         overwrite_state_field(db_url, run_id, "balance", saved)
         advance(runtime, run_id)
         assert runtime.get(run_id).status is RunStatus.QUARANTINED
-        runtime.repair(run_id, patch={"balance": 30}, by="ops")
+        runtime.versions.repair(run_id, patch={"balance": 30}, by="ops")
         runtime.run_until_idle()
         assert runtime.get(run_id).result == {"balance": 30, "note": "opened"}
 

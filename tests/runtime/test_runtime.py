@@ -243,14 +243,14 @@ def test_a_heartbeat_renews_the_lease_and_notices_when_it_is_lost(
     run = a.start(agent)
     claimed = a.store.claim("a", clock.now() + timedelta(seconds=30), clock.now(), ["agent"])
     assert claimed is not None
-    lease = a.heartbeat.hold("default", run.run_id, claimed.fence)
+    lease = a.services.heartbeat.hold("default", run.run_id, claimed.fence)
     clock.advance(25)
-    a.heartbeat.beat()
+    a.services.heartbeat.beat()
     clock.advance(25)
     assert a.store.claim("b", clock.now(), clock.now(), ["agent"]) is None, "renewed: still held"
     clock.advance(31)
     assert a.store.claim("b", clock.now() + timedelta(seconds=30), clock.now(), ["agent"])
-    a.heartbeat.beat()
+    a.services.heartbeat.beat()
     assert lease.lost.is_set()
-    assert a.heartbeat.held() == []
+    assert a.services.heartbeat.held() == []
     a.close()

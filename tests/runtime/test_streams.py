@@ -57,7 +57,7 @@ def test_a_step_streams_in_batches_and_a_reader_gets_every_entry_in_order(
     done_run = runtime.get(run.run_id)
     assert done_run.status is RunStatus.SUCCEEDED
     assert done_run.result == {"flushes": 4}, "3 full batches of 32, then the rest with finish"
-    entries = list(runtime.stream(f"msg-{run.run_id}"))
+    entries = list(runtime.threads.stream(f"msg-{run.run_id}"))
     assert [e.seq for e in entries] == list(range(1, 102))
     assert {e.attempt for e in entries} == {1}
     assert entries[-1].kind is K.FINISHED
@@ -78,7 +78,7 @@ def test_an_async_step_streams_through_the_bridge_without_blocking_the_loop(
     run = runtime.start(Workflow("async_stream", state=Reply, steps=[answer]))
     runtime.run_until_idle()
     assert runtime.get(run.run_id).status is RunStatus.SUCCEEDED
-    entries = list(runtime.stream("async-msg"))
+    entries = list(runtime.threads.stream("async-msg"))
     assert text_of(entries) == "".join(WORDS[:25])
     assert [e.kind for e in entries][-1] is K.FINISHED and len(entries) == 26
 
@@ -95,7 +95,7 @@ def test_the_buffer_is_written_before_an_effect_runs(runtime: Runtime) -> None:
             target="mail",
             operation="send",
             request={},
-            execute=lambda request, key: seen.append(text_of(list(runtime.stream("m")))),
+            execute=lambda request, key: seen.append(text_of(list(runtime.threads.stream("m")))),
         )
         sink.write("after")
         return done({})  # never finished: the boundary still writes the rest
@@ -104,7 +104,7 @@ def test_the_buffer_is_written_before_an_effect_runs(runtime: Runtime) -> None:
     runtime.run_until_idle()
     assert runtime.get(run.run_id).status is RunStatus.SUCCEEDED
     assert seen == ["before "]
-    assert text_of(list(runtime.stream("m"))) == "before after"
+    assert text_of(list(runtime.threads.stream("m"))) == "before after"
 
 
 def test_a_retried_step_supersedes_its_cut_draft(runtime: Runtime, clock: FakeClock) -> None:
@@ -124,12 +124,12 @@ def test_a_retried_step_supersedes_its_cut_draft(runtime: Runtime, clock: FakeCl
 
     run = runtime.start(Workflow("retry_stream", state=Reply, steps=[answer]))
     runtime.run_until_idle()
-    first = list(runtime.stream("m"))
+    first = list(runtime.threads.stream("m"))
     assert [(e.seq, e.attempt, str(e.kind)) for e in first] == [(1, 1, "delta"), (2, 1, "delta")]
     clock.advance(10)
     runtime.run_until_idle()
     assert runtime.get(run.run_id).status is RunStatus.SUCCEEDED
-    rest = list(runtime.stream("m", after=first[-1].seq))
+    rest = list(runtime.threads.stream("m", after=first[-1].seq))
     assert [(e.attempt, str(e.kind), e.text) for e in rest] == [
         (2, "superseded", ""),
         (2, "delta", "dra"),
@@ -146,7 +146,7 @@ def test_a_follower_sees_entries_as_they_are_written_and_ends_with_the_message(
 ) -> None:
     got_first = threading.Event()
     received: list[StreamEntry] = []
-    reader = runtime.stream("live", follow=True, poll=0.01)
+    reader = runtime.threads.stream("live", follow=True, poll=0.01)
 
     def follow() -> None:
         for entry in reader:
@@ -182,7 +182,7 @@ def test_a_follower_of_a_run_that_ended_unfinished_stops(runtime: Runtime) -> No
 
     runtime.start(Workflow("cut_stream", state=Reply, steps=[answer]))
     runtime.run_until_idle()
-    assert [e.text for e in runtime.stream("cut", follow=True, poll=0.01)] == ["half"]
+    assert [e.text for e in runtime.threads.stream("cut", follow=True, poll=0.01)] == ["half"]
 
 
 def test_a_finished_sink_takes_no_more_text_and_bad_readers_are_refused(
@@ -204,10 +204,10 @@ def test_a_finished_sink_takes_no_more_text_and_bad_readers_are_refused(
     runtime.run_until_idle()
     assert errors == ["stream_closed"]
     with pytest.raises(InvalidInputError):
-        runtime.stream("done", after=-1)
+        runtime.threads.stream("done", after=-1)
     with pytest.raises(InvalidInputError):
-        runtime.stream("x\x00y")
-    assert list(runtime.stream("done", tenant="other")) == []
+        runtime.threads.stream("x\x00y")
+    assert list(runtime.threads.stream("done", tenant="other")) == []
 
 
 def test_a_worker_that_lost_the_run_mid_stream_writes_nothing_more(
@@ -221,7 +221,9 @@ def test_a_worker_that_lost_the_run_mid_stream_writes_nothing_more(
         sink.write("a")
         sink.write("b")  # stored
         if not taken:
-            clock.advance(runtime.lease_seconds + 1)  # this worker stalls past its lease
+            clock.advance(
+                runtime.services.heartbeat.lease.total_seconds() + 1
+            )  # this worker stalls past its lease
             with Runtime(db_url, clock=clock, owner="other", workflows=[wf]) as other:
                 claimed = other.claim_next()
                 assert claimed is not None
@@ -235,7 +237,7 @@ def test_a_worker_that_lost_the_run_mid_stream_writes_nothing_more(
     run = runtime.start(wf)
     runtime.run_until_idle()
     assert taken == ["other"]
-    assert [e.text for e in runtime.stream("m")] == ["a", "b"]
+    assert [e.text for e in runtime.threads.stream("m")] == ["a", "b"]
     assert runtime.get(run.run_id).status is RunStatus.RUNNING, "the new owner continues it"
 
 
@@ -245,7 +247,7 @@ def test_an_async_application_reads_a_stream_with_async_for(runtime: Runtime) ->
     art = AsyncRuntime(runtime)
 
     async def read(after: int) -> list[StreamEntry]:
-        return [e async for e in art.stream(f"msg-{run.run_id}", after=after, follow=True)]
+        return [e async for e in art.threads.stream(f"msg-{run.run_id}", after=after, follow=True)]
 
     entries = asyncio.run(read(90))
     assert [e.seq for e in entries] == list(range(91, 102))
@@ -267,7 +269,7 @@ def test_a_superseded_sink_that_still_holds_text_hands_the_run_to_a_person(
     stopped = runtime.get(run.run_id)
     assert stopped.status is RunStatus.NEEDS_ATTENTION
     assert stopped.error is not None and stopped.error.reason == "stream_closed"
-    assert [str(e.kind) for e in runtime.stream("twice")] == ["superseded", "finished"]
+    assert [str(e.kind) for e in runtime.threads.stream("twice")] == ["superseded", "finished"]
 
 
 def test_a_slow_model_s_deltas_are_written_once_they_waited_max_delay(
@@ -280,23 +282,23 @@ def test_a_slow_model_s_deltas_are_written_once_they_waited_max_delay(
         sink = ctx.open_stream("slow", batch=32, max_delay=0.5)
         sink.write("a")
         sink.write("b")
-        stored.append(len(list(runtime.stream("slow"))))  # both wait in the buffer
+        stored.append(len(list(runtime.threads.stream("slow"))))  # both wait in the buffer
         clock.advance(0.5)  # the model takes its time
         sink.write("c")
-        stored.append(len(list(runtime.stream("slow"))))  # written with the late one
+        stored.append(len(list(runtime.threads.stream("slow"))))  # written with the late one
         sink.write("d")
-        stored.append(len(list(runtime.stream("slow"))))
+        stored.append(len(list(runtime.threads.stream("slow"))))
         sink.finish()
         return done({})
 
     runtime.start(Workflow("slow_stream", state=Reply, steps=[answer]))
     runtime.run_until_idle()
     assert stored == [0, 3, 3]
-    assert [e.text for e in runtime.stream("slow")] == ["a", "b", "c", "d", ""]
+    assert [e.text for e in runtime.threads.stream("slow")] == ["a", "b", "c", "d", ""]
 
 
 def test_many_followers_of_one_reply_each_get_it_whole(runtime: Runtime) -> None:
-    readers = [runtime.stream("shared", follow=True, poll=0.01) for _ in range(20)]
+    readers = [runtime.threads.stream("shared", follow=True, poll=0.01) for _ in range(20)]
     got: list[list[str]] = [[] for _ in readers]
     started = threading.Barrier(len(readers) + 1)
 

@@ -51,8 +51,8 @@ VERBS: dict[str, Callable[[Runtime, str], Any]] = {
     "approve": lambda rt, r: rt.approve(r, STRANGER),
     "reject": lambda rt, r: rt.reject(r, STRANGER),
     "signal": lambda rt, r: rt.signal(r, "go", tenant=STRANGER),
-    "repair": lambda rt, r: rt.repair(r, tenant=STRANGER, at="ask"),
-    "fail": lambda rt, r: rt.fail(r, tenant=STRANGER, reason="x"),
+    "repair": lambda rt, r: rt.versions.repair(r, tenant=STRANGER, at="ask"),
+    "fail": lambda rt, r: rt.versions.fail(r, tenant=STRANGER, reason="x"),
 }
 
 
@@ -74,13 +74,13 @@ def test_listings_of_another_tenant_show_nothing(runtime: Runtime) -> None:
     runtime.run_until_idle()
     assert runtime.get(run.run_id, tenant=OWNER).status is RunStatus.NEEDS_ATTENTION
     assert runtime.runs(tenant=STRANGER) == []
-    assert runtime.effects(tenant=STRANGER) == []
+    assert runtime.effects.list(tenant=STRANGER) == []
     assert runtime.approvals(tenant=STRANGER) == []
-    assert runtime.check(tenant="t2") == []
-    (effect,) = runtime.effects(tenant=OWNER)
+    assert runtime.versions.check(tenant="t2") == []
+    (effect,) = runtime.effects.list(tenant=OWNER)
     with pytest.raises(EffectNotFoundError):
-        runtime.resolve_effect(effect.key, applied=True, by="mallory", reason="x", tenant=STRANGER)
-    assert runtime.effects(tenant=OWNER)[0].status == "ambiguous"
+        runtime.effects.resolve(effect.key, applied=True, by="mallory", reason="x", tenant=STRANGER)
+    assert runtime.effects.list(tenant=OWNER)[0].status == "ambiguous"
 
 
 def test_run_ids_are_unguessable_uuid7(runtime: Runtime) -> None:

@@ -49,7 +49,7 @@ def test_each_step_reads_only_what_joined_its_thread_since_the_last(
 
         rt.store.messages = counted  # type: ignore[method-assign]
         run = rt.start(chat, Seen(), thread="conv")
-        OUTSIDE[:] = [lambda: rt.add_message("conv", "user", "from outside")]
+        OUTSIDE[:] = [lambda: rt.threads.post("conv", "user", "from outside")]
         try:
             rt.run_until_idle()
         finally:

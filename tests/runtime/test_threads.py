@@ -77,7 +77,7 @@ def test_a_second_start_on_a_busy_thread_runs_after_the_first_and_sees_its_reply
 ) -> None:
     first = runtime.start(chat, thread="t", messages=[Message("user", "one")])
     second = runtime.start(chat, thread="t", messages=[Message("user", "two")])
-    assert runtime.thread("t").queued == (second.run_id,)
+    assert runtime.threads.get("t").queued == (second.run_id,)
     assert runtime.run_until_idle() == 2
     assert runtime.get(first.run_id).result == {
         "seen": ["one"],
@@ -93,7 +93,7 @@ def test_reject_raises_a_typed_error_with_a_code(runtime: Runtime) -> None:
         runtime.start(chat, thread="t", policy="reject")
     assert refused.value.one_line().startswith("error[thread_busy]: thread t of tenant default")
     assert len(runtime.runs(thread="t")) == 1
-    runtime.set_thread_policy("t", ThreadPolicy.REJECT)
+    runtime.threads.set_policy("t", ThreadPolicy.REJECT)
     with pytest.raises(ThreadBusyError):
         runtime.start(chat, thread="t")
 
@@ -134,11 +134,11 @@ def test_interrupting_a_running_step_cancels_at_its_boundary_with_compensations(
 
 def test_a_message_from_outside_joins_the_thread_at_the_next_boundary(runtime: Runtime) -> None:
     deliveries: list[Delivery] = []
-    DURING.append(lambda ctx: deliveries.append(runtime.add_message("t", "user", "by the way")))
+    DURING.append(lambda ctx: deliveries.append(runtime.threads.post("t", "user", "by the way")))
     run = runtime.start(chat, thread="t", messages=[Message("user", "hi")])
     runtime.run_until_idle()
     assert deliveries == [Delivery.QUEUED]
     result = runtime.get(run.run_id).result
     assert result["seen"] == ["hi"], "not visible in the middle of the step"
     assert result["after"] == ["hi", f"reply of {run.run_id}", "by the way"]
-    assert runtime.add_message("t", "user", "later") is Delivery.APPENDED
+    assert runtime.threads.post("t", "user", "later") is Delivery.APPENDED

@@ -147,9 +147,9 @@ def test_a_run_written_by_a_newer_release_waits_for_it_after_a_rollback(
         parked = rolled_back.get(run.run_id)
         assert parked.status is RunStatus.QUARANTINED
         assert parked.error.reason == "schema_too_new"
-        assert rolled_back.check()[0].verdict == "quarantine"
+        assert rolled_back.versions.check()[0].verdict == "quarantine"
     with rt(db_url, clock, v2.profile) as back:
-        (row,) = back.check()
+        (row,) = back.versions.check()
         assert (row.verdict, row.note.startswith("readable again")) == ("run", True)
         back.run_until_idle()
         assert back.get(run.run_id).result == {"v2": ["Alan", "Turing"]}
@@ -162,7 +162,7 @@ def test_the_check_reports_without_changing_anything(db_url: str, clock: FakeClo
     with rt(db_url, clock, v3.profile) as new:
         fresh = new.start(v3.profile, {"first": "Linus"}, tenant="acme")
         before = [(r.run_id, r.state_version) for r in new.store.scan_runs(list(RunStatus))]
-        rows = {r.run_id: r for r in new.check()}
+        rows = {r.run_id: r for r in new.versions.check()}
         after = [(r.run_id, r.state_version) for r in new.store.scan_runs(list(RunStatus))]
     assert before == after
     assert rows[old].verdict == "migrate"
@@ -177,7 +177,7 @@ def test_a_quarantined_run_is_repaired_and_continues(db_url: str, clock: FakeClo
     with rt(db_url, clock, v1.profile) as code:
         code.run_until_idle()
         assert code.get(run_id).status is RunStatus.QUARANTINED
-        code.repair(run_id, patch={"name": "Repaired"}, by="ops")
+        code.versions.repair(run_id, patch={"name": "Repaired"}, by="ops")
         code.run_until_idle()
         assert code.get(run_id).result == {"v1": "Repaired"}
 
@@ -186,7 +186,7 @@ def test_a_quarantined_run_can_be_ended_by_a_person(db_url: str, clock: FakeCloc
     run_id = waiting_v1_run(db_url, clock, release={"model": "dead-model"})
     with rt(db_url, clock, v3.profile) as code:
         code.run_until_idle()
-        failed = code.fail(run_id, reason="model retired, customer informed", by="ops")
+        failed = code.versions.fail(run_id, reason="model retired, customer informed", by="ops")
     assert failed.status is RunStatus.FAILED
     assert failed.error.previous.reason == "retired_dependency"
 

@@ -90,7 +90,7 @@ def served(server_db: str, clock: FakeClock) -> Iterator[Served]:
     running = start_server(create_app(rt, heartbeat=0.5, poll=0.02, recheck=0.1))
     out = Served(f"http://127.0.0.1:{running.port}", rt)
     for name, (tenant, roles) in KEYS.items():
-        out.tokens[name] = rt.create_key(name, tenant=tenant, roles=roles).token
+        out.tokens[name] = rt.keys.create(name, tenant=tenant, roles=roles).token
     yield out
     stop_server(running)
     rt.close()

@@ -36,7 +36,7 @@ def test_a_request_without_a_valid_key_is_refused_with_a_code(served: Served) ->
         assert r.status_code == 401 and r.json()["error"]["code"] == "not_authenticated"
         assert r.headers["www-authenticate"] == "Bearer"
     key_id = served.tokens["reader"].split("_")[1]
-    served.runtime.revoke_key(key_id, tenant="t1")
+    served.runtime.keys.revoke(key_id, tenant="t1")
     with served.client("reader") as c:
         r = c.get("/v1/runs")
     assert r.status_code == 401 and "revoked" in r.json()["error"]["message"]
@@ -85,7 +85,7 @@ def test_another_tenants_run_is_not_found_on_every_verb(served: Served) -> None:
     assert served.runtime.get(run_id, tenant="t1").status is RunStatus.WAITING_APPROVAL
     charged = start(served, "charge")
     served.runtime.run_until_idle()
-    (effect,) = served.runtime.effects(tenant="t1", run_id=charged)
+    (effect,) = served.runtime.effects.list(tenant="t1", run_id=charged)
     with served.client("other") as c:
         r = c.post(f"/v1/effects/{effect.key}/resolve", json={"applied": True, "reason": "x"})
         assert r.status_code == 404 and r.json()["error"]["code"] == "effect_not_found"

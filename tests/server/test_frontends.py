@@ -123,7 +123,7 @@ def test_revoking_the_key_closes_a_stream_opened_with_its_token(served: Served) 
     ):
         lines = r.iter_lines()
         assert next(line for line in lines if line.startswith("data:"))
-        served.runtime.revoke_key(served.tokens["reader"].split("_")[1], tenant="t1")
+        served.runtime.keys.revoke(served.tokens["reader"].split("_")[1], tenant="t1")
         closing = [line for line in lines if line.startswith("event:")]
     assert closing == ["event: closed"]
 

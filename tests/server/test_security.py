@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from perdure import FakeClock, Runtime
 from perdure.core.model import RunStatus
+from perdure.runtime.admin.credentials import Credentials
 from perdure.server import create_app
 from perdure.server.headers import CSP
 from tests.server.conftest import WORKFLOWS, Served, start_server, stop_server
@@ -103,7 +104,11 @@ def test_an_api_body_that_is_not_declared_json_is_415_and_changes_nothing(
         assert c.post(f"/v1/runs/{run_id}/cancel").status_code == 200  # no body, no type: fine
     assert served.runtime.runs(tenant="t1") == [served.runtime.get(run_id, tenant="t1")]
     assert before.status is RunStatus.WAITING_APPROVAL
-    assert {k.name for k in served.runtime.keys(tenant="t1")} == {"admin", "approver", "reader"}
+    assert {k.name for k in served.runtime.keys.list(tenant="t1")} == {
+        "admin",
+        "approver",
+        "reader",
+    }
 
 
 def test_a_dashboard_form_needs_its_origin_a_form_body_and_the_session_token(
@@ -141,7 +146,7 @@ def test_a_dashboard_form_needs_its_origin_a_form_body_and_the_session_token(
     other.close()
     (decided,) = served.runtime.approvals(tenant="t1", pending=False)
     assert (decided.decided_by, decided.comment) == ("approver", "mine")
-    (decision,) = served.runtime.audit(tenant="t1")
+    (decision,) = served.runtime.activity.audit(tenant="t1")
     assert decision.via is not None and decision.via.startswith("session:")
     assert served.runtime.get(run_id, tenant="t1").status is RunStatus.RUNNING
 
@@ -173,7 +178,7 @@ def test_login_and_logout_cannot_be_forged(served: Served) -> None:
         assert r.status_code == 403 and "perdure_session" not in r.headers.get("set-cookie", "")
         r = c.post("/login", content=f"key={key}&csrf={token}", headers=same_origin(served))
         assert r.status_code == 415  # no form type declared
-    assert served.runtime.sessions(tenant="t1") == []
+    assert Credentials(served.runtime.parts).sessions(tenant="t1") == []
     with closing(log_in(served, "reader")) as c:
         r = c.post("/logout", data={}, headers=same_origin(served))
         assert r.status_code == 403
@@ -183,9 +188,9 @@ def test_login_and_logout_cannot_be_forged(served: Served) -> None:
         r = c.post("/logout", data={"csrf": csrf_of(c.get("/"))}, headers=same_origin(served))
         assert r.status_code == 303 and r.headers["location"] == "/login"
         assert c.get("/").status_code == 303
-    (ended,) = served.runtime.sessions(tenant="t1", ended=True)
+    (ended,) = Credentials(served.runtime.parts).sessions(tenant="t1", ended=True)
     assert ended.ended_why == "logout"
-    assert served.runtime.authenticate(key).subject == "reader"  # the key itself lives on
+    assert served.runtime.keys.authenticate(key).subject == "reader"  # the key itself lives on
 
 
 def test_the_cookie_is_a_session_never_the_key(served: Served) -> None:
@@ -210,7 +215,7 @@ def test_cookies_are_secure_with_the_host_prefix_when_asked(
     server_db: str, clock: FakeClock
 ) -> None:
     rt = Runtime(server_db, clock=clock, workflows=WORKFLOWS, owner="server")
-    token = rt.create_key("alice", tenant="t1").token
+    token = rt.keys.create("alice", tenant="t1").token
     running = start_server(create_app(rt, secure_cookies=True))
     url = f"http://127.0.0.1:{running.port}"
     try:
@@ -326,7 +331,7 @@ def test_an_unexpected_failure_is_a_json_500_with_the_headers(served: Served) ->
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the disk caught fire")
 
-    served.runtime.run_counts = boom  # type: ignore[method-assign]
+    served.runtime.activity.run_counts = boom  # type: ignore[method-assign]
     with served.client("admin") as c:
         r = c.get("/v1/runs")
     assert r.status_code == 500 and r.json()["error"]["code"] == "perdure_error"
@@ -359,7 +364,7 @@ def test_revoking_a_key_closes_its_open_streams(served: Served) -> None:
             following(c, f"/v1/runs/{run_id}/events") as run,
             following(c, "/v1/messages/m-1/stream") as deltas,
         ):
-            served.runtime.revoke_key(key_id, tenant="t1")
+            served.runtime.keys.revoke(key_id, tenant="t1")
             for stream in (feed, run, deltas):
                 assert closed(stream)["code"] == "not_authenticated"
         assert c.get("/v1/events").status_code == 401
@@ -373,7 +378,7 @@ def test_logout_and_revocation_close_the_dashboards_streams(served: Served) -> N
         r = c.post("/logout", data={"csrf": csrf_of(c.get("/"))}, headers=same_origin(served))
         assert r.status_code == 303
         assert "logout" in closed(feed)["message"]
-        served.runtime.revoke_key(served.tokens["reader"].split("_")[1], tenant="t1")
+        served.runtime.keys.revoke(served.tokens["reader"].split("_")[1], tenant="t1")
         assert "revoked" in closed(run)["message"]
     r = other.get(f"/runs/{run_id}/events", headers={"Sec-Fetch-Site": "same-origin"})
     assert r.status_code == 401

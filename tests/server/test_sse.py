@@ -85,7 +85,7 @@ def test_a_reconnect_with_last_event_id_gets_every_later_event_exactly_once(
                 got.append(f)
                 if f.data["type"] == "status" and f.data["data"]["to"] == "WAITING_APPROVAL":
                     assert c.post(f"/v1/runs/{run_id}/approve", json={}).status_code == 200
-        stored = served.runtime.events(run_id, tenant="t1", limit=10_000)
+        stored = served.runtime.activity.events(run_id, tenant="t1", limit=10_000)
     assert [f.id for f in got] == [e.seq for e in stored]
     assert [f.data["seq"] for f in got] == [f.id for f in got]
     assert len({f.id for f in got}) == len(got)
@@ -126,7 +126,9 @@ def test_a_finished_runs_stream_sends_its_events_then_ends(served: Served) -> No
     with served.client("reader") as c, c.stream("GET", f"/v1/runs/{run_id}/events") as r:
         got = list(frames(r))
     assert got[-1].event == "end"
-    assert [f.id for f in got[:-1]] == [e.seq for e in served.runtime.events(run_id, tenant="t1")]
+    assert [f.id for f in got[:-1]] == [
+        e.seq for e in served.runtime.activity.events(run_id, tenant="t1")
+    ]
 
 
 def test_the_tenant_feed_shows_only_the_tenants_runs_filtered_by_type(
@@ -154,7 +156,7 @@ def test_on_postgresql_streams_wake_on_notify_without_polling(
     """No poll and no heartbeat for an hour: only LISTEN/NOTIFY can deliver the signal's event
     within the read timeout."""
     rt = Runtime(pg_url, clock=clock, workflows=WORKFLOWS)
-    token = rt.create_key("n", tenant="t1").token
+    token = rt.keys.create("n", tenant="t1").token
     running = start_server(create_app(rt, heartbeat=3600, poll=3600))
     try:
         run = rt.start("order", tenant="t1")
@@ -204,7 +206,7 @@ def test_a_messages_deltas_stream_resumes_from_last_event_id_and_ends_when_it_is
                     break
                 if f.event == "message":
                     got.append(f)
-    stored = list(served.runtime.stream("m-7", tenant="t1"))
+    stored = list(served.runtime.threads.stream("m-7", tenant="t1"))
     assert [f.id for f in got] == [e.seq for e in stored], "every entry once, none twice"
     assert [f.data["kind"] for f in got] == ["delta"] * len(WORDS) + ["finished"]
     assert "".join(f.data["text"] for f in got) == "".join(WORDS)

@@ -42,7 +42,7 @@ def audit(settings: Settings, after: int, limit: int, as_json: bool) -> None:
     """List the tenant's decisions (approve, reject, resolve, resume, fail, cancel), oldest
     first: who made each, and the API key or dashboard session it came through (via)."""
     with settings.reader() as rt:
-        found = rt.audit(tenant=settings.tenant, after=after, limit=limit)
+        found = rt.activity.audit(tenant=settings.tenant, after=after, limit=limit)
     if as_json:
         for d in found:
             click.echo(orjson.dumps(decision_json(d)).decode())

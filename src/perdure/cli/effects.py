@@ -28,7 +28,7 @@ def effects(
 @run_command
 def _list(settings: Settings, run_id: str | None, statuses: tuple[str, ...], as_json: bool) -> None:
     with settings.reader() as rt:
-        found = rt.effects(tenant=settings.tenant, run_id=run_id, status=statuses)
+        found = rt.effects.list(tenant=settings.tenant, run_id=run_id, status=statuses)
     if as_json:
         click.echo(orjson.dumps([render.effect_json(e) for e in found]).decode())
         return
@@ -78,7 +78,7 @@ def resolve(
             "say what happened to the effect", fix="pass --confirmed or --not-applied"
         )
     with settings.runtime() as rt:
-        record = rt.resolve_effect(
+        record = rt.effects.resolve(
             key,
             applied=applied,
             by=by,

@@ -99,7 +99,9 @@ def every_event(rt: Runtime, run_id: str, tenant: str) -> list[Event]:
     """All of a run's events, oldest first, read a thousand at a time."""
     found: list[Event] = []
     while True:
-        page = rt.events(run_id, tenant=tenant, after=found[-1].seq if found else 0, limit=1000)
+        page = rt.activity.events(
+            run_id, tenant=tenant, after=found[-1].seq if found else 0, limit=1000
+        )
         found += page
         if len(page) < 1000:
             return found
@@ -146,8 +148,8 @@ def history(settings: Settings, run_id: str, as_json: bool) -> None:
     """List a run's steps (0 is its start) with the state fields each one changed and the
     savepoints that mark it. See a state with `perdure show RUN --at STEP`."""
     with settings.reader() as rt:
-        entries = rt.history(run_id, tenant=settings.tenant)
-        lineage = rt.lineage(run_id, tenant=settings.tenant)
+        entries = rt.history.entries(run_id, tenant=settings.tenant)
+        lineage = rt.history.lineage(run_id, tenant=settings.tenant)
         facts = step_facts(
             rt.status(run_id, tenant=settings.tenant, events=0),
             every_event(rt, run_id, settings.tenant),
@@ -174,7 +176,7 @@ def history(settings: Settings, run_id: str, as_json: bool) -> None:
 def show_state_at(settings: Settings, run_id: str, step: int, as_json: bool) -> None:
     """What ``perdure show RUN --at STEP`` prints: the state at that step."""
     with settings.reader() as rt:
-        state = rt.state_at(run_id, step, tenant=settings.tenant)
+        state = rt.history.state_at(run_id, step, tenant=settings.tenant)
     if as_json:
         out = {"run_id": run_id, "step_seq": step, "state": state}
         click.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
@@ -214,7 +216,7 @@ def fork(
     their effects happen again (see docs/history.md). A worker runs the fork like any run.
     """
     with settings.runtime(app, with_workflows=True) as rt:
-        run = rt.fork(
+        run = rt.history.fork(
             run_id,
             at=at_step,
             savepoint=savepoint,
@@ -246,6 +248,8 @@ def savepoint(
     """Mark a point of a run's history as a confirmed savepoint LABEL to fork from later."""
     ttl = None if expires is None else duration(expires, "--expires")
     with settings.runtime() as rt:
-        sp = rt.savepoint(run_id, label, at=at_step, tenant=settings.tenant, by=by, expires=ttl)
+        sp = rt.history.savepoint(
+            run_id, label, at=at_step, tenant=settings.tenant, by=by, expires=ttl
+        )
     until = f", until {sp.expires_at:%Y-%m-%d %H:%M} UTC" if sp.expires_at else ""
     click.echo(f"savepoint {sp.label} of {run_id} at step {sp.step_seq} by {sp.created_by}{until}")

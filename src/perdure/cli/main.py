@@ -224,7 +224,7 @@ def runs(
         return
     if stuck:
         with settings.reader() as rt:
-            found = rt.stuck(threshold_seconds=threshold, limit=limit)
+            found = rt.activity.stuck(threshold_seconds=threshold, limit=limit)
         click.echo(
             render.runs_table(found)
             if not as_json
@@ -362,7 +362,7 @@ def cancel(
 def workers(settings: Settings, as_json: bool) -> None:
     """List live workers (and those that left in the last hour)."""
     with settings.reader() as rt:
-        found = rt.workers()
+        found = rt.activity.workers()
         now = rt.clock.now()
     if as_json:
         click.echo(orjson.dumps([render.worker_json(w, now) for w in found]).decode())

@@ -54,7 +54,7 @@ def list_memory(
     """List the items of NAMESPACE_PREFIX (e.g. user/u1) and the namespaces below it, one per
     line: namespace, key, version, value. Without a prefix, every item of the tenant."""
     with settings.reader() as rt:
-        items = rt.memory(
+        items = rt.memory.search(
             namespace_prefix, tenant=settings.tenant, filter=where(pairs), limit=limit
         )
     for item in items:
@@ -71,7 +71,7 @@ def show_memory(settings: Settings, namespace: str, key: str, as_json: bool) -> 
     """Show the item KEY of NAMESPACE (e.g. user/u1 prefs): its value, version, the run that
     wrote it last, and when it expires."""
     with settings.reader() as rt:
-        item = rt.memory_item(namespace, key, tenant=settings.tenant)
+        item = rt.memory.get(namespace, key, tenant=settings.tenant)
     if as_json:
         click.echo(orjson.dumps(item.to_json()).decode())
         return
@@ -91,5 +91,5 @@ def erase_memory(settings: Settings, namespace_prefix: str, by: str | None) -> N
     """Erase every item of NAMESPACE_PREFIX (e.g. user/u1) and the namespaces below it, expired
     or not, at once (the right to delete). Items a step commits later are written again."""
     with settings.runtime() as rt:
-        erased = rt.erase_memory(namespace_prefix, tenant=settings.tenant, by=by)
+        erased = rt.memory.erase(namespace_prefix, tenant=settings.tenant, by=by)
     click.echo(f"erased {erased} memory item(s) under {namespace_prefix}")

@@ -72,7 +72,7 @@ def gc(
         history=None if history_older_than is None else duration(history_older_than, "--history"),
     )
     with settings.runtime() as rt:
-        report = rt.gc(policy, archive=archive, objects=not no_object_scan)
+        report = rt.retention.gc(policy, archive=archive, objects=not no_object_scan)
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())
         return
@@ -99,9 +99,9 @@ def delete(
         raise InvalidInputError("give exactly one of --thread or --run", fix="see --help")
     with settings.runtime() as rt:
         if thread is not None:
-            erased = rt.delete_thread(thread, tenant=settings.tenant, by=by)
+            erased = rt.retention.delete_thread(thread, tenant=settings.tenant, by=by)
         else:
-            erased = rt.delete_run(run_id or "", tenant=settings.tenant, by=by)
+            erased = rt.retention.delete_run(run_id or "", tenant=settings.tenant, by=by)
     if as_json:
         click.echo(orjson.dumps(erased.to_json()).decode())
         return
@@ -119,8 +119,8 @@ def restore(settings: Settings, run_id: str | None, list_them: bool) -> None:
     artifacts), or list the archived runs."""
     with settings.runtime() as rt:
         if list_them or run_id is None:
-            found = rt.archived(tenant=settings.tenant)
+            found = rt.archive.list(tenant=settings.tenant)
             click.echo("\n".join(found) if found else "no archived runs")
             return
-        run = rt.restore(run_id, tenant=settings.tenant)
+        run = rt.archive.restore(run_id, tenant=settings.tenant)
     click.echo(f"restored run {run.run_id} ({run.status}, {run.steps_done} steps)")

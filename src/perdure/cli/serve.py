@@ -161,7 +161,7 @@ def key_line(key: ApiKey) -> str:
 def create_key(settings: Settings, name: str, roles: tuple[str, ...], as_json: bool) -> None:
     """Make a key named NAME in --tenant; its secret is printed once, never stored."""
     with Runtime(settings.db) as rt:
-        made = rt.create_key(name, tenant=settings.tenant, roles=roles)
+        made = rt.keys.create(name, tenant=settings.tenant, roles=roles)
     if as_json:
         body = {"key_id": made.key.key_id, "name": name, "roles": sorted(made.key.roles)}
         click.echo(orjson.dumps({**body, "token": made.token}).decode())
@@ -181,7 +181,7 @@ def create_key(settings: Settings, name: str, roles: tuple[str, ...], as_json: b
 def list_keys(settings: Settings, show_all: bool) -> None:
     """List the tenant's keys (never their secrets)."""
     with settings.reader() as rt:
-        found = rt.keys(tenant=settings.tenant, revoked=show_all)
+        found = rt.keys.list(tenant=settings.tenant, revoked=show_all)
     if not found:
         click.echo("no keys")
     for key in found:
@@ -195,5 +195,5 @@ def list_keys(settings: Settings, show_all: bool) -> None:
 def revoke_key(settings: Settings, key_id: str) -> None:
     """Revoke KEY_ID at once (requests with it are refused from now on)."""
     with settings.runtime() as rt:
-        key = rt.revoke_key(key_id, tenant=settings.tenant)
+        key = rt.keys.revoke(key_id, tenant=settings.tenant)
     click.echo(f"revoked {key_line(key)}")

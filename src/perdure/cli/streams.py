@@ -51,7 +51,9 @@ def stream(settings: Settings, message_id: str, after: int, follow: bool, as_jso
                 fix="give the id of a streamed reply (`perdure show RUN` lists a run's "
                 "messages; check --tenant)",
             )
-        for entry in rt.stream(message_id, tenant=settings.tenant, after=after, follow=follow):
+        for entry in rt.threads.stream(
+            message_id, tenant=settings.tenant, after=after, follow=follow
+        ):
             click.echo(orjson.dumps(entry_json(entry)).decode() if as_json else entry_line(entry))
 
 
@@ -76,7 +78,7 @@ def thread() -> None:
 def thread_show(settings: Settings, thread_id: str, as_json: bool) -> None:
     """Show the thread's policy, the run that holds it and the runs queued behind it."""
     with settings.reader() as rt:
-        info = rt.thread(thread_id, tenant=settings.tenant)
+        info = rt.threads.get(thread_id, tenant=settings.tenant)
     click.echo(orjson.dumps(info.to_json()).decode() if as_json else thread_text(info))
 
 
@@ -88,7 +90,7 @@ def thread_show(settings: Settings, thread_id: str, as_json: bool) -> None:
 def thread_policy(settings: Settings, thread_id: str, policy: str) -> None:
     """Set what a new run or message does while the thread is busy."""
     with settings.runtime() as rt:
-        info = rt.set_thread_policy(thread_id, policy, tenant=settings.tenant)
+        info = rt.threads.set_policy(thread_id, policy, tenant=settings.tenant)
     click.echo(thread_text(info))
 
 
@@ -104,5 +106,5 @@ def thread_say(
 ) -> None:
     """Add a message to the thread (queued until the active run's next boundary)."""
     with settings.runtime() as rt:
-        delivery = rt.add_message(thread_id, role, content, tenant=settings.tenant, policy=policy)
+        delivery = rt.threads.post(thread_id, role, content, tenant=settings.tenant, policy=policy)
     click.echo(f"message {delivery} on thread {thread_id}")

@@ -27,7 +27,7 @@ def check(settings: Settings, app: str | None, all_tenants: bool, as_json: bool)
     """Before a deploy: which live runs the new code can run, must migrate, or would
     quarantine, and why. Changes nothing. Exits 1 if any would be quarantined."""
     with settings.runtime(app, with_workflows=True) as rt:
-        rows = rt.check(tenant=None if all_tenants else settings.tenant)
+        rows = rt.versions.check(tenant=None if all_tenants else settings.tenant)
     if as_json:
         click.echo(orjson.dumps([render.check_json(r) for r in rows]).decode())
     else:
@@ -61,7 +61,7 @@ def repair(
 ) -> None:
     """Bring a quarantined run back (without running it); a worker or `resume` continues."""
     with settings.runtime(app, with_workflows=True) as rt:
-        run = rt.repair(
+        run = rt.versions.repair(
             run_id,
             tenant=settings.tenant,
             at=at_step,
@@ -82,5 +82,5 @@ def repair(
 def fail_run(settings: Settings, run_id: str, reason: str, by: str | None) -> None:
     """End a run that needs a person (NEEDS_ATTENTION, QUARANTINED) as FAILED."""
     with settings.runtime() as rt:
-        run = rt.fail(run_id, tenant=settings.tenant, reason=reason, by=by)
+        run = rt.versions.fail(run_id, tenant=settings.tenant, reason=reason, by=by)
     click.echo(f"run {run_id} {run.status}")

@@ -100,7 +100,7 @@ def follow(rt: Runtime, tenant: str, run_id: str, after: int, poll: float) -> Ru
     shown = ""
     while True:
         run = rt.get(run_id, tenant=tenant)
-        found = rt.events(run_id, tenant=tenant, after=cursor)
+        found = rt.activity.events(run_id, tenant=tenant, after=cursor)
         if found and shown and tty:
             click.echo("\r\x1b[2K", nl=False)
             shown = ""
@@ -117,7 +117,7 @@ def follow(rt: Runtime, tenant: str, run_id: str, after: int, poll: float) -> Ru
             elif not shown:
                 click.echo(line)
                 shown = line
-        if rt.wait_for_events(poll) is None:
+        if rt.activity.wait_for_events(poll) is None:
             time.sleep(poll)
 
 
@@ -147,5 +147,5 @@ def watch_runs(
                     click.echo("\x1b[H\x1b[2J", nl=False)
                 click.echo(table)
                 shown = table
-            if rt.wait_for_events(interval) is None:
+            if rt.activity.wait_for_events(interval) is None:
                 time.sleep(interval)

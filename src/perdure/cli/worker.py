@@ -134,8 +134,10 @@ def worker(
         )
         if metrics_port is not None:
             serve_metrics(rt, metrics_port, metrics_host, store=metrics_store)
-        serving = ", ".join(sorted(rt.workflows))
-        click.echo(f"worker {rt.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}")
+        serving = ", ".join(sorted(rt.parts.workflows))
+        click.echo(
+            f"worker {rt.parts.owner} x{concurrency} serving {serving} on {safe_url(settings.db)}"
+        )
         try:
             count = w.run(until_idle=until_idle)
         finally:

@@ -329,7 +329,7 @@ class WorkerInfo:
     """A worker process as it last reported itself (``stopped_at`` set once it drained).
 
     ``beat_seconds`` is how often it beats; ``state`` is what the reader concluded (see
-    :meth:`perdure.runtime.runtime.Runtime.workers`)."""
+    ``rt.activity.workers()``)."""
 
     owner: str
     host: str

@@ -75,7 +75,7 @@ def agent_resume(settings: Settings, crash_before_commit: bool) -> None:
         line, after = render.resumed(rt, run.run_id, settings.tenant)
         click.echo(line)
         if after.status.terminal and isinstance(after.result, dict):
-            paid = agent_app.paid(rt.effects(tenant=settings.tenant, run_id=run.run_id))
+            paid = agent_app.paid(rt.effects.list(tenant=settings.tenant, run_id=run.run_id))
             r = after.result
             click.echo(
                 f"model calls paid: {paid['tokens']} tokens (${paid['cost']:.6f}), of which "
@@ -93,7 +93,7 @@ def agent_status(settings: Settings, as_json: bool) -> None:
     emails = agent_app.Outbox(_outbox(settings)).sent()
     with _runtime(settings) as rt:
         run = run_of(rt, settings, THREAD, "research")
-        effects = rt.effects(tenant=settings.tenant, run_id=run.run_id)
+        effects = rt.effects.list(tenant=settings.tenant, run_id=run.run_id)
     calls = [
         {
             "name": f"{e.step}/{e.name}",

@@ -225,7 +225,7 @@ def brightness_status(settings: Settings, as_json: bool) -> None:
         run = run_of(rt, settings, BRIGHTNESS_THREAD, "brightness")
         effects = [
             {"key": e.key, "status": str(e.status), "attempts": e.attempts}
-            for e in rt.effects(tenant=settings.tenant, run_id=run.run_id)
+            for e in rt.effects.list(tenant=settings.tenant, run_id=run.run_id)
         ]
     info = {
         "brightness": light["brightness"],

@@ -130,7 +130,7 @@ def demo_group(demo: FrameworkDemo, summary: str) -> click.Group:
         app = demo.load()
         with Runtime(settings.db, workflows=[app.WORKFLOW]) as rt:
             run = run_of(rt, settings, demo.thread, app.WORKFLOW.name)
-            effects = rt.effects(tenant=settings.tenant, run_id=run.run_id)
+            effects = rt.effects.list(tenant=settings.tenant, run_id=run.run_id)
         info = counts(demo.folder(settings), effects) | {
             "run_id": run.run_id,
             "status": str(run.status),

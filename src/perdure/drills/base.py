@@ -75,7 +75,7 @@ class Drills:
         self.ref_row = ref_row
         self.ref, self.ref_seen = ref_row.settle(self.approve_as)
         with Runtime(ref_row.db, migrate=False, clock=ref_row.clock) as rt:
-            records = rt.effects(run_id=ref_row.run_id)
+            records = rt.effects.list(run_id=ref_row.run_id)
         self.effects = chosen(labelled(records, self.ref.steps), self.patterns)
         self.ref_result = normalised(self.ref.result, provider_values(records), self.ref.run_id)
         """The reference's result with its provider ids put aside (:mod:`.receipts`)."""
@@ -97,7 +97,7 @@ class Drills:
     def result_of(self, row: _Row, seen: _Observed) -> JSON:
         """The drill run's result with its provider ids put aside, as the reference's is."""
         with Runtime(row.db, migrate=False, clock=row.clock) as rt:
-            records = rt.effects(run_id=seen.run_id)
+            records = rt.effects.list(run_id=seen.run_id)
         return normalised(seen.result, provider_values(records), seen.run_id)
 
     def matches(self, row: _Row, seen: _Observed) -> bool:

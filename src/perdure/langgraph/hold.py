@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -104,9 +103,9 @@ class Holds:
         if run.status is RunStatus.QUARANTINED:
             raise GraphThreadQuarantinedError(f"thread {thread} is quarantined; it cannot be held")
         dead = run.owner if is_dead_local_owner(run.owner) else None
-        until = now + timedelta(seconds=rt.lease_seconds)
+        until = now + rt.services.heartbeat.lease
         claimed = self.store.claim(
-            rt.owner,
+            rt.parts.owner,
             until,
             now,
             [GRAPH_WORKFLOW],
@@ -123,13 +122,13 @@ class Holds:
             )
         lease = None
         if self.renew:
-            lease = rt.heartbeat.hold(self.tenant, run_id, claimed.fence, until)
+            lease = rt.services.heartbeat.hold(self.tenant, run_id, claimed.fence, until)
             self.leases[(thread, claimed.fence)] = lease
         conf: dict[str, Any] = {
             **(config.get("configurable") or {}),
             FENCE_KEY: claimed.fence,
-            OWNER_KEY: rt.owner,
-            LEASE_KEY: rt.lease_seconds,
+            OWNER_KEY: rt.parts.owner,
+            LEASE_KEY: rt.services.heartbeat.lease.total_seconds(),
         }
         held: RunnableConfig = {**config, "configurable": conf}
         return held, Held(thread, run_id, claimed.fence, lease)
@@ -166,16 +165,16 @@ class Holds:
         lease = self.leases.get((thread, fence))
         if lease is None:
             return None
-        heartbeat = self.runtime.heartbeat
+        heartbeat = self.runtime.services.heartbeat
         return lambda: heartbeat.holds(lease)
 
     def give_back(self, held: Held) -> None:
         """Stop renewing and release the lease (a no-op when it was taken over meanwhile)."""
         if held.lease is not None:
-            self.runtime.heartbeat.drop(held.lease)
+            self.runtime.services.heartbeat.drop(held.lease)
             self.leases.pop((held.thread_id, held.fence), None)
         self.store.release(
-            self.tenant, held.run_id, self.runtime.owner, held.fence, self.runtime.clock.now()
+            self.tenant, held.run_id, self.runtime.parts.owner, held.fence, self.runtime.clock.now()
         )
 
     def quarantine(self, thread: str, ns: str, checkpoint_id: str, exc: PerdureError) -> None:

@@ -1,9 +1,12 @@
 """The Runtime for applications that are themselves async (a FastAPI or Starlette handler).
 
-``AsyncRuntime`` has the :class:`~perdure.runtime.runtime.Runtime`'s verbs as coroutines:
-``await art.start(...)``, ``await art.status(run_id)``, ``await art.approve(...)``. Each runs the
-same method of the wrapped Runtime in a thread of its own pool, so the application's event loop
-never waits on the database. There is one implementation of every verb: the sync one.
+``AsyncRuntime`` has every verb of the :class:`~perdure.runtime.runtime.Runtime` and of its
+parts as coroutines: ``await art.start(...)``, ``await art.status(run_id)``,
+``await art.memory.erase(prefix)``, ``await art.keys.create(name)``. Each runs the same method
+of the wrapped Runtime in a thread of its own pool, so the application's event loop never
+waits on the database. There is one implementation of every verb, the sync one, and no list of
+them here: the async view is derived from the verbs the Runtime and its parts mark
+(:mod:`perdure.runtime.admin.verbs`), so a verb added to a part is awaitable at once.
 
     art = AsyncRuntime(Runtime("postgresql://...", workflows=[agent]))
 
@@ -16,86 +19,93 @@ never waits on the database. There is one implementation of every verb: the sync
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from perdure.core.streams import StreamEntry
-from perdure.runtime.admin.stream_reader import StreamReader
+from perdure.runtime.admin.verbs import Kind, is_part, verbs_of, warn_renamed
+from perdure.runtime.renamed import CALLED, RENAMED
 from perdure.runtime.runtime import Runtime
 
-P = ParamSpec("P")
-R = TypeVar("R")
 
+class AsyncPart:
+    """A part of the Runtime (``art.memory``, ``art.keys`` ...) whose verbs are awaited: one
+    coroutine function per marked verb of the part, same arguments and docstring."""
 
-def _offload(
-    method: Callable[Concatenate[Runtime, P], R],
-) -> Callable[Concatenate[AsyncRuntime, P], Coroutine[Any, Any, R]]:
-    """The async form of a Runtime method: same arguments, same result, awaited."""
+    def __init__(self, name: str, part: object, offload: Callable[..., Any]) -> None:
+        self._name = name
+        self._offload = offload
+        for verb_name, kind in verbs_of(type(part)).items():
+            setattr(self, verb_name, offload(getattr(part, verb_name), kind))
 
-    async def call(self: AsyncRuntime, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        bound = functools.partial(method, self.runtime, *args, **kwargs)
-        import asyncio
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old verb of this name (``await art.memory(...)`` is
+        ``await art.memory.search(...)``)."""
+        new = CALLED.get(self._name)
+        if new is None:
+            raise TypeError(f"'AsyncRuntime.{self._name}' is not callable")
+        warn_renamed(f"AsyncRuntime.{self._name}(...)", f"AsyncRuntime.{new}(...)")
+        return getattr(self, new.split(".")[1])(*args, **kwargs)
 
-        return await asyncio.get_running_loop().run_in_executor(self._pool, bound)
+    if TYPE_CHECKING:
 
-    call.__name__ = method.__name__
-    call.__doc__ = method.__doc__
-    return call
+        def __getattr__(self, name: str) -> Any: ...
 
 
 class AsyncRuntime:
-    """A :class:`Runtime` whose verbs are awaited (see the module docstring).
+    """A :class:`Runtime` whose verbs, and its parts' verbs, are awaited (see the module
+    docstring).
 
     ``threads`` bounds how many calls run at once (each holds a database connection while it
     runs). Advancing runs is a worker's job (``perdure worker``); :meth:`resume` is here for a
-    handler that must continue one run inline.
+    handler that must continue one run inline. A verb that returns a reader
+    (``art.threads.stream(...)``) returns an async iterator instead: each read runs in a thread
+    of the loop's default executor, never on the loop, and leaving the loop early closes the
+    reader.
     """
 
     def __init__(self, runtime: Runtime, *, threads: int = 8) -> None:
         self.runtime = runtime
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="perdure-async")
+        for name, kind in verbs_of(type(runtime)).items():
+            setattr(self, name, self._offload(getattr(runtime, name), kind))
+        for name, value in vars(runtime).items():
+            if not name.startswith("_") and is_part(value):
+                setattr(self, name, AsyncPart(name, value, self._offload))
 
-    start = _offload(Runtime.start)
-    get = _offload(Runtime.get)
-    status = _offload(Runtime.status)
-    runs = _offload(Runtime.runs)
-    run_page = _offload(Runtime.run_page)
-    resume = _offload(Runtime.resume)
-    cancel = _offload(Runtime.cancel)
-    approvals = _offload(Runtime.approvals)
-    approve = _offload(Runtime.approve)
-    reject = _offload(Runtime.reject)
-    signal = _offload(Runtime.signal)
-    effects = _offload(Runtime.effects)
-    resolve_effect = _offload(Runtime.resolve_effect)
-    workers = _offload(Runtime.workers)
-    stuck = _offload(Runtime.stuck)
-    history = _offload(Runtime.history)
-    state_at = _offload(Runtime.state_at)
-    savepoint = _offload(Runtime.savepoint)
-    fork = _offload(Runtime.fork)
-    gc = _offload(Runtime.gc)
-    delete_thread = _offload(Runtime.delete_thread)
-    delete_run = _offload(Runtime.delete_run)
-    get_artifact = _offload(Runtime.get_artifact)
-    memory = _offload(Runtime.memory)
-    memory_item = _offload(Runtime.memory_item)
-    erase_memory = _offload(Runtime.erase_memory)
+    def _offload(self, method: Callable[..., Any], kind: Kind) -> Callable[..., Any]:
+        """The async form of a bound verb: a coroutine function, or for a reader a function
+        returning an async iterator."""
+        if kind == "reader":
 
-    thread = _offload(Runtime.thread)
-    set_thread_policy = _offload(Runtime.set_thread_policy)
-    add_message = _offload(Runtime.add_message)
+            @functools.wraps(method)
+            def read(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+                return _entries(method(*args, **kwargs))
 
-    def stream(
-        self, message_id: str, *, after: int = 0, follow: bool = False, **kwargs: Any
-    ) -> AsyncIterator[StreamEntry]:
-        """:meth:`Runtime.stream` as an async iterator: ``async for entry in
-        art.stream(message_id, after=last_seq, follow=True)``. Each read (and each wait of a
-        follower) runs in a thread of the loop's default executor, never on the loop; leaving
-        the loop early closes the reader."""
-        reader = self.runtime.stream(message_id, after=after, follow=follow, **kwargs)
-        return _entries(reader)
+            return read
+
+        @functools.wraps(method)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            import asyncio
+
+            bound = functools.partial(method, *args, **kwargs)
+            return await asyncio.get_running_loop().run_in_executor(self._pool, bound)
+
+        return call
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+    else:  # the deprecated names, as on the Runtime (perdure.runtime.renamed)
+
+        def __getattr__(self, name: str) -> Any:
+            new = RENAMED.get(name)
+            part, _, verb_name = (new or "").partition(".")
+            if name.startswith("_") or not verb_name or part not in vars(self):
+                raise AttributeError(f"'AsyncRuntime' object has no attribute {name!r}")
+            warn_renamed(f"AsyncRuntime.{name}", f"AsyncRuntime.{new}")
+            return getattr(vars(self)[part], verb_name)
 
     async def aclose(self) -> None:
         """Close the wrapped Runtime and this wrapper's threads."""
@@ -111,7 +121,7 @@ class AsyncRuntime:
         await self.aclose()
 
 
-async def _entries(reader: StreamReader) -> AsyncIterator[StreamEntry]:
+async def _entries(reader: Iterator[Any]) -> AsyncIterator[Any]:
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -122,4 +132,6 @@ async def _entries(reader: StreamReader) -> AsyncIterator[StreamEntry]:
                 return
             yield entry
     finally:
-        reader.close()
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()

@@ -6,30 +6,31 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from perdure.core.artifacts import ArtifactRef
 from perdure.core.budget import Budget
 from perdure.core.clock import Clock
 from perdure.core.errors import (
     InvalidInputError,
 )
-from perdure.core.model import Durability, Message, Run, RunStatus, WorkerInfo
+from perdure.core.model import Durability, Message, Run, RunStatus
 from perdure.core.seal import Keyring
 from perdure.core.serde import Limits
 from perdure.core.threads import ThreadPolicy
 from perdure.core.workflow import Workflow
+from perdure.runtime.admin.activity import Activity
 from perdure.runtime.admin.archive import Archive
 from perdure.runtime.admin.control import StartOptions, cancel_run, new_run, not_claimable
+from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.admin.inspector import Inspector
+from perdure.runtime.admin.keys import Keys
 from perdure.runtime.admin.memory import MemoryAdmin
-from perdure.runtime.admin.operator import Operator
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, acting, tenant_of
 from perdure.runtime.admin.resolution import EffectAdmin
 from perdure.runtime.admin.retention import Retainer
-from perdure.runtime.admin.stream_reader import Streams
 from perdure.runtime.admin.threads import Threads
 from perdure.runtime.admin.timeline import Timeline
+from perdure.runtime.admin.verbs import verb, warn_renamed
 from perdure.runtime.admin.versions import Versions
 from perdure.runtime.admin.waits import Waits
 from perdure.runtime.aio import EventLoop
@@ -42,8 +43,9 @@ from perdure.runtime.execution.state_writes import APPEND_FROM
 from perdure.runtime.fleet import Fleet
 from perdure.runtime.grouping import GroupCommit
 from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
+from perdure.runtime.renamed import KEPT, RENAMED
 from perdure.runtime.settings import setting
-from perdure.runtime.telemetry import Telemetry, current_trace
+from perdure.runtime.telemetry import current_trace
 from perdure.store.base import Store
 from perdure.store.objects import ObjectStore
 from perdure.store.url import open_store
@@ -64,7 +66,7 @@ def _verb(
 
     call.__name__ = method.__name__
     call.__doc__ = method.__doc__
-    return call
+    return verb(call)
 
 
 class Runtime:
@@ -84,6 +86,17 @@ class Runtime:
     A state field of ``append_from`` bytes or more that a step only appends to is kept as a log
     from then on: each boundary stores the items appended, not the whole list
     (:mod:`perdure.core.logs`).
+
+    The Runtime itself holds the kernel: starting runs, reading them (:meth:`get`,
+    :meth:`status`, :meth:`runs`, :meth:`run_page`, :meth:`children`, :meth:`state`), the
+    decisions a run waits for (:meth:`approvals`, :meth:`approve`, :meth:`reject`,
+    :meth:`signal`), :meth:`cancel`, :meth:`resume`, advancing (:meth:`run_until_idle`,
+    :meth:`claim_next`, :meth:`advance_claimed`) and :meth:`close`. Everything else is a part,
+    named by its noun: :attr:`memory`, :attr:`keys`, :attr:`history`, :attr:`effects`,
+    :attr:`threads`, :attr:`retention`, :attr:`archive`, :attr:`activity`, :attr:`versions`
+    (``rt.memory.erase(...)``, ``rt.keys.create(...)``, ``rt.history.fork(...)``). ``store``,
+    ``clock``, ``parts`` (what every part shares) and ``services`` (what every execution
+    shares: heartbeat, shutdown, event loop, artifacts, telemetry) are the wiring.
     """
 
     def __init__(
@@ -117,114 +130,89 @@ class Runtime:
         )
         self.store: Store = store
         self.clock: Clock = parts.clock
-        self.owner = parts.owner
-        self.lease_seconds = lease_seconds
-        self.workflows = parts.workflows
+        self._lease_seconds = lease_seconds
         self.register(*workflows)
-        self.heartbeat = Heartbeat(store, parts.clock, parts.owner, lease_seconds)
-        self.shutdown = threading.Event()
-        self.loop = EventLoop()
-        self.artifacts = Artifacts(
+        heartbeat = Heartbeat(store, parts.clock, parts.owner, lease_seconds)
+        artifact_service = Artifacts(
             store, parts.clock, location=artifacts, offload_bytes=offload_bytes
         )
-        parts.artifacts = self.artifacts
+        parts.artifacts = artifact_service
         self.services = Services(
             store,
             parts.clock,
-            self.heartbeat,
-            self.shutdown,
+            heartbeat,
+            threading.Event(),
             parts.keyring,
             parts.limits,
-            self.loop,
-            self.artifacts,
+            EventLoop(),
+            artifact_service,
             effect_group(group_commit, store.plan_effects, parallel=store.parallel_writes),
             effect_group(group_commit, store.move_effects, parallel=store.parallel_writes),
             group=grouper(store, group_commit),
             append_from=int(setting("append_from", append_from, 2, 2**40, "bytes")),
         )
-        self.telemetry: Telemetry = self.services.telemetry
         if self.services.group is not None:
-            self.services.group.on_group = self.telemetry.grouped
-        self.timeline = Timeline(parts, self.artifacts)
-        self.inspector = Inspector(parts, self.artifacts)
-        self.retainer = Retainer(parts, self.artifacts)
-        self.archive = self.retainer.cold
-        self.waits = Waits(parts)
-        self.effect_admin = EffectAdmin(parts)
+            self.services.group.on_group = self.services.telemetry.grouped
+        self._fleet = Fleet(store, parts.clock, parts.owner)
+        self._inspector = Inspector(parts, artifact_service)
+        self._waits = Waits(parts)
+        self.memory = MemoryAdmin(parts)
+        """Long-term memory from outside a run: ``search``, ``get``, ``erase``."""
+        self.keys = Keys(parts)
+        """API keys: ``create``, ``list``, ``revoke``, ``authenticate``."""
+        self.history = Timeline(parts, artifact_service)
+        """A run's past: ``entries``, ``state_at``, ``savepoint(s)``, ``lineage``, ``fork``,
+        ``artifact``."""
+        self.effects = EffectAdmin(parts)
+        """Effects a person lists and resolves: ``list``, ``resolve``."""
+        self.threads = Threads(parts, self.services.shutdown)
+        """Threads: ``get``, ``set_policy``, ``post`` (a message), ``stream`` (a message's
+        durable stream)."""
+        self.retention = Retainer(parts, artifact_service)
+        """What is kept and for how long: ``gc``, ``delete_thread``, ``delete_run``."""
+        self.archive: Archive = self.retention.cold
+        """Runs ``gc(archive=True)`` archived: ``list``, ``restore``."""
+        self.activity = Activity(parts, self._fleet.workers)
+        """What is happening across runs: feeds, audit, counts, queue, stuck runs, workers."""
         self.versions = Versions(parts)
-        self.threads = Threads(parts)
-        self.memory_admin = MemoryAdmin(parts)
-        self.streams = Streams(parts, self.shutdown)
-        self.fleet = Fleet(store, parts.clock, parts.owner)
-        self.operator = Operator(parts)
+        """Runs against code versions: ``check``, ``recover_readable``, ``fail``, ``repair``."""
         if migrate:
             store.migrate(parts.clock.now())
 
-    # -- verbs of the parts (waits, effects, versions, threads, streams, keys and counts,
-    # -- history, retention, the archive, reads): each bound once, with its own docstring -----
-    get = _verb(Inspector.get, "inspector")
-    status = _verb(Inspector.status, "inspector")
-    runs = _verb(Inspector.runs, "inspector")
-    run_page = _verb(Inspector.run_page, "inspector")
-    children = _verb(Inspector.children, "inspector")
-    stuck = _verb(Inspector.stuck, "inspector")
-    approvals = _verb(Waits.approvals, "waits")
-    approve = _verb(Waits.approve, "waits")
-    reject = _verb(Waits.reject, "waits")
-    signal = _verb(Waits.signal, "waits")
-    effects = _verb(EffectAdmin.effects, "effect_admin")
-    resolve_effect = _verb(EffectAdmin.resolve_effect, "effect_admin")
-    check = _verb(Versions.check, "versions")
-    recover_readable = _verb(Versions.recover_readable, "versions")
-    fail = _verb(Versions.fail, "versions")
-    repair = _verb(Versions.repair, "versions")
-    thread = _verb(Threads.thread, "threads")
-    set_thread_policy = _verb(Threads.set_thread_policy, "threads")
-    add_message = _verb(Threads.post, "threads")
-    stream = _verb(Streams.stream, "streams")
-    create_key = _verb(Operator.create_key, "operator")
-    keys = _verb(Operator.keys, "operator")
-    revoke_key = _verb(Operator.revoke_key, "operator")
-    authenticate = _verb(Operator.authenticate, "operator")
-    stream_token = _verb(Operator.stream_token, "operator")
-    stream_access = _verb(Operator.stream_access, "operator")
-    open_session = _verb(Operator.open_session, "operator")
-    session_principal = _verb(Operator.session_principal, "operator")
-    end_session = _verb(Operator.end_session, "operator")
-    sessions = _verb(Operator.sessions, "operator")
-    state = _verb(Operator.state, "operator")
-    events = _verb(Operator.events, "operator")
-    feed = _verb(Operator.feed, "operator")
-    audit = _verb(Operator.audit, "operator")
-    run_counts = _verb(Operator.run_counts, "operator")
-    runs_by_period = _verb(Operator.runs_by_period, "operator")
-    step_latencies = _verb(Operator.step_latencies, "operator")
-    effect_counts = _verb(Operator.effect_counts, "operator")
-    spend_counts = _verb(Operator.spend_counts, "operator")
-    queue = _verb(Operator.queue, "operator")
-    moved_since = _verb(Operator.moved_since, "operator")
-    last_event_seq = _verb(Operator.last_event_seq, "operator")
-    wait_for_events = _verb(Operator.wait_for_events, "operator")
-    history = _verb(Timeline.history, "timeline")
-    state_at = _verb(Timeline.state_at, "timeline")
-    savepoint = _verb(Timeline.savepoint, "timeline")
-    savepoints = _verb(Timeline.savepoints, "timeline")
-    lineage = _verb(Timeline.lineage, "timeline")
-    fork = _verb(Timeline.fork, "timeline")
-    gc = _verb(Retainer.gc, "retainer")
-    delete_thread = _verb(Retainer.delete_thread, "retainer")
-    delete_run = _verb(Retainer.delete_run, "retainer")
-    restore = _verb(Archive.restore, "archive")
-    archived = _verb(Archive.archived, "archive")
-    memory = _verb(MemoryAdmin.memory, "memory_admin")
-    memory_item = _verb(MemoryAdmin.memory_item, "memory_admin")
-    erase_memory = _verb(MemoryAdmin.erase_memory, "memory_admin")
+    # -- the kernel's reads and decisions, bound once from their parts (same docstrings) -------
+    get = _verb(Inspector.get, "_inspector")
+    status = _verb(Inspector.status, "_inspector")
+    runs = _verb(Inspector.runs, "_inspector")
+    run_page = _verb(Inspector.run_page, "_inspector")
+    children = _verb(Inspector.children, "_inspector")
+    state = _verb(Inspector.state, "_inspector")
+    approvals = _verb(Waits.approvals, "_waits")
+    approve = _verb(Waits.approve, "_waits")
+    reject = _verb(Waits.reject, "_waits")
+    signal = _verb(Waits.signal, "_waits")
 
+    if not TYPE_CHECKING:  # the deprecated names: resolved on use, typed as gone
+
+        def __getattr__(self, name: str) -> Any:
+            new = RENAMED.get(name)
+            if new is None or name.startswith("_"):
+                raise AttributeError(f"'Runtime' object has no attribute {name!r}")
+            warn_renamed(f"Runtime.{name}", f"Runtime.{new}")
+            path = KEPT.get(name, new)
+            first, _, rest = path.partition(".")
+            found = Credentials(self.parts) if first == "credentials" else getattr(self, first)
+            for step in rest.split(".") if rest else ():
+                found = getattr(found, step)
+            return found
+
+    @verb
     def register(self, *workflows: Workflow[Any]) -> None:
-        """Make workflows runnable by this runtime (by name)."""
+        """Make workflows runnable by this runtime (by name; ``rt.parts.workflows`` holds
+        them)."""
         for wf in workflows:
-            self.workflows[wf.name] = wf
+            self.parts.workflows[wf.name] = wf
 
+    @verb
     def workflow(self, name: str) -> Workflow[Any]:
         """A registered workflow by name, or :class:`WorkflowNotFoundError`."""
         wf: Workflow[Any] = self.parts.workflow(name)
@@ -232,6 +220,7 @@ class Runtime:
 
     # -- starting -------------------------------------------------------------------------------
 
+    @verb
     def start(
         self,
         workflow: Workflow[Any] | str,
@@ -260,7 +249,7 @@ class Runtime:
         :class:`~perdure.core.budget.Budget`.
 
         One writer per thread: while a run of ``thread`` is unfinished the new run follows
-        ``policy`` (default: the thread's own, see :meth:`set_thread_policy`, else
+        ``policy`` (default: the thread's own, see ``rt.threads.set_policy``, else
         ``enqueue``): ``enqueue`` waits PENDING behind it and runs after, in order, its
         ``messages`` joining the thread when it starts; ``interrupt`` cancels the unfinished
         runs at their next boundary (compensating as :meth:`cancel` does), then runs;
@@ -287,46 +276,50 @@ class Runtime:
 
     # -- advancing ------------------------------------------------------------------------------
 
+    @verb
     def run_until_idle(self, *, tenant: str | None = None, max_runs: int | None = None) -> int:
         """Claim and advance runnable runs inline until none is left; return how many ran.
 
         Each claimed run advances until it ends, waits, is quarantined or is lost. Runs leased
         by a live owner elsewhere are left alone. Runs a newer release quarantined as
         ``schema_too_new`` that this code reads are requeued first (once per registered
-        workflow version: see :meth:`recover_readable`).
+        workflow version: see ``rt.versions.recover_readable``).
         """
         self.versions.recover_new()
         count = 0
         while max_runs is None or count < max_runs:
-            if self.shutdown.is_set() or self.advance_one(tenant=tenant) is None:
+            if self.services.shutdown.is_set() or self._advance_one(tenant=tenant) is None:
                 break
             count += 1
         return count
 
-    def advance_one(self, *, tenant: str | None = None) -> Stopped | None:
+    def _advance_one(self, *, tenant: str | None = None) -> Stopped | None:
         """Claim one runnable run and advance it; None when nothing is claimable."""
         run = self.claim_next(tenant=tenant)
         return None if run is None else self.advance_claimed(run)
 
+    @verb
     def claim_next(self, *, tenant: str | None = None) -> Run | None:
         """Claim one runnable run of the registered workflows (the lease is this runtime's),
         or None. Hand it to :meth:`advance_claimed`, in this thread or another."""
-        if not self.workflows:
+        if not self.parts.workflows:
             return None
         return self.store.claim(
-            self.owner,
+            self.parts.owner,
             self._lease_end(),
             self.clock.now(),
-            list(self.workflows),
+            list(self.parts.workflows),
             tenant_id=tenant,
-            dead_owners=self.fleet.dead_owners(),
+            dead_owners=self._fleet.dead_owners(),
         )
 
+    @verb
     def advance_claimed(self, run: Run) -> Stopped:
         """Advance a run this runtime claimed until it stops; never raises for a run-level
         problem (see :class:`~perdure.runtime.execution.services.Stopped`)."""
         return self._execute(run)
 
+    @verb
     def resume(
         self,
         run_id: str,
@@ -370,7 +363,7 @@ class Runtime:
                 fix="resume it without them",
             )
         claimed = self.store.claim(
-            self.owner,
+            self.parts.owner,
             self._lease_end(),
             self.clock.now(),
             [run.workflow],
@@ -392,10 +385,11 @@ class Runtime:
         return Execution(self.services, run, wf).execute()
 
     def _lease_end(self) -> Any:
-        return self.clock.now() + timedelta(seconds=self.lease_seconds)
+        return self.clock.now() + timedelta(seconds=self._lease_seconds)
 
     # -- stopping -------------------------------------------------------------------------------
 
+    @verb
     def cancel(
         self,
         run_id: str,
@@ -424,21 +418,10 @@ class Runtime:
                 self.cancel(child.run_id, tenant=tenant, reason=reason or "parent cancelled")
         return run
 
-    def get_artifact(self, ref: ArtifactRef, *, tenant: Tenant = DEFAULT_TENANT) -> bytes:
-        """The bytes of an artifact of ``tenant``, checked against the reference (raises
-        :class:`~perdure.core.artifacts.ArtifactMissingError` or
-        :class:`~perdure.core.artifacts.ArtifactCorruptError`)."""
-        return self.artifacts.get(tenant_of(tenant), ArtifactRef.from_json(ref), "get_artifact")
-
-    def workers(self) -> list[WorkerInfo]:
-        """Workers of this database (``live`` or ``dead``), and those that left in the last
-        hour (``stopped``); see :class:`~perdure.runtime.fleet.Fleet`."""
-        return self.fleet.workers()
-
     def close(self) -> None:
         """Stop the heartbeat thread and the event loop, and close the store."""
-        self.heartbeat.stop()
-        self.loop.close()
+        self.services.heartbeat.stop()
+        self.services.loop.close()
         self.store.close()
 
     def __enter__(self) -> Runtime:

@@ -44,7 +44,7 @@ class Worker:
     The process reports itself in the workers table while it runs (``perdure workers``); a worker
     that missed its beats (it was frozen: the fleet counts it dead) beats before it claims again,
     so no run it claims is taken over at once as a dead worker's.
-    With ``gc_every`` (seconds), an idle dispatcher runs :meth:`Runtime.gc` under
+    With ``gc_every`` (seconds), an idle dispatcher runs :meth:`Runtime.retention.gc` under
     ``retention`` at most that often (by the runtime's clock); what it did goes to
     ``on_gc``, and an error to ``on_error``. ``on_stop`` hears each execution's run id and why it
     stopped, with the final status when the run ended (``ended SUCCEEDED``, ``ended FAILED``).
@@ -97,7 +97,7 @@ class Worker:
         """Ask the worker to drain: claim nothing more; every run in flight finishes its current
         step, commits it and releases its lease; then :meth:`run` returns. ``on_drain`` is told
         once the request is registered."""
-        self.runtime.shutdown.set()
+        self.runtime.services.shutdown.set()
         self._work.set()
         if self.on_drain is not None:
             self.on_drain()
@@ -106,8 +106,8 @@ class Worker:
         """Run until stopped (or, with ``until_idle``, until nothing is claimable and nothing is
         in flight); return the number of run executions performed."""
         rt = self.runtime
-        rt.recover_readable()
-        rt.heartbeat.register_worker(self.concurrency)
+        rt.versions.recover_readable()
+        rt.services.heartbeat.register_worker(self.concurrency)
         listener = None
         if rt.store.notifies and not until_idle:
             listener = threading.Thread(target=self._listen, name="perdure-listen", daemon=True)
@@ -122,18 +122,18 @@ class Worker:
                 dispatcher.join(timeout=0.2)  # the main thread stays free for signal handlers
         finally:
             pool.shutdown(wait=True)
-            rt.heartbeat.unregister_worker()
+            rt.services.heartbeat.unregister_worker()
         return self._count
 
     def _dispatch(self, pool: ThreadPoolExecutor, until_idle: bool) -> None:
         """The one claim loop: claim while a slot is free, hand each run to the pool."""
         rt = self.runtime
         delay = self.poll_interval
-        while not rt.shutdown.is_set():
+        while not rt.services.shutdown.is_set():
             with self._slots:
-                while self._in_flight >= self.concurrency and not rt.shutdown.is_set():
+                while self._in_flight >= self.concurrency and not rt.services.shutdown.is_set():
                     self._slots.wait(1.0)
-            if rt.shutdown.is_set():
+            if rt.services.shutdown.is_set():
                 break
             missed = self._missed_beats()
             try:
@@ -143,7 +143,7 @@ class Worker:
                     self.on_error(exc)
                 missed = True
             if missed:  # the beat or the claim failed: claim nothing yet, back off
-                rt.shutdown.wait(delay)
+                rt.services.shutdown.wait(delay)
                 delay = min(delay * 2, self.max_poll_interval)
                 continue
             if run is not None:
@@ -170,7 +170,7 @@ class Worker:
     def _missed_beats(self) -> bool:
         """Beat first if this worker missed its beats (it was frozen: the fleet may count it dead,
         and would take over at once any run it claimed now); True when the beat failed."""
-        heartbeat = self.runtime.heartbeat
+        heartbeat = self.runtime.services.heartbeat
         if heartbeat.overdue():
             heartbeat.beat()  # also learns which leases were lost meanwhile
         return heartbeat.overdue()
@@ -207,7 +207,7 @@ class Worker:
             return
         self._next_gc = now + timedelta(seconds=self.gc_every)
         try:
-            report = self.runtime.gc(self.retention)
+            report = self.runtime.retention.gc(self.retention)
         except PerdureError as exc:
             if self.on_error is not None:
                 self.on_error(exc)
@@ -233,6 +233,6 @@ class Worker:
     def _listen(self) -> None:
         """Turn store notifications into wake-ups of idle loops."""
         rt = self.runtime
-        while not rt.shutdown.is_set():
+        while not rt.services.shutdown.is_set():
             if rt.store.wait_for_work(1.0):
                 self._work.set()

@@ -22,7 +22,7 @@ async def list_effects(request: Request, who: Principal, rt: Runtime) -> Respons
     """Effects of the tenant (or of one run), filtered by status."""
     query = queried(request, EffectsQuery)
     found = await call(
-        rt.effects, tenant=who, run_id=query.run_id, status=query.status, limit=query.limit
+        rt.effects.list, tenant=who, run_id=query.run_id, status=query.status, limit=query.limit
     )
     return json_response({"effects": [effect_json(e) for e in found]})
 
@@ -33,7 +33,7 @@ async def resolve_effect(request: Request, who: Principal, rt: Runtime) -> Respo
     require(who, ADMIN, "resolving an effect")
     body = await parsed(request, ResolveEffect)
     record = await call(
-        rt.resolve_effect,
+        rt.effects.resolve,
         str(request.path_params["key"]),
         applied=body.applied,
         by=who.subject,
@@ -50,7 +50,9 @@ async def resolve_effect(request: Request, who: Principal, rt: Runtime) -> Respo
 async def stuck_runs(request: Request, who: Principal, rt: Runtime) -> Response:
     """The tenant's RUNNING runs with no progress for ``threshold`` seconds."""
     threshold = queried(request, StuckQuery).threshold
-    found = await call(rt.stuck, threshold_seconds=float(threshold), limit=1000, tenant=who)
+    found = await call(
+        rt.activity.stuck, threshold_seconds=float(threshold), limit=1000, tenant=who
+    )
     return json_response({"runs": [run_json(r) for r in found], "threshold": threshold})
 
 
@@ -66,7 +68,7 @@ async def list_workers(request: Request, who: Principal, rt: Runtime) -> Respons
     """Live workers of the database (admin: the fleet serves every tenant)."""
     require(who, ADMIN, "listing workers")
     now = rt.clock.now()
-    found = await call(rt.workers)
+    found = await call(rt.activity.workers)
     return json_response(
         {
             "workers": [
@@ -99,16 +101,16 @@ async def keys(request: Request, who: Principal, rt: Runtime) -> Response:
     require(who, ADMIN, "managing keys")
     if request.method == "POST":
         body = await parsed(request, NewKey)
-        made = await call(rt.create_key, body.name, tenant=who, roles=body.roles)
+        made = await call(rt.keys.create, body.name, tenant=who, roles=body.roles)
         return json_response({**key_json(made.key), "token": made.token}, 201)
-    return json_response({"keys": [key_json(k) for k in await call(rt.keys, tenant=who)]})
+    return json_response({"keys": [key_json(k) for k in await call(rt.keys.list, tenant=who)]})
 
 
 @endpoint
 async def revoke_key(request: Request, who: Principal, rt: Runtime) -> Response:
     """Revoke one of the tenant's keys (admin)."""
     require(who, ADMIN, "managing keys")
-    key = await call(rt.revoke_key, str(request.path_params["key_id"]), tenant=who)
+    key = await call(rt.keys.revoke, str(request.path_params["key_id"]), tenant=who)
     return json_response(key_json(key))
 
 

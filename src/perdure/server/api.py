@@ -195,7 +195,7 @@ async def list_runs(request: Request, who: Principal, rt: Runtime) -> Response:
         limit=query.limit,
     )
     counts: dict[str, int] = {}
-    for c in await call(rt.run_counts, tenant=who):
+    for c in await call(rt.activity.run_counts, tenant=who):
         counts[str(c.status)] = counts.get(str(c.status), 0) + c.count
     body = {"runs": [run_json(r) for r in found.runs], "counts": counts}
     return json_response({**body, "next_cursor": found.next_cursor})
@@ -267,7 +267,7 @@ async def resume_run(request: Request, who: Principal, rt: Runtime) -> Response:
         except DefinitionError as exc:
             raise InvalidInputError(f"field 'add_budget': {exc.message}", fix=exc.fix) from None
     run = await call(
-        rt.repair,
+        rt.versions.repair,
         run_id_of(request),
         tenant=who,
         at=body.at,
@@ -283,7 +283,9 @@ async def fail_run(request: Request, who: Principal, rt: Runtime) -> Response:
     """End a run that needs a person as FAILED (admin)."""
     require(who, ADMIN, "failing a run")
     body = await parsed(request, FailRun)
-    run = await call(rt.fail, run_id_of(request), tenant=who, reason=body.reason, by=who.subject)
+    run = await call(
+        rt.versions.fail, run_id_of(request), tenant=who, reason=body.reason, by=who.subject
+    )
     return json_response(run_json(run))
 
 

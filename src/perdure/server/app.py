@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 from perdure.core.errors import PerdureError
 from perdure.core.sessions import IDLE, LIFETIME
 from perdure.core.throttle import Throttle
+from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.runtime import Runtime
 from perdure.server import apidocs, assets, dashboard, metrics
 from perdure.server.api import json_response
@@ -91,7 +92,7 @@ def create_app(
             hub.stop()
 
     def spec() -> dict[str, Any]:
-        return document(release, tuple(sorted(runtime.workflows)))
+        return document(release, tuple(sorted(runtime.parts.workflows)))
 
     async def openapi_doc(request: Request) -> Response:
         return json_response(spec())
@@ -104,7 +105,7 @@ def create_app(
         Route("/openapi.json", openapi_doc, methods=["GET"]),
         Route(
             "/docs",
-            apidocs.page(lambda: document(release, tuple(sorted(runtime.workflows)))),
+            apidocs.page(lambda: document(release, tuple(sorted(runtime.parts.workflows)))),
             methods=["GET"],
         ),
         Route("/healthz", healthz, methods=["GET"]),
@@ -119,6 +120,7 @@ def create_app(
         exception_handlers={PerdureError: on_error},
     )
     app.state.runtime = runtime
+    app.state.credentials = Credentials(runtime.parts)
     app.state.hub = hub
     app.state.heartbeat = heartbeat
     app.state.policy = policy

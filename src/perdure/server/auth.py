@@ -18,6 +18,7 @@ from perdure.core.errors import NotAuthenticatedError, NotAuthorizedError, TooMa
 from perdure.core.keys import parse_token
 from perdure.core.model import Principal
 from perdure.core.throttle import Throttle
+from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.runtime import Runtime
 
 ADMIN = "admin"
@@ -79,7 +80,7 @@ async def principal_of(request: Request) -> Principal:
     check_attempts(request, subjects)
     runtime: Runtime = request.app.state.runtime
     try:
-        principal: Principal = await run_in_threadpool(runtime.authenticate, token)
+        principal: Principal = await run_in_threadpool(runtime.keys.authenticate, token)
     except NotAuthenticatedError:
         count_attempt(request, subjects, ok=False)
         raise
@@ -103,9 +104,9 @@ async def stream_principal_of(request: Request) -> tuple[Principal, str | None]:
         )
     subjects = [f"addr:{request.client.host if request.client else 'unknown'}"]
     check_attempts(request, subjects)
-    runtime: Runtime = request.app.state.runtime
+    credentials: Credentials = request.app.state.credentials
     try:
-        principal, scope = await run_in_threadpool(runtime.stream_access, token)
+        principal, scope = await run_in_threadpool(credentials.stream_access, token)
     except NotAuthenticatedError:
         count_attempt(request, subjects, ok=False)
         raise

@@ -27,6 +27,7 @@ from perdure.core.effects import EffectStatus
 from perdure.core.errors import NotAuthenticatedError, PerdureError, WorkflowNotFoundError
 from perdure.core.model import Principal, RunStatus
 from perdure.core.shapes import iso
+from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.runtime import Runtime
 from perdure.server import assets, sse
 from perdure.server.api import call, event_stream, run_detail
@@ -57,8 +58,8 @@ async def session_of(request: Request) -> tuple[Principal, str]:
     token = cookies.session(request)
     if token is None:
         raise NotAuthenticatedError("not logged in", fix="log in with an API key at /login")
-    runtime: Runtime = request.app.state.runtime
-    who: Principal = await run_in_threadpool(runtime.session_principal, token)
+    credentials: Credentials = request.app.state.credentials
+    who: Principal = await run_in_threadpool(credentials.session_principal, token)
     return who, token
 
 
@@ -135,10 +136,10 @@ async def runs_page(request: Request, who: Principal, rt: Runtime) -> Response:
     found = await call(rt.run_page, tenant=who, where=where, cursor=cursor, limit=limit)
     counts: dict[str, int] = {}
     workflows: set[str] = set()
-    for c in await call(rt.run_counts, tenant=who):
+    for c in await call(rt.activity.run_counts, tenant=who):
         counts[str(c.status)] = counts.get(str(c.status), 0) + c.count
         workflows.add(c.workflow)
-    since = await run_in_threadpool(rt.last_event_seq)  # the page goes live from here
+    since = await run_in_threadpool(rt.activity.last_event_seq)  # the page goes live from here
     kept = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor" and v]
     return render(
         request,
@@ -204,8 +205,8 @@ async def overview_page(request: Request, who: Principal, rt: Runtime) -> Respon
     since = (now - timedelta(days=30 if daily else 1)).replace(minute=0, second=0, microsecond=0)
     if daily:
         since = since.replace(hour=0)
-    found = await call(rt.runs_by_period, tenant=who, since=since, daily=daily)
-    latency = await call(rt.step_latencies, tenant=who, since=since)
+    found = await call(rt.activity.runs_by_period, tenant=who, since=since, daily=daily)
+    latency = await call(rt.activity.step_latencies, tenant=who, since=since)
     return render(
         request,
         "overview.html",
@@ -245,11 +246,15 @@ async def repair_page(request: Request, who: Principal, rt: Runtime) -> Response
     if request.url.path.endswith("/fail"):
         require(who, ADMIN, "failing a run")
         reason = fields.get("reason") or "failed from the dashboard"
-        await run_in_threadpool(lambda: rt.fail(run_id, tenant=who, reason=reason, by=who.subject))
+        await run_in_threadpool(
+            lambda: rt.versions.fail(run_id, tenant=who, reason=reason, by=who.subject)
+        )
     else:
         require(who, ADMIN, "resuming a run that needs a person")
         at = fields.get("at") or None
-        await run_in_threadpool(lambda: rt.repair(run_id, tenant=who, at=at, by=who.subject))
+        await run_in_threadpool(
+            lambda: rt.versions.repair(run_id, tenant=who, at=at, by=who.subject)
+        )
     return to(request, f"/runs/{run_id}")
 
 
@@ -260,7 +265,7 @@ async def resolve_page(request: Request, who: Principal, rt: Runtime) -> Respons
     fields = form(request)
     key = fields.get("key", "")
     await run_in_threadpool(
-        lambda: rt.resolve_effect(
+        lambda: rt.effects.resolve(
             key,
             applied=fields.get("applied") == "yes",
             by=who.subject,
@@ -278,10 +283,10 @@ async def attention_page(request: Request, who: Principal, rt: Runtime) -> Respo
     quarantined runs, with their evidence and the actions that resolve them."""
 
     def read() -> dict[str, Any]:
-        stuck = rt.stuck(limit=500, tenant=who)
+        stuck = rt.activity.stuck(limit=500, tenant=who)
         return {
             "stuck": stuck,
-            "ambiguous": rt.effects(tenant=who, status=[EffectStatus.AMBIGUOUS]),
+            "ambiguous": rt.effects.list(tenant=who, status=[EffectStatus.AMBIGUOUS]),
             "attention": rt.runs(tenant=who, status=[RunStatus.NEEDS_ATTENTION], limit=500),
             "quarantined": rt.runs(tenant=who, status=[RunStatus.QUARANTINED], limit=500),
             "approvals": rt.approvals(tenant=who),

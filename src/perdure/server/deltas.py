@@ -1,6 +1,6 @@
 """Server-sent streams of a message's token deltas, with the same resume rule as run events.
 
-Each entry of the message's durable stream (:meth:`perdure.runtime.runtime.Runtime.stream`) goes
+Each entry of the message's durable stream (``rt.threads.stream``, the same reader) goes
 out as ``id: <seq>`` and ``data: {"seq", "attempt", "kind", "text"}``. A client that reconnects
 with ``Last-Event-ID`` (or ``?after=``) gets every later entry exactly once, ``superseded``
 markers included (drop the draft shown so far: a new attempt follows). The stream ends
@@ -37,7 +37,7 @@ async def message_stream(
     runtime: Runtime, tenant: str, message_id: str, after: int, *, heartbeat: float = 15.0
 ) -> AsyncIterator[bytes]:
     """The text/event-stream body of ``message_id``'s deltas after sequence number ``after``."""
-    reader = runtime.stream(message_id, tenant=tenant, after=after, follow=True)
+    reader = runtime.threads.stream(message_id, tenant=tenant, after=after, follow=True)
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[object] = asyncio.Queue()
 

@@ -17,6 +17,7 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 
 from perdure.core.errors import NotAuthenticatedError, PerdureError
+from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.runtime import Runtime
 
 Credential = tuple[Literal["key", "session", "stream"], str]
@@ -29,6 +30,7 @@ class Recheck:
 
     def __init__(self, runtime: Runtime, every: float) -> None:
         self.runtime = runtime
+        self.credentials = Credentials(runtime.parts)
         self.every = every
         self._answers: dict[Credential, tuple[float, NotAuthenticatedError | None]] = {}
         self._asking: dict[Credential, asyncio.Future[NotAuthenticatedError | None]] = {}
@@ -56,11 +58,11 @@ class Recheck:
         kind, token = credential
         try:
             if kind == "key":
-                self.runtime.authenticate(token)
+                self.runtime.keys.authenticate(token)
             elif kind == "stream":
-                self.runtime.stream_access(token, expired_ok=True)
+                self.credentials.stream_access(token, expired_ok=True)
             else:
-                self.runtime.session_principal(token, touch=False)
+                self.credentials.session_principal(token, touch=False)
         except NotAuthenticatedError as exc:
             return exc
         except PerdureError:

@@ -102,13 +102,13 @@ class Hub:
         cursor: int | None = None
         while not self._stop.is_set():
             try:
-                woken = self.runtime.wait_for_events(self.listen)
+                woken = self.runtime.activity.wait_for_events(self.listen)
                 if woken is None:  # no notifications: poll the event table
                     if cursor is None:
-                        cursor = self.runtime.last_event_seq()
+                        cursor = self.runtime.activity.last_event_seq()
                     if self._stop.wait(self.poll):
                         return
-                    moved = self.runtime.moved_since(cursor)
+                    moved = self.runtime.activity.moved_since(cursor)
                     if moved:
                         cursor = moved[-1][0]
                     woken = [(tenant, run) for _, tenant, run in moved]

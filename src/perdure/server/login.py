@@ -3,7 +3,7 @@
 ``GET /login`` shows the form with a CSRF token signed with a nonce kept in an HTTP-only
 cookie; ``POST /login`` checks the origin, the body's type and the token before it looks at
 the key, counts failed keys per address and key id (:mod:`perdure.server.auth`), and on
-success makes a server-side session (:meth:`~perdure.runtime.runtime.Runtime.open_session`):
+success makes a server-side session (:meth:`~.Credentials.open_session`, the server's access):
 the cookie carries the session's token, never the key. ``POST /logout`` (same checks, the
 token signed with the session) ends the session, which also closes its open streams.
 """
@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from perdure.core.errors import NotAuthenticatedError, PerdureError
-from perdure.runtime.runtime import Runtime
+from perdure.runtime.admin.credentials import Credentials
 from perdure.server.auth import attempt_subjects, check_attempts, count_attempt
 from perdure.server.cookies import Cookies
 from perdure.server.csrf import check_csrf, csrf_token
@@ -49,7 +49,7 @@ async def login(request: Request) -> Response:
         return login_form(request)
     cookies: Cookies = request.app.state.cookies
     policy: Policy = request.app.state.policy
-    runtime: Runtime = request.app.state.runtime
+    credentials: Credentials = request.app.state.credentials
     try:
         require_same_origin(request, policy)
         fields = await form_of(request)
@@ -61,7 +61,7 @@ async def login(request: Request) -> Response:
         return login_form(request, exc)
     try:
         session_token, _ = await run_in_threadpool(
-            lambda: runtime.open_session(
+            lambda: credentials.open_session(
                 token, lifetime=policy.session_lifetime, idle=policy.session_idle
             )
         )
@@ -71,7 +71,7 @@ async def login(request: Request) -> Response:
     count_attempt(request, subjects, ok=True)
     earlier = cookies.session(request)
     if earlier is not None:  # logging in again ends the session this browser had
-        await run_in_threadpool(runtime.end_session, earlier)
+        await run_in_threadpool(credentials.end_session, earlier)
     done = to(request, "/")
     cookies.set_session(request, done, session_token)
     cookies.clear_nonce(request, done)
@@ -82,7 +82,7 @@ async def logout(request: Request) -> Response:
     """End the browser's session (and its open streams) and forget the cookie."""
     cookies: Cookies = request.app.state.cookies
     policy: Policy = request.app.state.policy
-    runtime: Runtime = request.app.state.runtime
+    credentials: Credentials = request.app.state.credentials
     token = cookies.session(request)
     try:
         require_same_origin(request, policy)
@@ -92,7 +92,7 @@ async def logout(request: Request) -> Response:
         check_csrf(token, "session", fields.get("csrf"))
     except PerdureError as exc:
         return failure(request, None, exc)
-    await run_in_threadpool(runtime.end_session, token)
+    await run_in_threadpool(credentials.end_session, token)
     done = to(request, "/login")
     cookies.clear_session(request, done)
     return done

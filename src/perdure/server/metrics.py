@@ -61,7 +61,7 @@ class StoreCollector(Collector):
         quarantined = GaugeMetricFamily(
             "perdure_runs_quarantined", "QUARANTINED runs", labels=["tenant"]
         )
-        counts = rt.run_counts(tenant=self.tenant)
+        counts = rt.activity.run_counts(tenant=self.tenant)
         tenants = {c.tenant_id for c in counts} | ({self.tenant} if self.tenant else set())
         held = dict.fromkeys(tenants, 0)  # present at 0: an alert on > 0 sees a series
         for c in counts:
@@ -79,7 +79,7 @@ class StoreCollector(Collector):
             labels=["tenant"],
         )
         unknown = dict.fromkeys(tenants, 0)
-        for e in rt.effect_counts(tenant=self.tenant):
+        for e in rt.activity.effect_counts(tenant=self.tenant):
             effects.add_metric([e.tenant_id, str(e.status)], e.count)
             if e.status is EffectStatus.AMBIGUOUS:
                 unknown[e.tenant_id] = unknown.get(e.tenant_id, 0) + e.count
@@ -95,12 +95,12 @@ class StoreCollector(Collector):
             "Cost the runs' budgets recorded (ctx.charge)",
             labels=["tenant", "workflow"],
         )
-        for s in rt.spend_counts(tenant=self.tenant):
+        for s in rt.activity.spend_counts(tenant=self.tenant):
             tokens.add_metric([s.tenant_id, s.workflow], s.tokens)
             cost.add_metric([s.tenant_id, s.workflow], s.cost)
         yield from (runs, quarantined, effects, ambiguous, tokens, cost)
         if self.tenant is None:  # the queue is the fleet's, across tenants
-            queue = rt.queue()
+            queue = rt.activity.queue()
             age = (rt.clock.now() - queue.oldest).total_seconds() if queue.oldest else 0.0
             yield GaugeMetricFamily(
                 "perdure_queue_depth", "Runs a worker could claim now", value=queue.depth
@@ -215,8 +215,8 @@ def registry_for(
     if execution is None:
         execution = _EXECUTION[runtime] = CollectorRegistry(auto_describe=False)
         counted = ExecutionMetrics(execution)
-        counted.known(runtime.workflows.values())
-        runtime.telemetry.add(counted)
+        counted.known(runtime.parts.workflows.values())
+        runtime.services.telemetry.add(counted)
     registry.register(_Merged(execution))
     return registry
 

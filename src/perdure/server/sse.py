@@ -95,7 +95,9 @@ class RunEvents:
         return Batch([(e.seq, _payload(e, self.run_id)) for e in found], finished=ended)
 
     def _events(self, after: int) -> list[Event]:
-        return self.runtime.events(self.run_id, tenant=self.tenant, after=after, limit=PAGE)
+        return self.runtime.activity.events(
+            self.run_id, tenant=self.tenant, after=after, limit=PAGE
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,7 @@ class TenantEvents:
 
     def read(self, after: int) -> Batch:
         """See :meth:`Source.read`."""
-        found = self.runtime.feed(
+        found = self.runtime.activity.feed(
             tenant=self.tenant, after=after, types=self.types, workflow=self.workflow, limit=PAGE
         )
         return Batch([(e.seq, _payload(e, None)) for e in found])

@@ -14,6 +14,7 @@ from perdure.core.ids import checked_id
 from perdure.core.model import Principal
 from perdure.core.shapes import iso
 from perdure.core.stream_tokens import EVENTS, message_scope, run_scope
+from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.runtime import Runtime
 from perdure.server.api import call, endpoint, json_response, parsed
 from perdure.server.bodies import NewStreamToken
@@ -35,7 +36,10 @@ async def mint(request: Request, who: Principal, rt: Runtime) -> Response:
         scope = message_scope(checked_id(body.message_id, "message id"))
     else:
         scope = EVENTS
-    made = await call(rt.stream_token, who, scope, lifetime=timedelta(seconds=body.seconds))
+    credentials: Credentials = request.app.state.credentials
+    made = await call(
+        credentials.stream_token, who, scope, lifetime=timedelta(seconds=body.seconds)
+    )
     return json_response(
         {"token": made.token, "scope": made.scope, "expires_at": iso(made.expires_at)}, 201
     )

@@ -171,7 +171,7 @@ class _Row:
         with Runtime(self.db, migrate=False, clock=self.clock) as rt:
             run = rt.get(self.run_id)
             calls: dict[str, int] = {}
-            for e in rt.effects(run_id=self.run_id):
+            for e in rt.effects.list(run_id=self.run_id):
                 calls[e.name] = calls.get(e.name, 0) + e.attempts
             steps = rt.status(self.run_id, events=0).completed_steps
         error = run.error.reason if run.error is not None else None

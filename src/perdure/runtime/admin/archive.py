@@ -23,6 +23,7 @@ from perdure.core.history import ArchivedRow
 from perdure.core.model import Run
 from perdure.core.serde import loads
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.verbs import verb
 from perdure.runtime.artifacts import Artifacts, object_key
 
 PREFIX = "_archive"
@@ -34,7 +35,8 @@ def _folder(tenant_id: str) -> str:
 
 class Archive:
     """See the module docstring; the :class:`~perdure.runtime.runtime.Runtime` exposes
-    :meth:`restore` and :meth:`archived`, and ``gc(archive=True)`` calls :meth:`archive`."""
+    :meth:`restore` and :meth:`list` (``rt.archive``), and ``gc(archive=True)`` calls
+    :meth:`archive`."""
 
     def __init__(self, parts: RuntimeParts, artifacts: Artifacts) -> None:
         self.parts = parts
@@ -54,10 +56,6 @@ class Archive:
         body = b"".join(orjson.dumps(r.to_json()) + b"\n" for r in rows)
         objects.put(f"{base}.jsonl", body)
         return f"{base}.jsonl"
-
-    def archived(self, *, tenant: Tenant = DEFAULT_TENANT) -> list[str]:
-        """Ids of the archived runs of a tenant."""
-        return sorted(self._bases(tenant_of(tenant)))
 
     def _bases(self, tenant_id: str, thread: str | None = None) -> dict[str, str]:
         """Archived run id -> the archive's key without ``.jsonl`` (of one thread, or all)."""
@@ -87,6 +85,7 @@ class Archive:
             gone += 1
         return gone
 
+    @verb
     def restore(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Run:
         """Bring an archived run back into the database (its artifacts first), then delete
         the archive; return the run. :class:`~perdure.core.errors.RunNotFoundError` when no
@@ -117,6 +116,12 @@ class Archive:
         for key in [*copies, f"{base}.jsonl"]:
             objects.delete(key)
         return run
+
+    # ``list`` comes last: below it, ``list[...]`` in an annotation would name this method.
+    @verb
+    def list(self, *, tenant: Tenant = DEFAULT_TENANT) -> list[str]:
+        """Ids of the archived runs of a tenant."""
+        return sorted(self._bases(tenant_of(tenant)))
 
 
 def _refs(rows: list[ArchivedRow]) -> list[ArtifactRef]:

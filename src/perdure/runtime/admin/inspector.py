@@ -1,18 +1,21 @@
 """Reading stored runs: one run, its view (:class:`RunView`), lists of runs, its children,
-the stuck runs. A part of :class:`~perdure.runtime.runtime.Runtime`, which binds its verbs."""
+its current state. A part of :class:`~perdure.runtime.runtime.Runtime`, which binds its verbs
+(the kernel's reads: ``rt.get``, ``rt.status``, ``rt.runs`` ...)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 
 from perdure.core.children import ChildRecord
 from perdure.core.effects import EffectRecord
 from perdure.core.ids import checked_id
 from perdure.core.listing import RunCursor, RunFilter, RunPage
-from perdure.core.model import Event, Message, Run, RunStatus, StepRecord
+from perdure.core.model import JSON, Event, Message, Run, RunStatus, StepRecord
+from perdure.core.seal import open_state
+from perdure.core.serde import loads
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, statuses_of, tenant_of
+from perdure.runtime.admin.verbs import verb
 from perdure.runtime.artifacts import Artifacts
 
 
@@ -37,15 +40,18 @@ class Inspector:
     """Reads of a runtime's store, scoped to a tenant."""
 
     def __init__(self, parts: RuntimeParts, artifacts: Artifacts) -> None:
+        self.parts = parts
         self.store = parts.store
         self.clock = parts.clock
         self.artifacts = artifacts
 
+    @verb
     def get(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Run:
         """The run, or :class:`~perdure.core.errors.RunNotFoundError`."""
         tenant = tenant_of(tenant)
         return self.store.get_run(tenant, checked_id(run_id, "run id"))
 
+    @verb
     def status(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, events: int = 20) -> RunView:
         """The run with its committed steps, last ``events`` events, thread messages and
         effects."""
@@ -61,6 +67,7 @@ class Inspector:
             effects=self.store.list_effects(tenant, run_id=run_id),
         )
 
+    @verb
     def runs(
         self,
         *,
@@ -77,6 +84,7 @@ class Inspector:
             tenant, statuses=statuses, workflow=workflow, thread_id=thread, limit=limit
         )
 
+    @verb
     def run_page(
         self,
         *,
@@ -107,22 +115,22 @@ class Inspector:
         more = len(found) > limit
         return RunPage(runs, RunCursor.of(runs[-1]).token() if more and runs else None)
 
+    @verb
     def children(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[ChildRecord]:
         """The child runs a run started (``ctx.spawn``), by key, with status and outcome."""
         tenant = tenant_of(tenant)
         self.store.get_run(tenant, run_id)  # RunNotFoundError for an unknown run
         return self.store.child_runs(tenant, run_id)
 
-    def stuck(
-        self,
-        *,
-        threshold_seconds: float = 300.0,
-        limit: int = 100,
-        tenant: Tenant | None = None,
-    ) -> list[Run]:
-        """The watchdog's view: RUNNING runs of every tenant (or of ``tenant``) with no
-        progress (no commit, no claim) for ``threshold_seconds``. Once their lease expires any
-        worker reclaims them."""
-        before = self.clock.now() - timedelta(seconds=threshold_seconds)
-        tenant_id = None if tenant is None else tenant_of(tenant)
-        return self.store.stuck_runs(before, limit=limit, tenant_id=tenant_id)
+    @verb
+    def state(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> dict[str, JSON]:
+        """The run's current state fields as JSON (opened with the keyring when state is
+        sealed; :class:`IntegrityError` when a field was tampered with). Read-only; needs no
+        workflow loaded."""
+        tenant_id = tenant_of(tenant)
+        run = self.parts.store.get_run(tenant_id, run_id)  # another tenant's run: not found
+        stored = self.parts.store.load_state(tenant_id, run_id)
+        fields, _ = open_state(
+            self.parts.keyring, tenant_id, run_id, stored, seal=run.state_seal, steps=run.steps_done
+        )
+        return {name: loads(value) for name, value in sorted(fields.items())}

@@ -17,18 +17,21 @@ from perdure.core.memory import (
 )
 from perdure.core.values import JSON
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.verbs import renamed, verb
 
 MAX_LIST = 10_000
-"""The most items one :meth:`MemoryAdmin.memory` returns."""
+"""The most items one :meth:`MemoryAdmin.search` returns."""
 
 
 class MemoryAdmin:
-    """List, show and erase a tenant's memory (see the module docstring)."""
+    """The Runtime's part for long-term memory (``rt.memory``): ``search``, ``get`` and
+    ``erase`` a tenant's items (see the module docstring)."""
 
     def __init__(self, parts: RuntimeParts) -> None:
         self.parts = parts
 
-    def memory(
+    @verb
+    def search(
         self,
         prefix: Sequence[str] | str = (),
         *,
@@ -49,7 +52,10 @@ class MemoryAdmin:
             tenant_of(tenant), ns, now, filter=filter, limit=limit
         )
 
-    def memory_item(
+    __call__ = renamed(search, "Runtime.memory(...)", "Runtime.memory.search(...)")
+
+    @verb
+    def get(
         self, namespace: Sequence[str] | str, key: str, *, tenant: Tenant = DEFAULT_TENANT
     ) -> MemoryItem:
         """The tenant's live item, or :class:`~perdure.core.errors.MemoryNotFoundError`."""
@@ -59,7 +65,8 @@ class MemoryAdmin:
             raise MemoryNotFoundError(f"no memory item {k!r} in namespace {namespace_text(ns)!r}")
         return item
 
-    def erase_memory(
+    @verb
+    def erase(
         self,
         prefix: Sequence[str] | str,
         *,

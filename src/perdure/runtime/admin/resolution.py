@@ -18,29 +18,18 @@ from perdure.runtime.admin.parts import (
     statuses_of,
     tenant_of,
 )
+from perdure.runtime.admin.verbs import renamed, verb
 
 
 class EffectAdmin:
-    """The Runtime's part for effects a person lists and resolves; the
-    :class:`~perdure.runtime.runtime.Runtime` exposes its methods."""
+    """The Runtime's part for effects a person lists and resolves (``rt.effects``):
+    ``rt.effects.list(status=["ambiguous"])``, ``rt.effects.resolve(key, applied=...)``."""
 
     def __init__(self, parts: RuntimeParts) -> None:
         self.parts = parts
 
-    def effects(
-        self,
-        *,
-        tenant: Tenant = DEFAULT_TENANT,
-        run_id: str | None = None,
-        status: Sequence[EffectStatus | str] = (),
-        limit: int = 1000,
-    ) -> list[EffectRecord]:
-        """Effects of a tenant (or of one run), filtered by status, in the order planned."""
-        tenant = tenant_of(tenant)
-        statuses = statuses_of(EffectStatus, status, upper=False)
-        return self.parts.store.list_effects(tenant, run_id=run_id, statuses=statuses, limit=limit)
-
-    def resolve_effect(
+    @verb
+    def resolve(
         self,
         key: str,
         *,
@@ -121,3 +110,20 @@ class EffectAdmin:
                 release_lease=True,
             )
         return updated
+
+    # ``list`` comes last: below it, ``list[...]`` in an annotation would name this method.
+    @verb
+    def list(
+        self,
+        *,
+        tenant: Tenant = DEFAULT_TENANT,
+        run_id: str | None = None,
+        status: Sequence[EffectStatus | str] = (),
+        limit: int = 1000,
+    ) -> list[EffectRecord]:
+        """Effects of a tenant (or of one run), filtered by status, in the order planned."""
+        tenant = tenant_of(tenant)
+        statuses = statuses_of(EffectStatus, status, upper=False)
+        return self.parts.store.list_effects(tenant, run_id=run_id, statuses=statuses, limit=limit)
+
+    __call__ = renamed(list, "Runtime.effects(...)", "Runtime.effects.list(...)")

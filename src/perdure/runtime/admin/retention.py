@@ -19,18 +19,20 @@ from perdure.core.history import Erasure, GcReport, Removed, Retention
 from perdure.core.ids import checked_id
 from perdure.runtime.admin.archive import Archive
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.verbs import verb
 from perdure.runtime.artifacts import Artifacts, object_key, parse_key
 
 
 class Retainer:
-    """See the module docstring; the :class:`~perdure.runtime.runtime.Runtime` exposes its
-    methods."""
+    """The Runtime's part for retention (``rt.retention``): ``gc``, ``delete_thread``,
+    ``delete_run`` (see the module docstring); ``rt.archive`` is its archive."""
 
     def __init__(self, parts: RuntimeParts, artifacts: Artifacts) -> None:
         self.parts = parts
         self.artifacts = artifacts
         self.cold = Archive(parts, artifacts)
 
+    @verb
     def gc(
         self, retention: Retention | None = None, *, objects: bool = True, archive: bool = False
     ) -> GcReport:
@@ -96,6 +98,7 @@ class Retainer:
         rows = {k: v for k, v in removed.rows.items() if k != "objects"}
         return GcReport(runs, rows, orphans, deleted)
 
+    @verb
     def delete_thread(
         self, thread: str, *, tenant: Tenant = DEFAULT_TENANT, by: str | None = None
     ) -> Erasure:
@@ -113,6 +116,7 @@ class Retainer:
         gone = self._free(done).rows.get("objects", 0) + self.cold.erase(tenant_id, thread=thread)
         return Erasure(tenant_id, thread, None, done.rows, gone, who, now)
 
+    @verb
     def delete_run(
         self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT, by: str | None = None
     ) -> Erasure:

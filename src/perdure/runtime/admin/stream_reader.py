@@ -13,11 +13,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
-from perdure.core.errors import InvalidInputError
-from perdure.core.ids import checked_id
 from perdure.core.streams import StreamEntry, StreamEventKind
-from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
-from perdure.runtime.settings import setting
+from perdure.runtime.admin.parts import RuntimeParts
 
 PAGE = 500
 """Entries read per query."""
@@ -98,41 +95,3 @@ class StreamReader(Iterator[StreamEntry]):
         finally:
             if watch is not None:
                 watch.close()
-
-
-class Streams:
-    """The Runtime's part for reading streams; the
-    :class:`~perdure.runtime.runtime.Runtime` exposes :meth:`stream`."""
-
-    def __init__(self, parts: RuntimeParts, shutdown: threading.Event) -> None:
-        self.parts = parts
-        self.shutdown = shutdown
-
-    def stream(
-        self,
-        message_id: str,
-        *,
-        tenant: Tenant = DEFAULT_TENANT,
-        after: int = 0,
-        follow: bool = False,
-        poll: float = 0.05,
-    ) -> StreamReader:
-        """The entries of ``message_id``'s durable stream with ``seq > after``, oldest first
-        (a :class:`StreamReader`; tenant-scoped: another tenant's message reads as empty).
-
-        Each entry is a :class:`~perdure.core.streams.StreamEntry`: ``delta`` (a piece of
-        text of attempt ``attempt``), ``superseded`` (the attempts before this entry's were cut
-        by a crash: drop their draft; the new attempt follows) or ``finished`` (the message is
-        whole). Without ``follow`` it returns what is stored now; with ``follow`` it waits for
-        more until the message is finished (PostgreSQL: woken by LISTEN/NOTIFY; SQLite: polls
-        every ``poll`` seconds). Reconnect with ``after=reader.last_seq`` to see every entry
-        exactly once.
-        """
-        tenant_id = tenant_of(tenant)
-        checked_id(message_id, "message id")
-        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise InvalidInputError(
-                f"after {after!r} is not a sequence number", fix="give 0 or a seq already seen"
-            )
-        poll = setting("poll", poll, 0.001, 60)
-        return StreamReader(self.parts, tenant_id, message_id, after, follow, poll, self.shutdown)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from perdure.core.artifacts import pointer
+from perdure.core.artifacts import ArtifactRef, pointer
 from perdure.core.errors import InvalidInputError
 from perdure.core.history import FieldChange, Lineage, Savepoint
 from perdure.core.ids import checked_id, new_id
@@ -25,6 +25,7 @@ from perdure.core.seal import open_each, seal_state
 from perdure.core.serde import dumps, loads
 from perdure.core.settling import in_doubt
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.verbs import renamed, verb
 from perdure.runtime.artifacts import Artifacts, refs_in
 from perdure.store.base import NewRun
 
@@ -60,14 +61,23 @@ class HistoryEntry:
 
 
 class Timeline:
-    """See the module docstring; the :class:`~perdure.runtime.runtime.Runtime` exposes its
-    methods."""
+    """The Runtime's part for a run's past (``rt.history``): ``entries``, ``state_at``,
+    ``savepoint``, ``savepoints``, ``lineage``, ``fork`` and ``artifact`` (see the module
+    docstring)."""
 
     def __init__(self, parts: RuntimeParts, artifacts: Artifacts) -> None:
         self.parts = parts
         self.artifacts = artifacts
 
-    def history(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[HistoryEntry]:
+    @verb
+    def artifact(self, ref: ArtifactRef, *, tenant: Tenant = DEFAULT_TENANT) -> bytes:
+        """The bytes of an artifact of ``tenant``, checked against the reference (raises
+        :class:`~perdure.core.artifacts.ArtifactMissingError` or
+        :class:`~perdure.core.artifacts.ArtifactCorruptError`)."""
+        return self.artifacts.get(tenant_of(tenant), ArtifactRef.from_json(ref), "get_artifact")
+
+    @verb
+    def entries(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[HistoryEntry]:
         """The run's history: its start (step 0) and every committed step, each with the state
         fields it wrote (sizes, not values) and its savepoints."""
         tenant_id = tenant_of(tenant)
@@ -95,6 +105,9 @@ class Timeline:
             for e in entries
         ]
 
+    __call__ = renamed(entries, "Runtime.history(...)", "Runtime.history.entries(...)")
+
+    @verb
     def state_at(
         self, run_id: str, step: int, *, tenant: Tenant = DEFAULT_TENANT
     ) -> dict[str, JSON]:
@@ -106,6 +119,7 @@ class Timeline:
         full = self.artifacts.resolve_fields(tenant_id, fields)
         return {k: loads(v) for k, v in sorted(full.items())}
 
+    @verb
     def savepoint(
         self,
         run_id: str,
@@ -132,14 +146,17 @@ class Timeline:
             now=now,
         )
 
+    @verb
     def savepoints(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[Savepoint]:
         """The run's savepoints, by step."""
         return self.parts.store.history.savepoints(tenant_of(tenant), run_id)
 
+    @verb
     def lineage(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Lineage | None:
         """Where a forked run came from (None for a run that was not forked)."""
         return self.parts.store.history.lineage(tenant_of(tenant), run_id)
 
+    @verb
     def fork(
         self,
         run_id: str,

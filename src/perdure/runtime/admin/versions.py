@@ -16,6 +16,7 @@ from perdure.core.reading import Attention, Readable, inspect
 from perdure.core.records import RunError
 from perdure.core.versions import Quarantine
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, acting, tenant_of
+from perdure.runtime.admin.verbs import verb
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -43,13 +44,14 @@ class CheckRow:
 
 
 class Versions:
-    """The Runtime's part for old runs under new code; the
-    :class:`~perdure.runtime.runtime.Runtime` exposes its methods."""
+    """The Runtime's part for old runs under new code (``rt.versions``): ``check``,
+    ``recover_readable``, ``fail``, ``repair``."""
 
     def __init__(self, parts: RuntimeParts) -> None:
         self.parts = parts
         self._recovered: set[tuple[str, int, int]] = set()
 
+    @verb
     def recover_readable(self) -> list[tuple[str, str]]:
         """Put runs quarantined as ``schema_too_new`` that the loaded workflows can read back to
         RUNNING (after a rollback, when the newer release returns). Workers do this on start."""
@@ -77,6 +79,7 @@ class Versions:
             self._recovered.add((wf.name, wf.version, wf.state_schema))
         return found
 
+    @verb
     def check(self, *, tenant: str | None = None, limit: int = 100_000) -> list[CheckRow]:
         """Tell, without changing anything, what the loaded code would do with every live run
         (of one tenant, or of all): run it, migrate it, or quarantine it and why. Run this in
@@ -131,6 +134,7 @@ class Versions:
         verdict = "migrate" if found.upgrade.changes else "run"
         return CheckRow(*base, verdict, None, note)
 
+    @verb
     def fail(
         self,
         run_id: str,
@@ -182,6 +186,7 @@ class Versions:
             release_lease=True,
         )
 
+    @verb
     def repair(
         self,
         run_id: str,

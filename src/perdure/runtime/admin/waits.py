@@ -8,15 +8,17 @@ from perdure.core.errors import ApprovalStateError, NotAuthorizedError, RunClose
 from perdure.core.ids import checked_id, checked_text
 from perdure.core.model import JSON, Approval, Principal, Signal
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
+from perdure.runtime.admin.verbs import verb
 
 
 class Waits:
-    """The Runtime's part for approvals and signals; the
-    :class:`~perdure.runtime.runtime.Runtime` exposes its methods."""
+    """The Runtime's part for approvals and signals: the kernel verbs ``rt.approvals``,
+    ``rt.approve``, ``rt.reject`` and ``rt.signal`` are bound from it."""
 
     def __init__(self, parts: RuntimeParts) -> None:
         self.parts = parts
 
+    @verb
     def approvals(
         self, *, tenant: Tenant = DEFAULT_TENANT, run_id: str | None = None, pending: bool = True
     ) -> list[Approval]:
@@ -24,6 +26,7 @@ class Waits:
         tenant = tenant_of(tenant)
         return self.parts.store.approvals(tenant, run_id=run_id, pending=pending)
 
+    @verb
     def approve(
         self,
         run_id: str,
@@ -41,6 +44,7 @@ class Waits:
         """
         return self._decide(run_id, principal, True, comment, request_id)
 
+    @verb
     def reject(
         self,
         run_id: str,
@@ -122,6 +126,7 @@ class Waits:
         )
         return decided
 
+    @verb
     def signal(
         self,
         run_id: str,

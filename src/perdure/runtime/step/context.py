@@ -251,7 +251,7 @@ class Context:
         step's boundary the buffer is written (one transaction, fenced: a worker that lost the
         run writes nothing); ``sink.finish()`` writes the rest and marks the message whole.
         Give the message its id before generating (readers may already wait on it:
-        :meth:`Runtime.stream <perdure.runtime.runtime.Runtime.stream>`). When the step runs
+        ``rt.threads.stream(...)``). When the step runs
         again after a crash cut an earlier attempt, opening writes a ``superseded`` entry first,
         so readers drop the draft. A message already finished stays as it was (the sink's
         ``complete`` is True and its writes are dropped), unless ``reopen=True``: then the
