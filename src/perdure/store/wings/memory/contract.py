@@ -49,8 +49,14 @@ class MemoryStore(Protocol):
         tenant's for ``()``), ordered by namespace then key (bytewise on both databases),
         keeping those whose value is an object holding every field of ``filter`` with an equal
         value (:func:`perdure.core.memory.matches`), skipping ``offset`` of them and returning
-        at most ``limit``. One read; the filter is applied as the rows are read, so its cost is
-        the prefix's size.
+        at most ``limit``. One read. Without a ``query``, the database pages: it reads the
+        prefix's range of its index in order and stops once the page is full, checking the
+        filter where it can do so with exactly :func:`~perdure.core.memory.matches`' meaning
+        (equality with texts, booleans, None and integers below 2**53, order against such
+        integers: :mod:`perdure.store.wings.memory.conditions`); any other part of a filter is
+        checked in the process over keyset pages of the rows the database kept, until the
+        page is full. So a search costs the rows it skips and returns, and those a filter
+        rejects before the page is full.
 
         With a ``query`` vector, each item's ``score`` is its best cosine similarity with the
         item's stored vectors (:func:`perdure.core.memory_index.best_score`) and the items come

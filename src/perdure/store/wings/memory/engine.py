@@ -24,6 +24,16 @@ from perdure.store.driver import Tx
 from perdure.store.engine.base import EngineBase
 from perdure.store.engine.memory_writes import unpack, write_memory
 from perdure.store.rows import Params, Row, When, from_json, to_json
+from perdure.store.wings.memory.conditions import pushed
+
+ALL = 2**62
+"""The page size of a search without a limit."""
+
+CHUNK = 100
+"""The fewest rows a search whose filter is checked here reads at a time."""
+
+MAX_CHUNK = 2000
+"""The most rows it reads at a time."""
 
 
 class MemoryWing(EngineBase):
@@ -91,13 +101,7 @@ class MemoryWing(EngineBase):
         """The rows of a search with their scores, filtered, ordered and paged."""
         stop = None if limit is None else offset + limit
         if query is None:
-            found: list[tuple[Row, float | None]] = []
-            for row in tx.all("search_memory", params):
-                if not filter or matches(from_json(row["value"]), filter):
-                    found.append((row, None))
-                    if stop is not None and len(found) >= stop:
-                        break
-            return found[offset:]
+            return [(row, None) for row in self._page(tx, params, filter, limit, offset)]
         scored: list[tuple[Row, float | None]] = []
         rows: list[Row] = []
         for row in tx.all("search_memory_vectors", params):  # an item's rows are adjacent
@@ -110,6 +114,45 @@ class MemoryWing(EngineBase):
         # best first; items without a vector after every scored one, by namespace then key
         scored.sort(key=lambda rs: (rs[1] is None, -(rs[1] or 0.0)))
         return scored[offset:stop]
+
+    @staticmethod
+    def _page(
+        tx: Tx, params: Params, filter: Mapping[str, JSON] | None, limit: int | None, offset: int
+    ) -> list[Row]:
+        """The rows of a search without a query vector. When the query can check the whole
+        filter (:func:`~perdure.store.wings.memory.conditions.pushed`), it skips and limits
+        itself: one statement reading the page (and the rows it skips). Otherwise, or when it
+        could not decide on a row it kept or skipped (PostgreSQL, a value holding ``\\u0000``),
+        it checks what it can and the rows come in pages by keyset, the filter checked here
+        (:func:`~perdure.core.memory.matches`), until the page asked for is full."""
+        conditions, whole = pushed(filter)
+        take = ALL if limit is None else limit
+        prefix = params["prefix"]
+        keyset = {
+            "before": f"{prefix}0" if prefix else None,  # "0" is the character after "/"
+            "conditions": conditions,
+            "after_namespace": "",
+            "after_key": "",
+        }
+        if whole:
+            rows = tx.all("search_memory", {**params, **keyset, "take": take, "skip": offset})
+            if not rows or (
+                rows[0]["undecided_through"] == rows[0]["undecided"]
+                and all(not r["undecided"] or matches(from_json(r["value"]), filter) for r in rows)
+            ):
+                return rows
+        found: list[Row] = []
+        chunk = min(max(2 * (offset + take), CHUNK), MAX_CHUNK)
+        while True:
+            rows = tx.all("search_memory", {**params, **keyset, "take": chunk, "skip": 0})
+            for row in rows:
+                if matches(from_json(row["value"]), filter):
+                    found.append(row)
+                    if len(found) >= offset + take:
+                        return found[offset:]
+            if len(rows) < chunk:
+                return found[offset:]
+            keyset["after_namespace"], keyset["after_key"] = rows[-1]["namespace"], rows[-1]["key"]
 
     @staticmethod
     def _score(
