@@ -8,12 +8,13 @@ array); the rest stays with :func:`~perdure.core.memory.matches`, in the process
   ``True``, ``False``, ``None`` or an integer of magnitude below 2**53;
 - a field compared (``$gt``, ``$gte``, ``$lt``, ``$lte``) with such an integer.
 
-Kept in the process: objects and lists (compared deeply, ``True`` apart from ``1``), floats and
-larger integers (each database reads a stored number its own way; below 2**53 an integer and
-every double compare exactly), texts compared by order, texts holding NUL (PostgreSQL reads
-no JSON holding ``\\u0000``), and fields whose name holds ``"``, ``\\`` or a control character
-(a SQLite JSON path cannot name them). On PostgreSQL an item whose value holds ``\\u0000``
-anywhere is left undecided by the query and checked in the process.
+Checked in the process, after the query has kept only the items inside a range wider by far
+than the error of either database's reading of a number: a field equal to or compared with a
+float or a larger integer. Checked in the process alone: ``$ne`` with those, objects and lists
+(compared deeply, ``True`` apart from ``1``), texts compared by order, texts holding NUL
+(PostgreSQL reads no JSON holding ``\\u0000``), and fields whose name holds ``"``, ``\\`` or a
+control character (a SQLite JSON path cannot name them). On PostgreSQL an item whose value
+holds ``\\u0000`` anywhere is left undecided by the query and checked in the process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ EXACT = 2**53
 
 ORDERS = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 
+LOOSE = 2.0**-40
+"""How much wider, relative to the number, the range checked for a float is."""
+
+TINY = 2.0**-1000
+"""And how much wider at least (near zero)."""
+
 
 def pushed(filter: Mapping[str, JSON] | None) -> tuple[str | None, bool]:
     """The conditions of ``filter`` the query checks (JSON text, None when there is none) and
@@ -44,11 +51,12 @@ def pushed(filter: Mapping[str, JSON] | None) -> tuple[str | None, bool]:
             continue
         compares = isinstance(want, dict) and want and all(o in OPERATORS for o in want)
         for op, value in want.items() if compares else [("$eq", want)]:
-            condition = _condition(name, op, value)
-            if condition is None:
-                whole = False
-            else:
-                conditions.append(condition)
+            exact = _condition(name, op, value)
+            if exact is not None:
+                conditions.append(exact)
+                continue
+            whole = False
+            conditions.extend(_loose(name, op, value))
     if not conditions:
         return None, whole
     return orjson.dumps(conditions).decode(), whole
@@ -62,13 +70,27 @@ def _condition(name: str, op: str, want: JSON) -> dict[str, JSON] | None:
     kind = _kind(want)
     if kind is None or (op in ORDERS and kind != "number"):
         return None
-    return {
-        "n": name,
-        "p": f'$."{name}"',
-        "o": ORDERS.get(op) or op[1:],
-        "k": kind,
-        "w": want,
-    }
+    return {"n": name, "p": f'$."{name}"', "o": ORDERS.get(op) or op[1:], "k": kind, "w": want}
+
+
+def _loose(name: str, op: str, want: JSON) -> list[dict[str, JSON]]:
+    """For a float or a large integer, a wider range the query checks (each database reads a
+    stored number to within a unit in the last place; the range is wider by far more), so that
+    only the rows near or inside the exact one come to the process; none for anything else."""
+    if isinstance(want, bool) or not isinstance(want, int | float) or op == "$ne":
+        return []
+    try:
+        at = float(want)
+    except OverflowError:
+        return []
+    slack = abs(at) * LOOSE + TINY
+    low = {"n": name, "p": f'$."{name}"', "o": "gte", "k": "number", "w": at - slack}
+    high = {**low, "o": "lte", "w": at + slack}
+    if op in ("$gt", "$gte"):
+        return [low]
+    if op in ("$lt", "$lte"):
+        return [high]
+    return [low, high]  # $eq
 
 
 def _kind(want: JSON) -> str | None:

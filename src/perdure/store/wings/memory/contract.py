@@ -30,7 +30,8 @@ class MemoryStore(Protocol):
         """The item, or None when there is none, it expired (``expires_at`` at or before
         ``now``) or it belongs to another tenant. Reads committed items only. With
         ``refresh_ttl``, an item put with a time to live expires that long after ``now``
-        (written in the same transaction as the read)."""
+        (written in the same transaction as the read; an item without one is only read, no
+        write transaction is opened for it)."""
         ...
 
     def search(
