@@ -208,3 +208,91 @@ def test_a_graph_node_and_a_workflow_share_the_tenants_memory(graph_runtime: Run
 
 def test_the_local_embedding_is_deterministic() -> None:
     assert embed(["tea tea cat"]) == [embed_one("tea tea cat")] and len(embed_one("")) == DIMS
+
+
+class Counted(PerdureStore):
+    """PerdureStore counting the batches it runs (the database is the real one)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__(runtime)
+        self.batches: list[int] = []
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        self.batches.append(len(ops))
+        return super().batch(ops)
+
+
+def test_concurrent_async_calls_run_as_one_batch_each_distinct_read_once(
+    graph_runtime: Runtime,
+) -> None:
+    import asyncio
+
+    store = Counted(graph_runtime)
+    store.put(("g",), "old", {"v": 0})
+    store.batches.clear()
+
+    async def go() -> list[Any]:
+        calls: list[Any] = []
+        for i in range(20):
+            calls += [
+                store.aput(("g", str(i % 2)), f"k{i}", {"v": i}),
+                store.aget(("g",), "old"),  # the same read 20 times
+                store.asearch(("g",), limit=5),
+                store.aget(("g", str(i % 2)), f"k{i}"),  # gathered with its put: not yet
+            ]
+        return await asyncio.gather(*calls)
+
+    results = asyncio.run(go())
+    assert store.batches == [20 + 1 + 1 + 20], "one batch, each distinct read once"
+    for i in range(20):
+        put, old, found, mine = results[4 * i : 4 * i + 4]
+        assert put is None and old.value == {"v": 0} and mine is None
+        assert [x.key for x in found] == ["old"]
+    later = asyncio.run(store.asearch(("g",), limit=100))
+    assert sorted(x.key for x in later) == sorted(["old"] + [f"k{i}" for i in range(20)])
+    assert store.batches[1:] == [1], "a call alone is a batch of its own"
+
+
+def test_a_bad_call_gathered_with_good_ones_fails_alone(graph_runtime: Runtime) -> None:
+    import asyncio
+
+    store = Counted(graph_runtime)
+
+    async def go() -> list[Any]:
+        return await asyncio.gather(
+            store.alist_namespaces(),
+            store.aput(("b",), "good", {"v": 1}),
+            store.aput(("b",), "bad", ["not", "a", "dict"]),  # type: ignore[arg-type]
+            store.aget(("b",), "x" * 300),  # a key longer than an id may be
+            return_exceptions=True,
+        )
+
+    # refused together, then each call on its own, in order
+    namespaces, good, bad, long_key = asyncio.run(go())
+    assert good is None and namespaces == [] and len(store.batches) == 1 + 4
+    assert isinstance(bad, InvalidInputError) and isinstance(long_key, InvalidInputError)
+    item = store.get(("b",), "good")
+    assert item is not None and item.value == {"v": 1}
+    assert store.get(("b",), "bad") is None
+
+
+def test_gathered_results_go_back_to_their_callers_across_loops(store: PerdureStore) -> None:
+    import asyncio
+
+    store.put(("r",), "a", {"v": "a"})
+    store.put(("r", "x"), "b", {"v": "b"})
+
+    async def go() -> list[Any]:
+        return await asyncio.gather(
+            *(store.aget(("r",) if k == "a" else ("r", "x"), k) for k in "ababba"),
+            store.asearch(("r",), filter={"v": "b"}),
+            store.asearch(("r",), filter={"v": "a"}),
+            store.alist_namespaces(prefix=("r",)),
+        )
+
+    for _ in range(2):  # a second event loop, after the first is gone
+        *gets, only_b, only_a, namespaces = asyncio.run(go())
+        assert [g.value["v"] for g in gets] == list("ababba")
+        assert [i.key for i in only_b] == ["b"] and [i.key for i in only_a] == ["a"]
+        assert namespaces == [("r",), ("r", "x")]

@@ -12,7 +12,6 @@ again (the same value, one version more). ``docs/langgraph.md`` tells the whole.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -44,6 +43,7 @@ from perdure.core.memory import (
 )
 from perdure.core.memory_index import checked_vector
 from perdure.core.serde import dumps, loads
+from perdure.langgraph.gather import Gather
 from perdure.runtime.admin.parts import DEFAULT_TENANT, Tenant, tenant_of
 from perdure.runtime.runtime import Runtime
 
@@ -73,6 +73,7 @@ class PerdureStore(BaseStore):
     ) -> None:
         self.runtime = runtime
         self.tenant = tenant_of(tenant)
+        self._gather = Gather(self.batch)
         self.ttl_config = ttl
         self.index_config = index
         self._embeddings = None
@@ -120,8 +121,12 @@ class PerdureStore(BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread (one implementation for both APIs)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread (one implementation for both APIs). Calls made
+        concurrently on one event loop (parallel nodes, ``asyncio.gather``) run together: the
+        operations started in one turn of the loop are one batch, in one thread, each distinct
+        read read once (:mod:`perdure.langgraph.gather`), as with LangGraph's own async stores.
+        So a read gathered with a put of the same item sees the item as it was before it."""
+        return await self._gather.run(list(ops))
 
     # -- the operations ---------------------------------------------------------------------------
 
