@@ -103,6 +103,13 @@ def test_the_same_operations_give_the_same_results_as_langgraphs_in_memory_store
             a, b = both("list_namespaces", prefix=prefix, max_depth=op[2], limit=1000)
             mine = [ns for ns in b if ns[0] == root]
             assert [ns for ns in a if ns[0] == root] == mine
+    # LangGraph's stores keep an item's old vector when it is put again without the indexed
+    # field; ours replaces an item's vectors with those of its new value (here: none)
+    for ns, vectors in theirs._vectors.items():
+        for key in list(vectors):
+            item = theirs._data[ns].get(key)
+            if item is None or "text" not in item.value:
+                del vectors[key]
     a, b = both("search", (root,), query="tea and a cat", limit=100)
     scores = {(i.namespace, i.key): i.score for i in a}
     assert scores.keys() == {(i.namespace, i.key) for i in b}
