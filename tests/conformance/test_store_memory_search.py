@@ -189,3 +189,42 @@ def test_a_search_filter_means_what_matches_says_on_every_value(
         keys(store, clock, ns, filter=flt, limit=limit, offset=offset)
         == expected[offset : offset + limit]
     )
+
+
+def test_get_many_answers_each_key_in_order_in_one_read(store: Store, clock: FakeClock) -> None:
+    soon = clock.now() + timedelta(seconds=10)
+    store.memory.put(
+        T,
+        [
+            MemoryWrite(("m",), "a", {"v": "a"}),
+            MemoryWrite(("m", "x"), "a", {"v": "xa"}),
+            MemoryWrite(("m",), "ttl", {"v": "t"}, expires_at=soon, ttl_seconds=10),
+            MemoryWrite(("m",), "gone", {"v": "g"}, expires_at=soon),
+        ],
+        clock.now(),
+    )
+    store.memory.put("t2", [MemoryWrite(("m",), "other", {"v": "o"})], clock.now())
+    keys_asked = [
+        (("m", "x"), "a"),
+        (("m",), "a"),
+        (("m",), "missing"),
+        (("m",), "other"),  # another tenant's
+        (("m",), "a"),  # asked twice: answered twice
+        (("m",), "ttl"),
+        (("m",), "gone"),
+    ]
+    got = store.memory.get_many(T, keys_asked, clock.now())
+    assert [None if i is None else i.value["v"] for i in got] == [
+        "xa", "a", None, None, "a", "t", "g"
+    ]  # fmt: skip
+    assert got[1] is not got[4] and got[1] == got[4]
+    assert store.memory.get_many(T, [], clock.now()) == []
+    clock.advance(5)
+    refreshed = store.memory.get_many(T, keys_asked[-2:], clock.now(), refresh_ttl=True)
+    assert refreshed[0] is not None and refreshed[0].expires_at == clock.now() + timedelta(
+        seconds=10
+    )
+    assert refreshed[1] is not None and refreshed[1].expires_at == soon, "no time to live: kept"
+    clock.advance(5)  # the put's expiry has passed; the refreshed one has not
+    later = store.memory.get_many(T, keys_asked[-2:], clock.now())
+    assert later[0] is not None and later[1] is None

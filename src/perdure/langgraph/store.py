@@ -93,14 +93,17 @@ class PerdureStore(BaseStore):
     # -- LangGraph's interface --------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` in order: reads see the items as they were before the batch; the
-        batch's puts and deletes (the last one of each item) then commit together, in one
-        transaction, with their embeddings."""
+        """Run ``ops`` in order: reads see the items as they were before the batch (its gets
+        read together, in one statement); the batch's puts and deletes (the last one of each
+        item) then commit together, in one transaction, with their embeddings."""
         results: list[Result] = []
         puts: dict[tuple[Namespace, str], PutOp] = {}
+        gets: dict[bool, list[tuple[int, Namespace, str]]] = {}
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(self._get(op))
+                ns, key = checked_namespace(op.namespace), checked_key(op.key)
+                gets.setdefault(bool(op.refresh_ttl), []).append((len(results), ns, key))
+                results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, ListNamespacesOp):
@@ -115,6 +118,15 @@ class PerdureStore(BaseStore):
                     f"unknown store operation {type(op).__name__}",
                     fix="pass GetOp, PutOp, SearchOp or ListNamespacesOp",
                 )
+        for refresh, wanted in gets.items():
+            found = self.runtime.store.memory.get_many(
+                self.tenant,
+                [(ns, key) for _, ns, key in wanted],
+                self.runtime.clock.now(),
+                refresh_ttl=refresh,
+            )
+            for (at, _, _), item in zip(wanted, found, strict=True):
+                results[at] = None if item is None else _item(item)
         if puts:
             writes = [self._write(ns, op) for (ns, _), op in puts.items()]
             self.runtime.store.memory.put(self.tenant, writes, self.runtime.clock.now())
@@ -129,14 +141,6 @@ class PerdureStore(BaseStore):
         return await self._gather.run(list(ops))
 
     # -- the operations ---------------------------------------------------------------------------
-
-    def _get(self, op: GetOp) -> Item | None:
-        ns, key = checked_namespace(op.namespace), checked_key(op.key)
-        now = self.runtime.clock.now()
-        found = self.runtime.store.memory.get(
-            self.tenant, ns, key, now, refresh_ttl=bool(op.refresh_ttl)
-        )
-        return None if found is None else _item(found)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = checked_namespace(op.namespace_prefix, prefix=True)

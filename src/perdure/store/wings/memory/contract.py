@@ -34,6 +34,19 @@ class MemoryStore(Protocol):
         write transaction is opened for it)."""
         ...
 
+    def get_many(
+        self,
+        tenant_id: str,
+        keys: Sequence[tuple[Namespace, str]],
+        now: datetime,
+        *,
+        refresh_ttl: bool = False,
+    ) -> list[MemoryItem | None]:
+        """:meth:`get` of each ``(namespace, key)``, in order (a key asked twice is answered
+        twice): one read for them all. With ``refresh_ttl``, the items that have a time to live
+        are read again and refreshed as :meth:`get` does, each in a transaction of its own."""
+        ...
+
     def search(
         self,
         tenant_id: str,

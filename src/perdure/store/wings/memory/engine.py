@@ -63,6 +63,32 @@ class MemoryWing(EngineBase):
             row = tx.one("get_memory", params)
             return None if row is None else self._refreshed(tx, tenant_id, row, now)
 
+    def get_many(
+        self,
+        tenant_id: str,
+        keys: Sequence[tuple[Namespace, str]],
+        now: datetime,
+        *,
+        refresh_ttl: bool = False,
+    ) -> list[MemoryItem | None]:
+        """See :meth:`MemoryStore.get_many`."""
+        if not keys:
+            return []
+        items = to_json([[namespace_text(ns), key] for ns, key in keys])
+        params = {"tenant_id": tenant_id, "items": items, "now": self.driver.stamp(now)}
+        with self.driver.read() as tx:
+            rows = {(r["namespace"], r["key"]): r for r in tx.all("get_memories", params)}
+        found: list[MemoryItem | None] = []
+        for ns, key in keys:
+            row = rows.get((namespace_text(ns), key))
+            if row is None:
+                found.append(None)
+            elif refresh_ttl and row["ttl_seconds"] is not None:
+                found.append(self.get(tenant_id, ns, key, now, refresh_ttl=True))
+            else:
+                found.append(memory_item(row, self.driver.when))
+        return found
+
     def search(
         self,
         tenant_id: str,

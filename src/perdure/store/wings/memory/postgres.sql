@@ -7,6 +7,16 @@ FROM perdure.memory
 WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s
   AND (expires_at IS NULL OR expires_at > %(now)s);
 
+-- name: get_memories
+-- The live items of items (a JSON array of [namespace, key] pairs) that exist, in no order.
+SELECT m.namespace, m.key, m.value, m.version, m.run_id, m.created_at, m.updated_at,
+       m.expires_at, m.ttl_seconds
+FROM (SELECT DISTINCT i ->> 0 AS namespace, i ->> 1 AS key
+      FROM json_array_elements(%(items)s::json) i) i
+JOIN perdure.memory m ON m.tenant_id = %(tenant_id)s AND m.namespace = i.namespace
+                     AND m.key = i.key
+WHERE m.expires_at IS NULL OR m.expires_at > %(now)s;
+
 -- name: search_memory
 -- A page of the live items of a namespace and the namespaces below it, ordered by namespace
 -- then key; the parameters as in the SQLite query (prefix, before, after_namespace, after_key,

@@ -7,6 +7,16 @@ FROM memory
 WHERE tenant_id = :tenant_id AND namespace = :namespace AND key = :key
   AND (expires_at IS NULL OR expires_at > :now);
 
+-- name: get_memories
+-- The live items of :items (a JSON array of [namespace, key] pairs) that exist, in no order.
+SELECT m.namespace, m.key, m.value, m.version, m.run_id, m.created_at, m.updated_at,
+       m.expires_at, m.ttl_seconds
+FROM (SELECT DISTINCT json_extract(value, '$[0]') AS namespace,
+                      json_extract(value, '$[1]') AS key
+      FROM json_each(:items)) i
+JOIN memory m ON m.tenant_id = :tenant_id AND m.namespace = i.namespace AND m.key = i.key
+WHERE m.expires_at IS NULL OR m.expires_at > :now;
+
 -- name: search_memory
 -- A page of the live items of a namespace and the namespaces below it, ordered by namespace
 -- then key. :prefix '' is every namespace of the tenant; otherwise :before is :prefix followed
