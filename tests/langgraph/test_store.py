@@ -303,3 +303,29 @@ def test_gathered_results_go_back_to_their_callers_across_loops(store: PerdureSt
         assert [g.value["v"] for g in gets] == list("ababba")
         assert [i.key for i in only_b] == ["b"] and [i.key for i in only_a] == ["a"]
         assert namespaces == [("r",), ("r", "x")]
+
+
+def test_event_loops_of_two_threads_gather_on_one_store(store: PerdureStore) -> None:
+    import asyncio
+    import threading
+
+    errors: list[BaseException] = []
+
+    def loop_of(name: str) -> None:
+        async def go() -> None:
+            await asyncio.gather(*(store.aput((name,), f"k{i}", {"i": i}) for i in range(30)))
+            got = await asyncio.gather(*(store.aget((name,), f"k{i}") for i in range(30)))
+            assert [g.value["i"] for g in got] == list(range(30))
+
+        try:
+            asyncio.run(go())
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop_of, args=(n,)) for n in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store.search(("two",), limit=100)) == 30

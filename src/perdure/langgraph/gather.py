@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,20 +38,22 @@ class Gather:
         self._tasks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = (
             weakref.WeakKeyDictionary()
         )
+        self._lock = threading.Lock()  # loops of other threads may share the store
 
     async def run(self, ops: list[Op]) -> list[Result]:
         """The results of ``ops``, run in the next batch of this loop."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[list[Result]] = loop.create_future()
-        self._pending.setdefault(loop, []).append((fut, ops))
-        task = self._tasks.get(loop)
-        if task is None or task.done():
-            self._tasks[loop] = loop.create_task(self._drain(loop))
+        with self._lock:
+            self._pending.setdefault(loop, []).append((fut, ops))
+            task = self._tasks.get(loop)
+            if task is None or task.done():
+                self._tasks[loop] = loop.create_task(self._drain(loop))
         return await fut
 
     async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
         """Run the batches of ``loop`` one after the other while callers add operations."""
-        while waiting := [(f, ops) for f, ops in self._pending.pop(loop, []) if not f.done()]:
+        while waiting := [(f, ops) for f, ops in self._taken(loop) if not f.done()]:
             try:
                 outcomes = await asyncio.to_thread(self._run, [ops for _, ops in waiting])
             except BaseException as exc:  # the thread could not run (the loop is closing)
@@ -65,6 +68,12 @@ class Gather:
                     fut.set_exception(outcome)
                 else:
                     fut.set_result(outcome)
+
+    def _taken(
+        self, loop: asyncio.AbstractEventLoop
+    ) -> list[tuple[asyncio.Future[list[Result]], list[Op]]]:
+        with self._lock:
+            return self._pending.pop(loop, [])
 
     def _run(self, groups: list[list[Op]]) -> list[list[Result] | BaseException]:
         """Each group's results (or the error it alone raises), all run as one batch."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from langgraph.store.base import (
@@ -101,7 +102,7 @@ class PerdureStore(BaseStore):
         gets: dict[bool, list[tuple[int, Namespace, str]]] = {}
         for op in ops:
             if isinstance(op, GetOp):
-                ns, key = checked_namespace(op.namespace), checked_key(op.key)
+                ns, key = _namespace(op.namespace), checked_key(op.key)
                 gets.setdefault(bool(op.refresh_ttl), []).append((len(results), ns, key))
                 results.append(None)
             elif isinstance(op, SearchOp):
@@ -109,7 +110,7 @@ class PerdureStore(BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._namespaces(op))
             elif isinstance(op, PutOp):
-                ns = checked_namespace(op.namespace)
+                ns = _namespace(op.namespace)
                 puts.pop((ns, op.key), None)
                 puts[(ns, checked_key(op.key))] = op
                 results.append(None)
@@ -216,6 +217,20 @@ class PerdureStore(BaseStore):
             MemoryVector(path, checked_vector(v, self._dims))
             for (path, _), v in zip(found, vectors, strict=True)
         )
+
+
+def _namespace(namespace: Any) -> Namespace:
+    """``namespace`` checked (:func:`~perdure.core.memory.checked_namespace`), from a cache of
+    the namespaces seen: a batch of many operations names few namespaces many times."""
+    try:
+        return _checked_namespace(namespace)
+    except TypeError:  # a list: not hashable
+        return checked_namespace(namespace)
+
+
+@lru_cache(maxsize=4096)
+def _checked_namespace(namespace: Any) -> Namespace:
+    return checked_namespace(namespace)
 
 
 def _item(found: MemoryItem) -> Item:
