@@ -329,3 +329,31 @@ def test_event_loops_of_two_threads_gather_on_one_store(store: PerdureStore) -> 
         t.join()
     assert errors == []
     assert len(store.search(("two",), limit=100)) == 30
+
+
+def test_langgraphs_own_large_async_batch_test_holds(store: PerdureStore) -> None:
+    """langgraph-checkpoint-postgres's test_large_batches_async, smaller (N keys x M rounds x
+    6 calls, all started at once): every call answers, and each key, put twice then deleted in
+    the same gathered batch, is gone."""
+    import asyncio
+
+    n, m = 50, 4
+
+    async def go() -> list[Any]:
+        coros: list[Any] = []
+        for r in range(m):
+            ns = ("test", "foo", "bar", "baz", str(r % 2))
+            for i in range(n):
+                coros += [
+                    store.aput(ns, f"key{i}", {"foo": f"bar{i}"}),
+                    store.aget(ns, f"key{i}"),
+                    store.alist_namespaces(prefix=None, max_depth=r + 1),
+                    store.asearch(("test",)),
+                    store.aput(ns, f"key{i}", {"foo": f"bar{i}"}),
+                    store.adelete(ns, f"key{i}"),
+                ]
+        return await asyncio.gather(*coros)
+
+    results = asyncio.run(go())
+    assert len(results) == n * m * 6
+    assert store.search(("test",), limit=1000) == [] and store.list_namespaces() == []
