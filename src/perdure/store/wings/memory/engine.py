@@ -222,7 +222,7 @@ class MemoryWing(EngineBase):
         if not writes:
             return
         ids = {"tenant_id": tenant_id, "run_id": None}
-        with self.driver.write() as tx:
+        with self.driver.write() as tx, tx.batch(last=True):  # one round trip on PostgreSQL
             write_memory(tx, ids, writes, None, self.driver.stamp(now), self.driver.stamp)
 
     def namespaces(self, tenant_id: str, now: datetime) -> list[Namespace]:
