@@ -9,6 +9,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -228,3 +229,25 @@ def test_get_many_answers_each_key_in_order_in_one_read(store: Store, clock: Fak
     clock.advance(5)  # the put's expiry has passed; the refreshed one has not
     later = store.memory.get_many(T, keys_asked[-2:], clock.now())
     assert later[0] is not None and later[1] is None
+
+
+def test_a_refreshing_read_of_items_without_a_time_to_live_takes_no_write_lock(
+    store: Store, clock: FakeClock
+) -> None:
+    import sqlite3
+
+    driver = store.driver  # type: ignore[attr-defined]
+    if driver.dialect != "sqlite":
+        pytest.skip("a PostgreSQL read never waits for a writer: nothing to see there")
+    put_all(store, clock, [(("w",), "k", {"v": 1})])
+    writer = sqlite3.connect(driver.path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process holds SQLite's write lock: a write
+    # transaction would wait for it (the busy timeout), then fail
+    try:
+        item = store.memory.get(T, ("w",), "k", clock.now(), refresh_ttl=True)
+        found = store.memory.search(T, ("w",), clock.now(), refresh_ttl=True)
+        many = store.memory.get_many(T, [(("w",), "k")], clock.now(), refresh_ttl=True)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert item is not None and [i.key for i in found] == ["k"] and many[0] is not None
