@@ -84,6 +84,9 @@ def test_a_prefix_is_a_whole_label_and_the_empty_prefix_is_every_namespace(
     assert keys(store, clock, ()) == ["1", "3", "4", "2", "6", "5", "7"]
     assert keys(store, clock, (), limit=2, offset=5) == ["5", "7"]
     assert keys(store, clock, ("a0",)) == ["6"]
+    assert keys(store, clock, (), limit=10**30, offset=6) == ["7"], "beyond 64 bits: all"
+    assert keys(store, clock, (), offset=10**30) == []
+    assert keys(store, clock, (), filter={"x": 1.5}, offset=10**30) == []
 
 
 def test_expired_items_are_skipped_before_the_offset_is_counted(

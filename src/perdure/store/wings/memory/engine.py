@@ -110,11 +110,11 @@ class MemoryWing(EngineBase):
         if limit is not None and limit <= 0:
             return []
         with self.driver.read() as tx:
-            rows = self._searched(tx, params, filter, limit, max(offset, 0), query)
+            rows = self._searched(tx, params, filter, limit, min(max(offset, 0), ALL), query)
         if not refresh_ttl or all(row["ttl_seconds"] is None for row, _ in rows):
             return [memory_item(row, self.driver.when, score) for row, score in rows]
         with self.driver.write() as tx:  # read again, with the refreshes, in one transaction
-            rows = self._searched(tx, params, filter, limit, max(offset, 0), query)
+            rows = self._searched(tx, params, filter, limit, min(max(offset, 0), ALL), query)
             return [self._refreshed(tx, tenant_id, row, now, score) for row, score in rows]
 
     def _searched(
@@ -154,7 +154,7 @@ class MemoryWing(EngineBase):
         it checks what it can and the rows come in pages by keyset, the filter checked here
         (:func:`~perdure.core.memory.matches`), until the page asked for is full."""
         conditions, whole = pushed(filter)
-        take = ALL if limit is None else limit
+        take = ALL if limit is None else min(limit, ALL)  # within a 64-bit LIMIT
         prefix = params["prefix"]
         keyset = {
             "before": f"{prefix}0" if prefix else None,  # "0" is the character after "/"
