@@ -103,6 +103,13 @@ def test_the_same_operations_give_the_same_results_as_langgraphs_in_memory_store
             a, b = both("list_namespaces", prefix=prefix, max_depth=op[2], limit=1000)
             mine = [ns for ns in b if ns[0] == root]
             assert [ns for ns in a if ns[0] == root] == mine
+    # LangGraph's stores keep an item's old vector when it is put again without the indexed
+    # field; ours replaces an item's vectors with those of its new value (here: none)
+    for ns, vectors in theirs._vectors.items():
+        for key in list(vectors):
+            item = theirs._data[ns].get(key)
+            if item is None or "text" not in item.value:
+                del vectors[key]
     a, b = both("search", (root,), query="tea and a cat", limit=100)
     scores = {(i.namespace, i.key): i.score for i in a}
     assert scores.keys() == {(i.namespace, i.key) for i in b}
@@ -208,3 +215,145 @@ def test_a_graph_node_and_a_workflow_share_the_tenants_memory(graph_runtime: Run
 
 def test_the_local_embedding_is_deterministic() -> None:
     assert embed(["tea tea cat"]) == [embed_one("tea tea cat")] and len(embed_one("")) == DIMS
+
+
+class Counted(PerdureStore):
+    """PerdureStore counting the batches it runs (the database is the real one)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__(runtime)
+        self.batches: list[int] = []
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        self.batches.append(len(ops))
+        return super().batch(ops)
+
+
+def test_concurrent_async_calls_run_as_one_batch_each_distinct_read_once(
+    graph_runtime: Runtime,
+) -> None:
+    import asyncio
+
+    store = Counted(graph_runtime)
+    store.put(("g",), "old", {"v": 0})
+    store.batches.clear()
+
+    async def go() -> list[Any]:
+        calls: list[Any] = []
+        for i in range(20):
+            calls += [
+                store.aput(("g", str(i % 2)), f"k{i}", {"v": i}),
+                store.aget(("g",), "old"),  # the same read 20 times
+                store.asearch(("g",), limit=5),
+                store.aget(("g", str(i % 2)), f"k{i}"),  # gathered with its put: not yet
+            ]
+        return await asyncio.gather(*calls)
+
+    results = asyncio.run(go())
+    assert store.batches == [20 + 1 + 1 + 20], "one batch, each distinct read once"
+    for i in range(20):
+        put, old, found, mine = results[4 * i : 4 * i + 4]
+        assert put is None and old.value == {"v": 0} and mine is None
+        assert [x.key for x in found] == ["old"]
+    later = asyncio.run(store.asearch(("g",), limit=100))
+    assert sorted(x.key for x in later) == sorted(["old"] + [f"k{i}" for i in range(20)])
+    assert store.batches[1:] == [1], "a call alone is a batch of its own"
+
+
+def test_a_bad_call_gathered_with_good_ones_fails_alone(graph_runtime: Runtime) -> None:
+    import asyncio
+
+    store = Counted(graph_runtime)
+
+    async def go() -> list[Any]:
+        return await asyncio.gather(
+            store.alist_namespaces(),
+            store.aput(("b",), "good", {"v": 1}),
+            store.aput(("b",), "bad", ["not", "a", "dict"]),  # type: ignore[arg-type]
+            store.aget(("b",), "x" * 300),  # a key longer than an id may be
+            return_exceptions=True,
+        )
+
+    # refused together, then each call on its own, in order
+    namespaces, good, bad, long_key = asyncio.run(go())
+    assert good is None and namespaces == [] and len(store.batches) == 1 + 4
+    assert isinstance(bad, InvalidInputError) and isinstance(long_key, InvalidInputError)
+    item = store.get(("b",), "good")
+    assert item is not None and item.value == {"v": 1}
+    assert store.get(("b",), "bad") is None
+
+
+def test_gathered_results_go_back_to_their_callers_across_loops(store: PerdureStore) -> None:
+    import asyncio
+
+    store.put(("r",), "a", {"v": "a"})
+    store.put(("r", "x"), "b", {"v": "b"})
+
+    async def go() -> list[Any]:
+        return await asyncio.gather(
+            *(store.aget(("r",) if k == "a" else ("r", "x"), k) for k in "ababba"),
+            store.asearch(("r",), filter={"v": "b"}),
+            store.asearch(("r",), filter={"v": "a"}),
+            store.alist_namespaces(prefix=("r",)),
+        )
+
+    for _ in range(2):  # a second event loop, after the first is gone
+        *gets, only_b, only_a, namespaces = asyncio.run(go())
+        assert [g.value["v"] for g in gets] == list("ababba")
+        assert [i.key for i in only_b] == ["b"] and [i.key for i in only_a] == ["a"]
+        assert namespaces == [("r",), ("r", "x")]
+
+
+def test_event_loops_of_two_threads_gather_on_one_store(store: PerdureStore) -> None:
+    import asyncio
+    import threading
+
+    errors: list[BaseException] = []
+
+    def loop_of(name: str) -> None:
+        async def go() -> None:
+            await asyncio.gather(*(store.aput((name,), f"k{i}", {"i": i}) for i in range(30)))
+            got = await asyncio.gather(*(store.aget((name,), f"k{i}") for i in range(30)))
+            assert [g.value["i"] for g in got] == list(range(30))
+
+        try:
+            asyncio.run(go())
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop_of, args=(n,)) for n in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store.search(("two",), limit=100)) == 30
+
+
+def test_langgraphs_own_large_async_batch_test_holds(store: PerdureStore) -> None:
+    """langgraph-checkpoint-postgres's test_large_batches_async, smaller (N keys x M rounds x
+    6 calls, all started at once): every call answers, and each key, put twice then deleted in
+    the same gathered batch, is gone."""
+    import asyncio
+
+    n, m = 50, 4
+
+    async def go() -> list[Any]:
+        coros: list[Any] = []
+        for r in range(m):
+            ns = ("test", "foo", "bar", "baz", str(r % 2))
+            for i in range(n):
+                coros += [
+                    store.aput(ns, f"key{i}", {"foo": f"bar{i}"}),
+                    store.aget(ns, f"key{i}"),
+                    store.alist_namespaces(prefix=None, max_depth=r + 1),
+                    store.asearch(("test",)),
+                    store.aput(ns, f"key{i}", {"foo": f"bar{i}"}),
+                    store.adelete(ns, f"key{i}"),
+                ]
+        return await asyncio.gather(*coros)
+
+    results = asyncio.run(go())
+    assert len(results) == n * m * 6
+    assert store.search(("test",), limit=1000) == [] and store.list_namespaces() == []

@@ -12,9 +12,9 @@ again (the same value, one version more). ``docs/langgraph.md`` tells the whole.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from langgraph.store.base import (
@@ -44,6 +44,7 @@ from perdure.core.memory import (
 )
 from perdure.core.memory_index import checked_vector
 from perdure.core.serde import dumps, loads
+from perdure.langgraph.gather import Gather
 from perdure.runtime.admin.parts import DEFAULT_TENANT, Tenant, tenant_of
 from perdure.runtime.runtime import Runtime
 
@@ -73,6 +74,7 @@ class PerdureStore(BaseStore):
     ) -> None:
         self.runtime = runtime
         self.tenant = tenant_of(tenant)
+        self._gather = Gather(self.batch)
         self.ttl_config = ttl
         self.index_config = index
         self._embeddings = None
@@ -92,20 +94,23 @@ class PerdureStore(BaseStore):
     # -- LangGraph's interface --------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` in order: reads see the items as they were before the batch; the
-        batch's puts and deletes (the last one of each item) then commit together, in one
-        transaction, with their embeddings."""
+        """Run ``ops`` in order: reads see the items as they were before the batch (its gets
+        read together, in one statement); the batch's puts and deletes (the last one of each
+        item) then commit together, in one transaction, with their embeddings."""
         results: list[Result] = []
         puts: dict[tuple[Namespace, str], PutOp] = {}
+        gets: dict[bool, list[tuple[int, Namespace, str]]] = {}
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(self._get(op))
+                ns, key = _namespace(op.namespace), checked_key(op.key)
+                gets.setdefault(bool(op.refresh_ttl), []).append((len(results), ns, key))
+                results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._namespaces(op))
             elif isinstance(op, PutOp):
-                ns = checked_namespace(op.namespace)
+                ns = _namespace(op.namespace)
                 puts.pop((ns, op.key), None)
                 puts[(ns, checked_key(op.key))] = op
                 results.append(None)
@@ -114,24 +119,29 @@ class PerdureStore(BaseStore):
                     f"unknown store operation {type(op).__name__}",
                     fix="pass GetOp, PutOp, SearchOp or ListNamespacesOp",
                 )
+        for refresh, wanted in gets.items():
+            found = self.runtime.store.memory.get_many(
+                self.tenant,
+                [(ns, key) for _, ns, key in wanted],
+                self.runtime.clock.now(),
+                refresh_ttl=refresh,
+            )
+            for (at, _, _), item in zip(wanted, found, strict=True):
+                results[at] = None if item is None else _item(item)
         if puts:
             writes = [self._write(ns, op) for (ns, _), op in puts.items()]
             self.runtime.store.memory.put(self.tenant, writes, self.runtime.clock.now())
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread (one implementation for both APIs)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread (one implementation for both APIs). Calls made
+        concurrently on one event loop (parallel nodes, ``asyncio.gather``) run together: the
+        operations started in one turn of the loop are one batch, in one thread, each distinct
+        read read once (:mod:`perdure.langgraph.gather`), as with LangGraph's own async stores.
+        So a read gathered with a put of the same item sees the item as it was before it."""
+        return await self._gather.run(list(ops))
 
     # -- the operations ---------------------------------------------------------------------------
-
-    def _get(self, op: GetOp) -> Item | None:
-        ns, key = checked_namespace(op.namespace), checked_key(op.key)
-        now = self.runtime.clock.now()
-        found = self.runtime.store.memory.get(
-            self.tenant, ns, key, now, refresh_ttl=bool(op.refresh_ttl)
-        )
-        return None if found is None else _item(found)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = checked_namespace(op.namespace_prefix, prefix=True)
@@ -207,6 +217,20 @@ class PerdureStore(BaseStore):
             MemoryVector(path, checked_vector(v, self._dims))
             for (path, _), v in zip(found, vectors, strict=True)
         )
+
+
+def _namespace(namespace: Any) -> Namespace:
+    """``namespace`` checked (:func:`~perdure.core.memory.checked_namespace`), from a cache of
+    the namespaces seen: a batch of many operations names few namespaces many times."""
+    try:
+        return _checked_namespace(namespace)
+    except TypeError:  # a list: not hashable
+        return checked_namespace(namespace)
+
+
+@lru_cache(maxsize=4096)
+def _checked_namespace(namespace: Any) -> Namespace:
+    return checked_namespace(namespace)
 
 
 def _item(found: MemoryItem) -> Item:

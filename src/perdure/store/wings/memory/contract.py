@@ -30,7 +30,21 @@ class MemoryStore(Protocol):
         """The item, or None when there is none, it expired (``expires_at`` at or before
         ``now``) or it belongs to another tenant. Reads committed items only. With
         ``refresh_ttl``, an item put with a time to live expires that long after ``now``
-        (written in the same transaction as the read)."""
+        (written in the same transaction as the read; an item without one is only read, no
+        write transaction is opened for it)."""
+        ...
+
+    def get_many(
+        self,
+        tenant_id: str,
+        keys: Sequence[tuple[Namespace, str]],
+        now: datetime,
+        *,
+        refresh_ttl: bool = False,
+    ) -> list[MemoryItem | None]:
+        """:meth:`get` of each ``(namespace, key)``, in order (a key asked twice is answered
+        twice): one read for them all. With ``refresh_ttl``, the items that have a time to live
+        are read again and refreshed as :meth:`get` does, each in a transaction of its own."""
         ...
 
     def search(
@@ -49,8 +63,14 @@ class MemoryStore(Protocol):
         tenant's for ``()``), ordered by namespace then key (bytewise on both databases),
         keeping those whose value is an object holding every field of ``filter`` with an equal
         value (:func:`perdure.core.memory.matches`), skipping ``offset`` of them and returning
-        at most ``limit``. One read; the filter is applied as the rows are read, so its cost is
-        the prefix's size.
+        at most ``limit``. One read. Without a ``query``, the database pages: it reads the
+        prefix's range of its index in order and stops once the page is full, checking the
+        filter where it can do so with exactly :func:`~perdure.core.memory.matches`' meaning
+        (equality with texts, booleans, None and integers below 2**53, order against such
+        integers: :mod:`perdure.store.wings.memory.conditions`); any other part of a filter is
+        checked in the process over keyset pages of the rows the database kept, until the
+        page is full. So a search costs the rows it skips and returns, and those a filter
+        rejects before the page is full.
 
         With a ``query`` vector, each item's ``score`` is its best cosine similarity with the
         item's stored vectors (:func:`perdure.core.memory_index.best_score`) and the items come

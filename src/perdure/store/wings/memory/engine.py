@@ -24,6 +24,16 @@ from perdure.store.driver import Tx
 from perdure.store.engine.base import EngineBase
 from perdure.store.engine.memory_writes import unpack, write_memory
 from perdure.store.rows import Params, Row, When, from_json, to_json
+from perdure.store.wings.memory.conditions import pushed
+
+ALL = 2**62
+"""The page size of a search without a limit."""
+
+CHUNK = 100
+"""The fewest rows a search whose filter is checked here reads at a time."""
+
+MAX_CHUNK = 5000
+"""The most rows it reads at a time (each read twice the one before)."""
 
 
 class MemoryWing(EngineBase):
@@ -45,13 +55,39 @@ class MemoryWing(EngineBase):
             "key": key,
             "now": self.driver.stamp(now),
         }
-        if not refresh_ttl:
-            with self.driver.read() as tx:
-                row = tx.one("get_memory", params)
+        with self.driver.read() as tx:
+            row = tx.one("get_memory", params)
+        if not refresh_ttl or row is None or row["ttl_seconds"] is None:
             return None if row is None else memory_item(row, self.driver.when)
-        with self.driver.write() as tx:
+        with self.driver.write() as tx:  # read again, with its refresh, in one transaction
             row = tx.one("get_memory", params)
             return None if row is None else self._refreshed(tx, tenant_id, row, now)
+
+    def get_many(
+        self,
+        tenant_id: str,
+        keys: Sequence[tuple[Namespace, str]],
+        now: datetime,
+        *,
+        refresh_ttl: bool = False,
+    ) -> list[MemoryItem | None]:
+        """See :meth:`MemoryStore.get_many`."""
+        if not keys:
+            return []
+        items = to_json([[namespace_text(ns), key] for ns, key in keys])
+        params = {"tenant_id": tenant_id, "items": items, "now": self.driver.stamp(now)}
+        with self.driver.read() as tx:
+            rows = {(r["namespace"], r["key"]): r for r in tx.all("get_memories", params)}
+        found: list[MemoryItem | None] = []
+        for ns, key in keys:
+            row = rows.get((namespace_text(ns), key))
+            if row is None:
+                found.append(None)
+            elif refresh_ttl and row["ttl_seconds"] is not None:
+                found.append(self.get(tenant_id, ns, key, now, refresh_ttl=True))
+            else:
+                found.append(memory_item(row, self.driver.when))
+        return found
 
     def search(
         self,
@@ -73,10 +109,12 @@ class MemoryWing(EngineBase):
         }
         if limit is not None and limit <= 0:
             return []
-        with self.driver.write() if refresh_ttl else self.driver.read() as tx:  # fmt: skip
-            rows = self._searched(tx, params, filter, limit, max(offset, 0), query)
-            if not refresh_ttl:
-                return [memory_item(row, self.driver.when, score) for row, score in rows]
+        with self.driver.read() as tx:
+            rows = self._searched(tx, params, filter, limit, min(max(offset, 0), ALL), query)
+        if not refresh_ttl or all(row["ttl_seconds"] is None for row, _ in rows):
+            return [memory_item(row, self.driver.when, score) for row, score in rows]
+        with self.driver.write() as tx:  # read again, with the refreshes, in one transaction
+            rows = self._searched(tx, params, filter, limit, min(max(offset, 0), ALL), query)
             return [self._refreshed(tx, tenant_id, row, now, score) for row, score in rows]
 
     def _searched(
@@ -91,13 +129,7 @@ class MemoryWing(EngineBase):
         """The rows of a search with their scores, filtered, ordered and paged."""
         stop = None if limit is None else offset + limit
         if query is None:
-            found: list[tuple[Row, float | None]] = []
-            for row in tx.all("search_memory", params):
-                if not filter or matches(from_json(row["value"]), filter):
-                    found.append((row, None))
-                    if stop is not None and len(found) >= stop:
-                        break
-            return found[offset:]
+            return [(row, None) for row in self._page(tx, params, filter, limit, offset)]
         scored: list[tuple[Row, float | None]] = []
         rows: list[Row] = []
         for row in tx.all("search_memory_vectors", params):  # an item's rows are adjacent
@@ -110,6 +142,46 @@ class MemoryWing(EngineBase):
         # best first; items without a vector after every scored one, by namespace then key
         scored.sort(key=lambda rs: (rs[1] is None, -(rs[1] or 0.0)))
         return scored[offset:stop]
+
+    @staticmethod
+    def _page(
+        tx: Tx, params: Params, filter: Mapping[str, JSON] | None, limit: int | None, offset: int
+    ) -> list[Row]:
+        """The rows of a search without a query vector. When the query can check the whole
+        filter (:func:`~perdure.store.wings.memory.conditions.pushed`), it skips and limits
+        itself: one statement reading the page (and the rows it skips). Otherwise, or when it
+        could not decide on a row it kept or skipped (PostgreSQL, a value holding ``\\u0000``),
+        it checks what it can and the rows come in pages by keyset, the filter checked here
+        (:func:`~perdure.core.memory.matches`), until the page asked for is full."""
+        conditions, whole = pushed(filter)
+        take = ALL if limit is None else min(limit, ALL)  # within a 64-bit LIMIT
+        prefix = params["prefix"]
+        keyset = {
+            "before": f"{prefix}0" if prefix else None,  # "0" is the character after "/"
+            "conditions": conditions,
+            "after_namespace": "",
+            "after_key": "",
+        }
+        if whole:
+            rows = tx.all("search_memory", {**params, **keyset, "take": take, "skip": offset})
+            if not rows or (
+                rows[0]["undecided_through"] == rows[0]["undecided"]
+                and all(not r["undecided"] or matches(from_json(r["value"]), filter) for r in rows)
+            ):
+                return rows
+        found: list[Row] = []
+        chunk = min(max(2 * (offset + take), CHUNK), MAX_CHUNK)
+        while True:
+            rows = tx.all("search_memory", {**params, **keyset, "take": chunk, "skip": 0})
+            for row in rows:
+                if matches(from_json(row["value"]), filter):
+                    found.append(row)
+                    if len(found) >= offset + take:
+                        return found[offset:]
+            if len(rows) < chunk:
+                return found[offset:]
+            keyset["after_namespace"], keyset["after_key"] = rows[-1]["namespace"], rows[-1]["key"]
+            chunk = min(2 * chunk, MAX_CHUNK)  # a filter that keeps few: fewer, larger reads
 
     @staticmethod
     def _score(
@@ -150,7 +222,7 @@ class MemoryWing(EngineBase):
         if not writes:
             return
         ids = {"tenant_id": tenant_id, "run_id": None}
-        with self.driver.write() as tx:
+        with self.driver.write() as tx, tx.batch(last=True):  # one round trip on PostgreSQL
             write_memory(tx, ids, writes, None, self.driver.stamp(now), self.driver.stamp)
 
     def namespaces(self, tenant_id: str, now: datetime) -> list[Namespace]:

@@ -7,16 +7,74 @@ FROM perdure.memory
 WHERE tenant_id = %(tenant_id)s AND namespace = %(namespace)s AND key = %(key)s
   AND (expires_at IS NULL OR expires_at > %(now)s);
 
+-- name: get_memories
+-- The live items of items (a JSON array of [namespace, key] pairs) that exist, in no order.
+SELECT m.namespace, m.key, m.value, m.version, m.run_id, m.created_at, m.updated_at,
+       m.expires_at, m.ttl_seconds
+FROM (SELECT DISTINCT i ->> 0 AS namespace, i ->> 1 AS key
+      FROM json_array_elements(%(items)s::json) i) i
+JOIN perdure.memory m ON m.tenant_id = %(tenant_id)s AND m.namespace = i.namespace
+                     AND m.key = i.key
+WHERE m.expires_at IS NULL OR m.expires_at > %(now)s;
+
 -- name: search_memory
--- Every live item of a namespace and the namespaces below it ('' : all of the tenant's).
+-- A page of the live items of a namespace and the namespaces below it, ordered by namespace
+-- then key; the parameters as in the SQLite query (prefix, before, after_namespace, after_key,
+-- conditions, skip, take).
+-- conditions is a JSON array of {"n": name, "o": op, "k": kind, "w": want} built by
+-- perdure.store.wings.memory.conditions (see the SQLite query). A text is compared as its JSON
+-- text (the item's and the condition's written by the same encoder), never decoded. A number
+-- is cast only once its type is known (a CASE, never an AND, whose order is not kept: the
+-- cast of a text would fail). PostgreSQL's JSON functions refuse a value holding \u0000
+-- anywhere, so such an item is kept, undecided, for the caller to check (undecided_through
+-- counts the undecided items up to this one, the skipped ones included).
 SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at,
-       ttl_seconds
-FROM perdure.memory
-WHERE tenant_id = %(tenant_id)s
-  AND (%(prefix)s::text = '' OR namespace = %(prefix)s::text
-       OR substr(namespace, 1, length(%(prefix)s::text) + 1) = %(prefix)s::text || '/')
-  AND (expires_at IS NULL OR expires_at > %(now)s)
-ORDER BY namespace, key;
+       ttl_seconds, undecided,
+       sum(undecided::int) OVER (ORDER BY namespace, key ROWS UNBOUNDED PRECEDING)
+         AS undecided_through
+FROM (SELECT namespace, key, value, version, run_id, created_at, updated_at, expires_at,
+             ttl_seconds,
+             %(conditions)s::json IS NOT NULL AND strpos(value::text, '\u0000') > 0
+               AS undecided
+      FROM perdure.memory m
+      WHERE tenant_id = %(tenant_id)s
+        AND namespace >= %(prefix)s::text
+        AND namespace < coalesce(%(before)s::text,
+                                 (SELECT max(namespace) || '0' FROM perdure.memory
+                                  WHERE tenant_id = %(tenant_id)s))
+        AND (%(prefix)s::text = '' OR namespace = %(prefix)s::text
+             OR substr(namespace, 1, length(%(prefix)s::text) + 1) = %(prefix)s::text || '/')
+        AND (namespace, key) > (%(after_namespace)s::text, %(after_key)s::text)
+        AND (expires_at IS NULL OR expires_at > %(now)s)
+        AND CASE
+          WHEN %(conditions)s::json IS NULL THEN true
+          WHEN strpos(m.value::text, '\u0000') > 0 THEN true
+          ELSE json_typeof(m.value) = 'object' AND NOT EXISTS (
+            SELECT 1
+            FROM (SELECT c ->> 'o' AS o, c ->> 'k' AS k, (c -> 'w')::text AS w,
+                         json_typeof(m.value -> (c ->> 'n')) AS t,
+                         (m.value -> (c ->> 'n'))::text AS a
+                  FROM json_array_elements(%(conditions)s::json) c) f
+            WHERE NOT coalesce(CASE
+              WHEN f.o = 'ne' THEN f.t IS NULL OR NOT coalesce(CASE f.k
+                WHEN 'number' THEN CASE WHEN f.t = 'number' THEN f.a::float8 = f.w::float8 END
+                WHEN 'text' THEN f.t = 'string' AND f.a = f.w
+                WHEN 'null' THEN f.t = 'null'
+                ELSE f.t = 'boolean' AND f.a = f.k END, false)
+              WHEN f.o = 'eq' THEN CASE f.k
+                WHEN 'number' THEN CASE WHEN f.t = 'number' THEN f.a::float8 = f.w::float8 END
+                WHEN 'text' THEN f.t = 'string' AND f.a = f.w
+                WHEN 'null' THEN f.t = 'null'
+                ELSE f.t = 'boolean' AND f.a = f.k END
+              WHEN f.t IS DISTINCT FROM 'number' THEN false
+              WHEN f.o = 'gt' THEN f.a::float8 > f.w::float8
+              WHEN f.o = 'gte' THEN f.a::float8 >= f.w::float8
+              WHEN f.o = 'lt' THEN f.a::float8 < f.w::float8
+              WHEN f.o = 'lte' THEN f.a::float8 <= f.w::float8
+            END, false))
+        END) s
+ORDER BY namespace, key
+LIMIT %(take)s OFFSET %(skip)s;
 
 -- name: erase_memory
 DELETE FROM perdure.memory
