@@ -32,7 +32,7 @@ GROUP_OPTIONS = ("--db", "--tenant")
 _came: list[int] = []
 
 
-class Stopped(BaseException):
+class SignalledStop(BaseException):
     """SIGTERM or SIGINT came while :func:`until_stopped` ran (a ``BaseException``, like
     ``KeyboardInterrupt``, so that no ``except Exception`` on the way swallows it)."""
 
@@ -45,12 +45,12 @@ def until_stopped() -> Iterator[None]:
     def stop(signum: int, frame: FrameType | None) -> None:
         for s in STOPPING:  # a second signal while the block unwinds changes nothing
             signal.signal(s, signal.SIG_IGN)
-        raise Stopped(signum)
+        raise SignalledStop(signum)
 
     previous = {s: signal.signal(s, stop) for s in STOPPING}
     try:
         yield
-    except Stopped:
+    except SignalledStop:
         pass
     finally:
         for s, handler in previous.items():

@@ -51,7 +51,7 @@ from perdure.core.errors import (
     StoreUnavailableError,
 )
 from perdure.store.driver import LockTimeoutError, NumberingConflictError, not_text
-from perdure.store.postgres.listen import Hub, PostgresWatch
+from perdure.store.postgres.listen import ListenHub, PostgresWatch
 from perdure.store.postgres.tx import OPEN, Conn, PostgresTx, Q
 
 RUN_CLOSED_SQLSTATE = "RT001"
@@ -153,7 +153,7 @@ class PostgresDriver:
         self._listen_lock = threading.Lock()
         self._event_listener: psycopg.Connection[Any] | None = None
         self._event_lock = threading.Lock()
-        self._hubs: dict[str, Hub] = {}
+        self._hubs: dict[str, ListenHub] = {}
 
     def when(self, value: datetime | None) -> datetime | None:
         """See :meth:`Driver.when`: psycopg returns aware datetimes (session zone UTC)."""
@@ -263,7 +263,7 @@ class PostgresDriver:
         with self._listen_lock:
             hub = self._hubs.get(listen)
             if hub is None:
-                hub = self._hubs[listen] = Hub(self.url, Q[listen])
+                hub = self._hubs[listen] = ListenHub(self.url, Q[listen])
         return hub.watch()
 
     def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:

@@ -1,5 +1,5 @@
 """One LISTEN connection per store for every reader that follows something (token streams):
-a :class:`Hub` thread receives the notifications and wakes the :class:`PostgresWatch` handles
+a :class:`ListenHub` thread receives the notifications and wakes the :class:`PostgresWatch` handles
 waiting for them, so a thousand followers cost one connection, not a thousand.
 
 A notification only wakes a reader, who always re-reads the store. When the hub (re)connects it
@@ -14,11 +14,11 @@ import psycopg
 
 
 class PostgresWatch:
-    """A :class:`~perdure.store.watch.Watch` served by a :class:`Hub`."""
+    """A :class:`~perdure.store.watch.Watch` served by a :class:`ListenHub`."""
 
     notifies = True
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: ListenHub) -> None:
         self._hub = hub
         self._event = threading.Event()
         self._want: str | None = None
@@ -48,7 +48,7 @@ class PostgresWatch:
             self._registered = False
 
 
-class Hub:
+class ListenHub:
     """A daemon thread holding one connection that LISTENs with ``listen`` (a query), started
     when the first handle registers."""
 
