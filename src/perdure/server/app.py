@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -26,13 +27,13 @@ from perdure.server import apidocs, assets, dashboard, metrics
 from perdure.server.api import json_response
 from perdure.server.cookies import Cookies
 from perdure.server.cors import Cors, checked_origins
-from perdure.server.errors import on_error
+from perdure.server.errors import on_error, on_http_error
 from perdure.server.guard import Recheck
 from perdure.server.headers import SecurityHeaders
 from perdure.server.hub import Hub
-from perdure.server.openapi import document
+from perdure.server.openapi import document, workflow_inputs
 from perdure.server.policy import Policy
-from perdure.server.routes import ENDPOINTS
+from perdure.server.routes import api_routes
 
 log = logging.getLogger("perdure.server")
 
@@ -91,7 +92,7 @@ def create_app(
             hub.stop()
 
     def spec() -> dict[str, Any]:
-        return document(release, tuple(sorted(runtime.workflows)))
+        return document(release, workflow_inputs(runtime.workflows))
 
     async def openapi_doc(request: Request) -> Response:
         return json_response(spec())
@@ -99,12 +100,12 @@ def create_app(
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    routes: list[BaseRoute] = [Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS]
+    routes: list[BaseRoute] = [*api_routes()]
     routes += [
         Route("/openapi.json", openapi_doc, methods=["GET"]),
         Route(
             "/docs",
-            apidocs.page(lambda: document(release, tuple(sorted(runtime.workflows)))),
+            apidocs.page(lambda: document(release, workflow_inputs(runtime.workflows))),
             methods=["GET"],
         ),
         Route("/healthz", healthz, methods=["GET"]),
@@ -116,7 +117,7 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         middleware=[Middleware(SecurityHeaders), Middleware(Cors, origins=origins)],
-        exception_handlers={PerdureError: on_error},
+        exception_handlers={PerdureError: on_error, HTTPException: on_http_error},
     )
     app.state.runtime = runtime
     app.state.hub = hub

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import orjson
 
 from perdure.core.effects import EffectStatus
-from perdure.core.errors import InvalidInputError, KeyNotFoundError, StoreError
+from perdure.core.errors import KeyNameTakenError, KeyNotFoundError, StoreError
 from perdure.core.keys import ApiKey
 from perdure.core.model import Event, RunStatus
 from perdure.core.observed import (
@@ -54,9 +54,8 @@ class Access(EngineBase):
         params = {"tenant_id": key.tenant_id, "name": key.name}
         with self.driver.write() as tx:
             if tx.one("live_key_by_name", params) is not None:
-                raise InvalidInputError(
-                    f"tenant {key.tenant_id} already has a live key named {key.name!r}",
-                    fix="pick another name, or revoke that key first (`perdure keys revoke`)",
+                raise KeyNameTakenError(
+                    f"tenant {key.tenant_id} already has a live key named {key.name!r}"
                 )
             tx.run(
                 "insert_key",
