@@ -126,7 +126,7 @@ def rebuild(rt: Runtime, samples: int) -> tuple[list[float], list[float]]:
     raw, full = [], []
     for _ in range(samples):
         t0 = time.perf_counter()
-        rt.store.state_at("t", "hist", 10)
+        rt.store.history.state_at("t", "hist", 10)
         raw.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         rt.state_at("hist", 10, tenant="t")

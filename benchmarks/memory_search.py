@@ -90,10 +90,10 @@ def run(kind: str, url: str, items: int, dims: int, queries: int) -> None:
                 MemoryWrite(NS, f"d{i}", {"text": f"doc {i}"}, vectors=(MemoryVector("text", v),))
             )
             if len(batch) == 500:
-                rt.store.put_memory("default", batch, now)
+                rt.store.memory.put("default", batch, now)
                 batch = []
         if batch:
-            rt.store.put_memory("default", batch, now)
+            rt.store.memory.put("default", batch, now)
         for i in range(items):
             peer.put(NS, f"d{i}", {"text": f"doc {i}"}, index=False)
             peer._vectors[NS][f"d{i}"]["text"] = vector(
@@ -103,16 +103,16 @@ def run(kind: str, url: str, items: int, dims: int, queries: int) -> None:
         q = tuple(vector(10**9, dims))
         embed_calls["query text"] = list(q)
         plain = timed(
-            lambda: rt.store.search_memory("default", NS, rt.clock.now(), limit=10), queries
+            lambda: rt.store.memory.search("default", NS, rt.clock.now(), limit=10), queries
         )
         ours = timed(
-            lambda: rt.store.search_memory("default", NS, rt.clock.now(), limit=10, query=q),
+            lambda: rt.store.memory.search("default", NS, rt.clock.now(), limit=10, query=q),
             queries,
         )
         api = timed(lambda: store.search(NS, query="query text", limit=10), queries)
         theirs = timed(lambda: peer.search(NS, query="query text", limit=10), queries)
         top_ours = [
-            i.key for i in rt.store.search_memory("default", NS, rt.clock.now(), limit=10, query=q)
+            i.key for i in rt.store.memory.search("default", NS, rt.clock.now(), limit=10, query=q)
         ]
         top_theirs = [i.key for i in peer.search(NS, query="query text", limit=10)]
     same = "same top 10" if top_ours == top_theirs else f"top 10 differ: {top_ours} / {top_theirs}"

@@ -60,7 +60,7 @@ from postgres_overhead import (
 from step_overhead import linear
 
 from perdure import Runtime
-from perdure.runtime.execution.group_commit import GroupCommit
+from perdure.runtime.grouping import GroupCommit
 from perdure.runtime.worker import Worker
 from perdure.store.postgres.store import PostgresStore
 

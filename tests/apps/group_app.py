@@ -19,7 +19,7 @@ from typing import Any
 
 from perdure import Context, Runtime, Workflow, done, goto, step
 from perdure.core.workflow import Outcome
-from perdure.runtime.execution.group_commit import GroupCommit
+from perdure.runtime.grouping import GroupCommit
 from perdure.runtime.worker import Worker
 
 RUNS = 6

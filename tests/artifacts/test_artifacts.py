@@ -28,7 +28,7 @@ def test_a_step_uploads_an_artifact_that_a_later_step_reads_back(
     run_id = started(runtime, "a")
     run = runtime.get(run_id)
     assert run.status is RunStatus.WAITING_EXTERNAL
-    [record] = runtime.store.artifacts("default", run_id=run_id)
+    [record] = runtime.store.artifacts.find("default", run_id=run_id)
     assert record.status is ArtifactStatus.COMMITTED, "the reference is committed at the boundary"
     assert (record.step, record.step_seq, record.ref.media_type) == ("make", 1, "text/plain")
     assert object_key("default", record.ref.digest) in objects.list()
@@ -44,7 +44,7 @@ def test_a_step_uploads_an_artifact_that_a_later_step_reads_back(
 
 def test_the_same_bytes_are_stored_once_per_tenant(runtime: Runtime, objects: Objects) -> None:
     a, b = started(runtime, "same"), started(runtime, "same")
-    refs = [runtime.store.artifacts("default", run_id=r)[0].ref for r in (a, b)]
+    refs = [runtime.store.artifacts.find("default", run_id=r)[0].ref for r in (a, b)]
     assert refs[0] == refs[1]
     assert len(objects.list()) == 1
 
@@ -53,7 +53,9 @@ def test_a_corrupt_artifact_and_a_missing_one_stop_their_runs_with_evidence_whil
     runtime: Runtime, objects: Objects
 ) -> None:
     corrupt, missing, fine = (started(runtime, n) for n in ("corrupt", "missing", "fine"))
-    ref_of = {r: runtime.store.artifacts("default", run_id=r)[0].ref for r in (corrupt, missing)}
+    ref_of = {
+        r: runtime.store.artifacts.find("default", run_id=r)[0].ref for r in (corrupt, missing)
+    }
     objects.write(object_key("default", ref_of[corrupt].digest), b"tampered bytes")
     objects.remove(object_key("default", ref_of[missing].digest))
     for r in (corrupt, missing, fine):
@@ -93,7 +95,9 @@ def test_a_two_megabyte_state_and_a_five_megabyte_tool_output_just_work(
     view = runtime.status(run.run_id)
     assert len(next(m for m in view.messages if m.role == "tool").content) == app.BIG_MESSAGE
     assert runtime.state_at(run.run_id, 1)["blob"] == "x" * app.BIG_STATE
-    kinds = sorted(a.ref.media_type for a in runtime.store.artifacts("default", run_id=run.run_id))
+    kinds = sorted(
+        a.ref.media_type for a in runtime.store.artifacts.find("default", run_id=run.run_id)
+    )
     assert kinds == ["application/json", "text/plain; charset=utf-8"]
 
 
@@ -148,7 +152,7 @@ def test_an_artifact_that_became_a_directory_stops_its_run_as_corrupt(
     store = tmp_path / "objects"
     with Runtime(db_url, clock=clock, artifacts=str(store)) as rt:
         run_id = started(rt, "dir")
-        [record] = rt.store.artifacts("default", run_id=run_id)
+        [record] = rt.store.artifacts.find("default", run_id=run_id)
         where = store / object_key("default", record.ref.digest)
         where.unlink()
         where.mkdir()

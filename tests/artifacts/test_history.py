@@ -28,11 +28,11 @@ def snapshot(rt: Runtime, run_id: str) -> dict[str, Any]:
         "run": run,
         "steps": rt.store.steps("default", run_id),
         "state": rt.store.load_state("default", run_id),
-        "history": rt.store.state_changes("default", run_id),
+        "history": rt.store.history.state_changes("default", run_id),
         "events": rt.store.events("default", run_id),
         "effects": rt.store.list_effects("default", run_id=run_id),
         "messages": rt.store.messages("default", run.thread_id),
-        "savepoints": rt.store.savepoints("default", run_id),
+        "savepoints": rt.store.history.savepoints("default", run_id),
     }
 
 
@@ -155,8 +155,10 @@ def test_a_fork_of_a_run_with_offloaded_state_shares_the_artifact(runtime: Runti
     fork = runtime.fork(run.run_id, at=1)
     runtime.run_until_idle()
     assert runtime.get(fork.run_id).result == {"blob": app.BIG_STATE, "tool": app.BIG_MESSAGE}
-    digests = {a.ref.digest for a in runtime.store.artifacts("default", run_id=fork.run_id)}
-    assert digests == {a.ref.digest for a in runtime.store.artifacts("default", run_id=run.run_id)}
+    digests = {a.ref.digest for a in runtime.store.artifacts.find("default", run_id=fork.run_id)}
+    assert digests == {
+        a.ref.digest for a in runtime.store.artifacts.find("default", run_id=run.run_id)
+    }
     assert rows_mentioning(runtime.store.url, fork.run_id)
 
 
@@ -233,7 +235,7 @@ def test_an_upgrade_that_rewrites_an_offloaded_field_commits_its_artifact(
     runtime.signal(run.run_id, "go")
     runtime.gc(Retention(finished=None, orphan_grace=timedelta(0)))
     runtime.run_until_idle()
-    statuses = {str(a.status) for a in runtime.store.artifacts("default", run_id=run.run_id)}
+    statuses = {str(a.status) for a in runtime.store.artifacts.find("default", run_id=run.run_id)}
     assert statuses == {"committed"}, "the migrated value's upload is committed with the upgrade"
     swept = runtime.gc(Retention(finished=None, orphan_grace=timedelta(0)))
     assert swept.objects_deleted == 0, "the old value stays too: the history points to it"

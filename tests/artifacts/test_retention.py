@@ -31,7 +31,7 @@ def report(rt: Runtime, label: str, *, thread: str | None = None, finish: bool =
 
 
 def key_of(rt: Runtime, run_id: str) -> str:
-    return object_key("default", rt.store.artifacts("default", run_id=run_id)[0].ref.digest)
+    return object_key("default", rt.store.artifacts.find("default", run_id=run_id)[0].ref.digest)
 
 
 def test_gc_with_zero_retention_deletes_finished_runs_and_nothing_live_runs_need(
@@ -98,7 +98,7 @@ def test_erasing_a_thread_leaves_no_row_and_no_object_behind(
     assert unique not in objects.list()
     # the big blobs are the same bytes as the other thread's: they stay for it
     assert runtime.get(theirs.run_id).result == {"blob": app.BIG_STATE, "tool": app.BIG_MESSAGE}
-    shared = [a.ref for a in runtime.store.artifacts("default", run_id=theirs.run_id)]
+    shared = [a.ref for a in runtime.store.artifacts.find("default", run_id=theirs.run_id)]
     assert runtime.get_artifact(shared[0])
     runtime.delete_thread("other")
     assert objects.list() == [], "nothing left in the bucket"
@@ -154,13 +154,13 @@ def test_gc_can_archive_finished_runs_and_restore_brings_one_back_whole(
         r: (
             runtime.get(r),
             runtime.store.steps("default", r),
-            runtime.store.state_changes("default", r),
+            runtime.store.history.state_changes("default", r),
             [(e.type, e.step, e.data) for e in runtime.store.events("default", r)],
             runtime.store.list_effects("default", run_id=r),
         )
         for r in (run_id, big.run_id)
     }
-    ref = runtime.store.artifacts("default", run_id=run_id)[0].ref
+    ref = runtime.store.artifacts.find("default", run_id=run_id)[0].ref
 
     gone = runtime.gc(NOW, archive=True)
 
@@ -172,7 +172,7 @@ def test_gc_can_archive_finished_runs_and_restore_brings_one_back_whole(
         back = runtime.restore(r)
         assert back == before[r][0]
         assert runtime.store.steps("default", r) == before[r][1]
-        assert runtime.store.state_changes("default", r) == before[r][2]
+        assert runtime.store.history.state_changes("default", r) == before[r][2]
         events = [(e.type, e.step, e.data) for e in runtime.store.events("default", r)]
         assert events[:-1] == before[r][3] and events[-1][0] == "restored"
         assert runtime.store.list_effects("default", run_id=r) == before[r][4]
@@ -206,4 +206,4 @@ def test_gc_can_prune_events_and_history_sooner_than_the_runs(runtime: Runtime) 
     assert runtime.store.events("default", done) == []
     assert runtime.get(done).status is RunStatus.SUCCEEDED
     assert runtime.store.events("default", live) != []
-    assert runtime.store.state_changes("default", live) != []
+    assert runtime.store.history.state_changes("default", live) != []

@@ -9,8 +9,8 @@ from perdure.core.effects import EffectStatus
 from perdure.core.errors import StoreError
 from perdure.core.model import RunStatus
 from perdure.store.base import Store
+from perdure.testing.conformance.support import LEASE, boundary, new_run
 from tests.backends import Backend
-from tests.conformance.conftest import LEASE, boundary, new_run
 
 
 def every_method(store: Store, clock: FakeClock) -> dict[str, Callable[[], object]]:

@@ -29,8 +29,8 @@ from perdure.core.records import (
     Waiting,
 )
 from perdure.store.base import Boundary
+from perdure.testing.conformance.support import LEASE, new_run
 from tests.backends import Backend
-from tests.conformance.conftest import LEASE, new_run
 
 OWNERS = ["w1", "w2"]
 

@@ -48,7 +48,7 @@ def test_a_crash_after_the_upload_leaves_an_orphan_that_gc_collects_after_the_ru
         crashed = rt.get(run.run_id)
         assert crashed.status is RunStatus.RUNNING and crashed.steps_done == 0
         assert rt.state_at(run.run_id, 0)["report"] is None, "no reference reached the run"
-        [upload] = rt.store.artifacts("default", run_id=run.run_id)
+        [upload] = rt.store.artifacts.find("default", run_id=run.run_id)
         assert upload.status is ArtifactStatus.UPLOADED
         first = object_key("default", upload.ref.digest)
         assert first in objects.list()
@@ -63,7 +63,7 @@ def test_a_crash_after_the_upload_leaves_an_orphan_that_gc_collects_after_the_ru
         report = rt.gc(NOW)
         assert report.orphan_uploads == 1 and report.objects_deleted == 1
         assert first not in objects.list()
-        [kept] = rt.store.artifacts("default", run_id=run.run_id)
+        [kept] = rt.store.artifacts.find("default", run_id=run.run_id)
         assert kept.status is ArtifactStatus.COMMITTED
         rt.signal(run.run_id, "go")
         rt.run_until_idle()

@@ -36,7 +36,7 @@ def docs_of(rt: Runtime, run_id: str) -> list[dict[str, object]]:
 
 
 def whole_writes(rt: Runtime, run_id: str) -> list[int]:
-    changes = rt.store.state_changes("default", run_id)
+    changes = rt.store.history.state_changes("default", run_id)
     return [c.step_seq for c in changes if c.field == "docs" and not c.appended]
 
 

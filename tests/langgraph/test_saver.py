@@ -68,7 +68,7 @@ def test_a_second_concurrent_invocation_on_a_held_thread_gets_a_typed_error(
     with saver.hold(cfg()) as held:
         with pytest.raises(GraphThreadBusyError) as busy, saver.hold(cfg()):
             pass
-        assert busy.value.code == "thread_busy"
+        assert busy.value.code == "graph_thread_busy"
         with pytest.raises(GraphThreadBusyError):
             graph.invoke(START, cfg())  # an invocation that does not hold the thread
         assert summary(graph.invoke(START, held))["messages"] == PAUSED
@@ -142,7 +142,7 @@ def test_the_default_serializer_never_unpickles_a_stored_value(
     with pytest.raises(GraphCheckpointUnreadableError, match="pickled"):
         saver.get_tuple(cfg())
     assert not marker.exists()
-    assert graph_runtime.store.graph_thread("default", "t1").status is RunStatus.QUARANTINED
+    assert graph_runtime.store.graphs.thread("default", "t1").status is RunStatus.QUARANTINED
 
 
 def test_sealed_checkpoints_are_encrypted_and_a_changed_one_quarantines(
@@ -153,21 +153,21 @@ def test_sealed_checkpoints_are_encrypted_and_a_changed_one_quarantines(
         saver = PerdureSaver(rt, renew=False)
         to_interrupt(saver)
         assert approve(saver)["messages"] == DONE, "sealed values read back"
-        listed = rt.store.list_graph_checkpoints("default", thread_id="t1")
+        listed = rt.store.graphs.list_checkpoints("default", thread_id="t1")
         stored = [b.data for c in listed for b in c.blobs if b.data] + [listed[0].checkpoint]
         assert stored and all(d.startswith(b"rk2.e.k1.0.") for d in stored)
         assert not any(b"add 2 and 3" in d for d in stored)
         damage_graph(graph_url, "graph_checkpoints", "t1", b"rk1.e.k1.AAAAAAAAAAAAAAAAAAAA")
         with pytest.raises(GraphCheckpointUnreadableError):
             saver.get_tuple(cfg())
-        assert rt.store.graph_thread("default", "t1").status is RunStatus.QUARANTINED
+        assert rt.store.graphs.thread("default", "t1").status is RunStatus.QUARANTINED
 
 
 # -- bounded storage ----------------------------------------------------------------------------
 
 
 def referenced_blobs(saver: PerdureSaver, thread: str) -> int:
-    found = saver.store.list_graph_checkpoints("default", thread_id=thread)
+    found = saver.store.graphs.list_checkpoints("default", thread_id=thread)
     return len({(c.checkpoint_ns, b.channel, b.version) for c in found for b in c.blobs})
 
 

@@ -108,7 +108,7 @@ def test_an_encrypted_serializer_assigned_after_construction_keeps_the_secret_ou
         with saver.hold(config) as held:
             assert graph.invoke({"text": SECRET}, held) == {"text": f"{SECRET} (kept)"}
         assert graph.get_state(config).values == {"text": f"{SECRET} (kept)"}
-        stored = rt.store.list_graph_checkpoints("default", thread_id="t1")
+        stored = rt.store.graphs.list_checkpoints("default", thread_id="t1")
         types = {b.type for c in stored for b in c.blobs if b.type != "empty"}
         types |= {c.checkpoint_type for c in stored}
         assert tables_holding(graph_url, b"belongs to Ada") == {}

@@ -152,7 +152,7 @@ def test_ttl_expires_items_by_the_runtimes_clock_and_reads_refresh_it(
     clock.advance(11)
     assert store.get(("s",), "short") is None
     assert [i.key for i in store.search(("s",))] == ["kept"]
-    assert graph_runtime.store.expire_memory(clock.now(), limit=10) == 1  # what gc deletes
+    assert graph_runtime.store.memory.expire(clock.now(), limit=10) == 1  # what gc deletes
 
 
 def test_hostile_namespaces_keys_and_values_are_refused_as_invalid_input(

@@ -14,8 +14,8 @@ from perdure.core.model import RunStatus
 from perdure.store import migrate
 from perdure.store.postgres.driver import RUN_CLOSED_SQLSTATE, translate_error
 from perdure.store.postgres.store import PostgresStore
+from perdure.testing.conformance.support import LEASE, new_run
 from tests.backends import PgServer
-from tests.conformance.conftest import LEASE, new_run
 from tests.migrations.schema import fresh_postgres_schema
 
 SNAPSHOT = Path(__file__).with_name("schema.postgres.sql")

@@ -72,7 +72,9 @@ def test_a_growing_list_stores_only_what_each_step_appended(rt: Runtime) -> None
     run = rt.start(notes, Notes(until=30))
     rt.run_until_idle()
     assert rt.get(run.run_id).status is RunStatus.SUCCEEDED
-    changes = [c for c in rt.store.state_changes("default", run.run_id) if c.field == "items"]
+    changes = [
+        c for c in rt.store.history.state_changes("default", run.run_id) if c.field == "items"
+    ]
     whole = [c for c in changes if not c.appended]
     tails = [c for c in changes if c.appended]
     # items grows by ~220 bytes a step: written whole until it passes 1,000 bytes (step 5),
@@ -88,7 +90,7 @@ def test_history_rebuilds_a_log_at_every_step(rt: Runtime) -> None:
     run = rt.start(notes, Notes(until=12))
     rt.run_until_idle()
     for seq in (0, 3, 5, 6, 9, 12):
-        at = rt.store.state_at("default", run.run_id, seq)
+        at = rt.store.history.state_at("default", run.run_id, seq)
         assert loads(at["items"]) == [{"n": i, "text": ITEM} for i in range(seq)], seq
 
 
@@ -108,7 +110,7 @@ def test_a_log_is_compacted_and_a_new_process_goes_on_appending(
         again.signal(run.run_id, "go", None)
         again.run_until_idle()  # loads the log (base and 15 tails) and goes on appending
         assert again.get(run.run_id).status is RunStatus.SUCCEEDED
-        changes = again.store.state_changes("default", run.run_id)
+        changes = again.store.history.state_changes("default", run.run_id)
         whole = [c.step_seq for c in changes if c.field == "items" and not c.appended]
         assert whole == [0, 1, 2, 3, 4, 5, 5 + COMPACT_EVERY + 1], "compacted once"
         assert items_of(again, run.run_id) == [{"n": i, "text": ITEM} for i in range(total)]
@@ -142,13 +144,13 @@ def test_a_log_of_large_items_is_compacted_by_size_across_processes(
         again.signal(run.run_id, "go", None)
         again.run_until_idle()  # knows the bytes its tails hold: compacts at step 9, not later
         assert again.get(run.run_id).status is RunStatus.SUCCEEDED
-        changes = again.store.state_changes("default", run.run_id)
+        changes = again.store.history.state_changes("default", run.run_id)
         whole = [c.step_seq for c in changes if c.field == "items" and not c.appended]
         assert whole == [0, 1, 5, 9]
         assert [i["n"] for i in items_of(again, run.run_id)] == list(range(12))
         assert again.store.load_state("default", run.run_id).logs == {"items": 3}
         for seq in (4, 5, 6, 8, 9, 10):  # history (state_at, forks) across the compactions
-            at = loads(again.store.state_at("default", run.run_id, seq)["items"])
+            at = loads(again.store.history.state_at("default", run.run_id, seq)["items"])
             assert [i["n"] for i in at] == list(range(seq)), seq
 
 
@@ -159,7 +161,7 @@ def test_a_log_may_outgrow_the_byte_limit(db_url: str, clock: FakeClock, tmp_pat
         rt.run_until_idle()
         assert rt.get(run.run_id).status is RunStatus.SUCCEEDED
         assert len(items_of(rt, run.run_id)) == 6_005
-        tails = [c for c in rt.store.state_changes("default", run.run_id) if c.appended]
+        tails = [c for c in rt.store.history.state_changes("default", run.run_id) if c.appended]
         assert len(tails) == 4, "step 1 made it a log; steps 2-5 appended"
 
 

@@ -15,7 +15,7 @@ from perdure.core.effects import EffectStatus as E
 from perdure.core.errors import ConfigError
 from perdure.core.model import RunStatus
 from perdure.core.workflow import Outcome
-from perdure.runtime.execution.group_commit import GroupCommit
+from perdure.runtime.grouping import GroupCommit
 from perdure.runtime.worker import Worker
 from perdure.store.url import open_store
 

@@ -59,7 +59,7 @@ def test_a_steps_puts_reach_a_later_run_only_once_the_step_commits(runtime: Runt
 
     def remember(ctx: Context) -> Any:
         ctx.memory.put(("user", "u1"), "lang", "fr")
-        outside = store.get_memory(ctx.tenant_id, ("user", "u1"), "lang", clock.now())
+        outside = store.memory.get(ctx.tenant_id, ("user", "u1"), "lang", clock.now())
         return {"mine": value(ctx.memory.get(("user", "u1"), "lang")), "outside": value(outside)}
 
     assert result_of(runtime, one_step("remember", remember)) == {"mine": "fr", "outside": None}
@@ -104,7 +104,7 @@ def test_a_step_that_raises_and_is_retried_leaves_only_the_committed_attempts_me
     after = runtime.get(run.run_id)
     assert after.status is RunStatus.SUCCEEDED
     assert after.result == ["attempt-2"]
-    stored = runtime.store.search_memory("default", ("task",), clock.now())
+    stored = runtime.store.memory.search("default", ("task",), clock.now())
     assert [(i.key, i.version) for i in stored] == [("attempt-2", 1)]
 
 
@@ -116,7 +116,7 @@ def test_a_step_that_escalates_writes_no_memory(runtime: Runtime) -> None:
     run = runtime.start(one_step("broken", broken))
     runtime.run_until_idle()
     assert runtime.get(run.run_id).status is RunStatus.NEEDS_ATTENTION
-    assert runtime.store.search_memory("default", (), runtime.clock.now()) == []
+    assert runtime.store.memory.search("default", (), runtime.clock.now()) == []
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "exit"])
@@ -144,7 +144,7 @@ def test_later_steps_of_a_run_read_earlier_steps_writes_in_every_durability_mode
     runtime.run_until_idle()
     after = runtime.get(run.run_id)
     assert after.result == [["a", 10, 2]]
-    stored = runtime.store.search_memory("default", ("run",), runtime.clock.now())
+    stored = runtime.store.memory.search("default", ("run",), runtime.clock.now())
     assert [(i.key, i.value, i.version) for i in stored] == [("a", 10, 2)]
 
 
@@ -195,7 +195,7 @@ def test_an_item_with_a_ttl_reads_as_absent_once_the_clock_passes_it_and_gc_remo
     assert result_of(runtime, one_step("recall", recall)) == ["name"]
     report = runtime.gc()
     assert report.rows.get("memory") == 1
-    assert runtime.store.expire_memory(clock.now(), limit=10) == 0
+    assert runtime.store.memory.expire(clock.now(), limit=10) == 0
 
 
 @pytest.mark.parametrize(
@@ -235,7 +235,7 @@ def test_hostile_namespaces_and_keys_are_refused_as_invalid_input(
         assert len(refused) in (0, 3)
     else:
         assert refused == ["invalid_input"] * 3
-    assert runtime.store.search_memory("default", (), runtime.clock.now()) == []
+    assert runtime.store.memory.search("default", (), runtime.clock.now()) == []
 
 
 def test_values_limits_and_ttls_that_cannot_be_stored_are_refused(runtime: Runtime) -> None:

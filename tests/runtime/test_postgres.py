@@ -24,8 +24,8 @@ from perdure.store.postgres.driver import _check, translate_error
 from perdure.store.postgres.store import PostgresStore
 from perdure.store.queries import queries
 from perdure.store.url import open_store
+from perdure.testing.conformance.support import LEASE, boundary, claim, new_run
 from tests.backends import PgServer, database_name, database_url, server_waits
-from tests.conformance.conftest import LEASE, boundary, claim, new_run
 from tests.runtime.test_runtime import agent
 
 

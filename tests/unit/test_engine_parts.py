@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 
 from perdure.store.base import Store
-from perdure.store.engine import Engine
 from perdure.store.engine.base import EngineBase
+from perdure.store.engine.engine import Engine
 
 
 def capabilities() -> list[type]:

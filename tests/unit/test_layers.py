@@ -93,7 +93,17 @@ def test_every_module_imports_only_inner_layers(path: Path) -> None:
 # telemetry, logs, crash points, the artifact service, settings) are modules of runtime/ itself;
 # step/, execution/ and admin/ are packages. What each room may import of the runtime:
 RUNTIME_FACE = {"__init__", "runtime", "asyncrt", "worker", "supervisor", "forked", "fleet"}
-RUNTIME_PLUMBING = {"aio", "clock", "telemetry", "logs", "crashpoints", "artifacts", "settings"}
+RUNTIME_PLUMBING = {
+    "aio",
+    "clock",
+    "telemetry",
+    "logs",
+    "crashpoints",
+    "artifacts",
+    "settings",
+    "leases",
+    "grouping",
+}
 ROOMS: dict[str, set[str]] = {
     "face": {"face", "plumbing", "admin", "execution", "step"},
     "plumbing": {"plumbing"},
@@ -185,3 +195,33 @@ def test_a_bare_import_of_perdure_never_imports_langgraph() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# What no module outside its package reaches into: a runtime's execution room (one claimed run;
+# the face and its options are the way in) and a store's dialect packages (``open_store`` and
+# :mod:`perdure.store.faults` are the way in).
+INTERNAL = {
+    "perdure.runtime.execution": SRC / "runtime",
+    "perdure.store.sqlite": SRC / "store",
+    "perdure.store.postgres": SRC / "store",
+}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_reaches_into_another_packages_internals(path: Path) -> None:
+    reached = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = (
+            [node.module]
+            if isinstance(node, ast.ImportFrom) and node.module
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        for name in names:
+            for internal, home in INTERNAL.items():
+                if (
+                    name == internal or name.startswith(internal + ".")
+                ) and home not in path.parents:
+                    reached.add(name)
+    assert not reached, f"{path.relative_to(SRC)} reaches into {sorted(reached)}"

@@ -10,7 +10,7 @@ from perdure.cli import stops
 from perdure.cli.serve import log_options, serve_metrics
 from perdure.cli.support import Settings, app_option, load_app, pass_settings, run_command
 from perdure.core.history import Retention
-from perdure.runtime.execution.group_commit import GroupCommit
+from perdure.runtime.grouping import GroupCommit
 from perdure.runtime.logs import configure as configure_logs
 from perdure.runtime.runtime import Runtime
 from perdure.runtime.supervisor import Supervisor

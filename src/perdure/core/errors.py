@@ -224,7 +224,7 @@ class GraphThreadBusyError(RunBusyError):
     """Another invocation holds this LangGraph thread (perdure.langgraph): this write would
     interleave with its checkpoints, so nothing was written."""
 
-    code = "thread_busy"
+    code = "graph_thread_busy"
     fix = "wait for the other invocation to finish, or give it another thread_id"
 
 

@@ -8,11 +8,11 @@ from datetime import datetime
 from perdure.core.model import JSON
 
 
-class Signal(BaseException):
+class ControlFlow(BaseException):
     """Root of the control-flow signals."""
 
 
-class RetryLater(Signal):
+class RetryLater(ControlFlow):
     """Sleep durably until ``at``, then run the current step again (same effect keys).
 
     ``step_attempts`` is the new count of failed attempts of the step (None: unchanged, as
@@ -25,7 +25,7 @@ class RetryLater(Signal):
         self.step_attempts = step_attempts
 
 
-class Escalate(Signal):
+class Escalate(ControlFlow):
     """Stop the step and hand the run on: ``action`` is ``fail``, ``needs_attention`` or the
     name of a declared failure step to go to. ``evidence`` is kept on the run."""
 
@@ -39,5 +39,5 @@ class Escalate(Signal):
         self.message = message
 
 
-class Cancelled(Signal):
+class Cancelled(ControlFlow):
     """Raised by ``ctx.check_cancelled()``: the run was cancelled; leave the step now."""

@@ -24,7 +24,7 @@ def committed(db: str, run_id: str) -> list[ArtifactRecord]:
     """The artifacts a run's committed steps hold, oldest first."""
     store = open_store(db)
     try:
-        found = store.artifacts(TENANT, run_id=run_id)
+        found = store.artifacts.find(TENANT, run_id=run_id)
     finally:
         store.close()
     return [a for a in found if a.status is ArtifactStatus.COMMITTED and a.step]

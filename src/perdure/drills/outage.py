@@ -6,7 +6,7 @@ import contextlib
 import time
 
 from perdure.drills.base import Drills
-from perdure.store.sqlite.store import SqliteStore
+from perdure.store.faults import postgres_sessions_ender, sqlite_write_lock
 from perdure.testing import _Row
 
 OUTAGE_SECONDS = 2.0
@@ -23,16 +23,12 @@ def database_unavailable(self: Drills) -> tuple[str, bool | None]:
     if self.pg is not None:
         return postgres_outage(self, step)
     row = self.row("database-unavailable")
-    store = SqliteStore(row.db.removeprefix("sqlite:///"))
-    try:
-        with contextlib.ExitStack() as outage:
-            with self.held_at(row, step) as proc:
-                if proc is None:
-                    return f"could not hold step {step} open ({row.observe().status})", False
-                outage.enter_context(store.driver.write())  # BEGIN IMMEDIATE: the lock
-            time.sleep(OUTAGE_SECONDS)  # the step runs; its writes wait for the lock
-    finally:
-        store.close()
+    with contextlib.ExitStack() as outage:
+        with self.held_at(row, step) as proc:
+            if proc is None:
+                return f"could not hold step {step} open ({row.observe().status})", False
+            outage.enter_context(sqlite_write_lock(row.db.removeprefix("sqlite:///")))
+        time.sleep(OUTAGE_SECONDS)  # the step runs; its writes wait for the lock
     proc.wait(timeout=120)
     seen, _ = row.settle(self.approve_as)
     what = f"SQLite's write lock held {OUTAGE_SECONDS:.0f} s by another connection as {step} ran"
@@ -40,22 +36,17 @@ def database_unavailable(self: Drills) -> tuple[str, bool | None]:
 
 
 def postgres_outage(self: Drills, step: str) -> tuple[str, bool | None]:
-    from perdure.store.postgres.store import PostgresStore  # needs perdure[postgres]
-
     folder = self.workdir / "database-unavailable"
     row = _Row(folder, self.app, self.workflow, self.input_json, self.durability, db=self.pg)
-    store = PostgresStore(row.db, max_connections=1)
     ended = 0
-    try:
+    with postgres_sessions_ender(row.db) as end_sessions:
         with self.held_at(row, step) as proc:
             if proc is None:
                 return f"could not hold step {step} open ({row.observe().status})", False
         end = time.monotonic() + OUTAGE_SECONDS
         while time.monotonic() < end:  # the outage: the step runs, its connections die
-            ended += store.terminate_sessions()
+            ended += end_sessions()
             time.sleep(0.05)
-    finally:
-        store.close()
     proc.wait(timeout=120)
     seen, _ = row.settle(self.approve_as)
     what = f"PostgreSQL: {ended} connections ended over {OUTAGE_SECONDS:.0f} s as {step} ran"

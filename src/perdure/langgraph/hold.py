@@ -29,7 +29,7 @@ from perdure.core.ids import checked_id
 from perdure.core.model import Run, RunStatus
 from perdure.core.records import RunError
 from perdure.core.transitions import allowed
-from perdure.runtime.execution.leases import Lease, is_dead_local_owner
+from perdure.runtime.leases import Lease, is_dead_local_owner
 from perdure.runtime.runtime import Runtime
 
 FENCE_KEY = "__perdure_fence__"
@@ -96,7 +96,7 @@ class Holds:
         thread, _, _ = where(config)
         rt, run_id = self.runtime, graph_run_id(self.tenant, thread)
         now = rt.clock.now()
-        self.store.open_graph_thread(self.tenant, thread, now)
+        self.store.graphs.open_thread(self.tenant, thread, now)
         run = self.store.get_run(self.tenant, run_id)
         if run.status is RunStatus.QUARANTINED:
             raise GraphThreadQuarantinedError(f"thread {thread} is quarantined; it cannot be held")
@@ -138,7 +138,7 @@ class Holds:
         try:
             run = self.store.get_run(self.tenant, run_id)
         except RunNotFoundError:
-            self.store.open_graph_thread(self.tenant, thread, now)
+            self.store.graphs.open_thread(self.tenant, thread, now)
             run = self.store.get_run(self.tenant, run_id)
         if run.status is RunStatus.QUARANTINED:
             raise GraphThreadQuarantinedError(f"thread {thread} is quarantined")

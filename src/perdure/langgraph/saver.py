@@ -207,7 +207,7 @@ class PerdureSaver(ThreadedAsync):
         the thread) for a checkpoint that cannot be read: never None for those."""
         thread, ns, checkpoint_id = where(config)
         with self.calls.one():
-            found = self.store.get_graph_checkpoint(self.tenant, thread, ns, checkpoint_id)
+            found = self.store.graphs.get_checkpoint(self.tenant, thread, ns, checkpoint_id)
             return None if found is None else self._tuple(found)
 
     def list(
@@ -234,7 +234,7 @@ class PerdureSaver(ThreadedAsync):
         with self.calls.one():  # read and decoded here: no call stays open across a yield
             found = [
                 self._tuple(row)
-                for row in self.store.list_graph_checkpoints(
+                for row in self.store.graphs.list_checkpoints(
                     self.tenant,
                     thread_id=thread,
                     checkpoint_ns=ns,
@@ -292,7 +292,7 @@ class PerdureSaver(ThreadedAsync):
             },
         )
         with self.calls.one():
-            self.store.put_graph_checkpoint(put, held_by(config), self.runtime.clock.now())
+            self.store.graphs.put_checkpoint(put, held_by(config), self.runtime.clock.now())
         return {
             "configurable": {
                 "thread_id": thread,
@@ -394,7 +394,7 @@ class PerdureSaver(ThreadedAsync):
             records.append(GraphWrite(task_id, i, channel, *codec.dump(place, value), task_path))
             if channel == INTERRUPT:
                 interrupts.extend(value if isinstance(value, (list, tuple)) else [value])
-        self.store.put_graph_writes(
+        self.store.graphs.put_writes(
             self.tenant,
             thread,
             ns,
@@ -411,21 +411,21 @@ class PerdureSaver(ThreadedAsync):
         quarantined thread is set RUNNING again: deleting it is the decision to start over."""
         thread = checked_id(str(thread_id), "thread")
         with self.calls.one():
-            self.store.delete_graph_thread(self.tenant, thread, self.runtime.clock.now())
+            self.store.graphs.delete_thread(self.tenant, thread, self.runtime.clock.now())
             self.holds.reopen(thread)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) made by these LangGraph runs."""
         ids = [checked_id(str(r), "run id") for r in run_ids]
         with self.calls.one():
-            self.store.delete_graph_runs(self.tenant, ids, self.runtime.clock.now())
+            self.store.graphs.delete_runs(self.tenant, ids, self.runtime.clock.now())
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's whole history (every namespace, blobs, writes) to another thread."""
         source = checked_id(str(source_thread_id), "thread")
         target = checked_id(str(target_thread_id), "thread")
         with self.calls.one():
-            self.store.copy_graph_thread(self.tenant, source, target, self.runtime.clock.now())
+            self.store.graphs.copy_thread(self.tenant, source, target, self.runtime.clock.now())
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep the newest checkpoint of each namespace (``keep_latest``) or none (``delete``)
@@ -438,7 +438,7 @@ class PerdureSaver(ThreadedAsync):
             ) from exc
         threads = [checked_id(str(t), "thread") for t in thread_ids]
         with self.calls.one():
-            self.store.prune_graph_threads(self.tenant, threads, chosen, self.runtime.clock.now())
+            self.store.graphs.prune_threads(self.tenant, threads, chosen, self.runtime.clock.now())
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         """The next channel version: a zero-padded counter (so versions sort as text) and a

@@ -116,7 +116,7 @@ class PerdureStore(BaseStore):
                 )
         if puts:
             writes = [self._write(ns, op) for (ns, _), op in puts.items()]
-            self.runtime.store.put_memory(self.tenant, writes, self.runtime.clock.now())
+            self.runtime.store.memory.put(self.tenant, writes, self.runtime.clock.now())
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -128,7 +128,7 @@ class PerdureStore(BaseStore):
     def _get(self, op: GetOp) -> Item | None:
         ns, key = checked_namespace(op.namespace), checked_key(op.key)
         now = self.runtime.clock.now()
-        found = self.runtime.store.get_memory(
+        found = self.runtime.store.memory.get(
             self.tenant, ns, key, now, refresh_ttl=bool(op.refresh_ttl)
         )
         return None if found is None else _item(found)
@@ -143,7 +143,7 @@ class PerdureStore(BaseStore):
         query = None
         if op.query and self._embeddings is not None:
             query = checked_vector(self._embeddings.embed_query(op.query), self._dims)
-        found = self.runtime.store.search_memory(
+        found = self.runtime.store.memory.search(
             self.tenant,
             prefix,
             self.runtime.clock.now(),
@@ -156,7 +156,7 @@ class PerdureStore(BaseStore):
         return [_search_item(i) for i in found]
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        known = self.runtime.store.memory_namespaces(self.tenant, self.runtime.clock.now())
+        known = self.runtime.store.memory.namespaces(self.tenant, self.runtime.clock.now())
         kept = [ns for ns in known if all(_matches(c, ns) for c in (op.match_conditions or ()))]
         if op.max_depth is not None:
             kept = sorted({ns[: op.max_depth] for ns in kept})

@@ -26,7 +26,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from perdure.core.chat import Pricing
 from perdure.core.effect_calls import Reconcile
 from perdure.core.retry import RetryPolicy
-from perdure.core.signals import Signal
+from perdure.core.signals import ControlFlow
 from perdure.pydantic_ai.model import DurableModel
 from perdure.pydantic_ai.toolset import DurableToolset
 from perdure.runtime.step.context import Context
@@ -89,9 +89,9 @@ class PerdureDurability(AbstractCapability[Any]):
         return result
 
 
-def _first_signal(group: BaseExceptionGroup[Any]) -> Signal | None:
+def _first_signal(group: BaseExceptionGroup[Any]) -> ControlFlow | None:
     for exc in group.exceptions:
-        if isinstance(exc, Signal):
+        if isinstance(exc, ControlFlow):
             return exc
         if isinstance(exc, BaseExceptionGroup):
             found = _first_signal(exc)

@@ -121,7 +121,7 @@ class Artifacts:
         """Record, then upload; return the reference and the id of its ``uploaded`` row."""
         check_media_type(media_type)
         body, ref = _read(data, media_type)
-        ref_id = self.store.record_artifact(
+        ref_id = self.store.artifacts.record(
             who.tenant_id,
             who.run_id,
             step=who.step,

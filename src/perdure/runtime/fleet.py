@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from perdure.core.clock import Clock
 from perdure.core.errors import StoreError
 from perdure.core.model import WorkerInfo, WorkerState
-from perdure.runtime.execution.leases import is_dead_local_owner
+from perdure.runtime.leases import is_dead_local_owner
 from perdure.store.base import Store
 
 REFRESH_SECONDS = 1.0

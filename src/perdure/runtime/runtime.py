@@ -36,11 +36,12 @@ from perdure.runtime.aio import EventLoop
 from perdure.runtime.artifacts import Artifacts
 from perdure.runtime.clock import default_clock
 from perdure.runtime.execution.execution import Execution
-from perdure.runtime.execution.group_commit import GroupCommit, effect_group, grouper
-from perdure.runtime.execution.leases import Heartbeat, is_dead_local_owner, process_owner
+from perdure.runtime.execution.group_commit import effect_group, grouper
 from perdure.runtime.execution.services import Services, Stopped
 from perdure.runtime.execution.state_writes import APPEND_FROM
 from perdure.runtime.fleet import Fleet
+from perdure.runtime.grouping import GroupCommit
+from perdure.runtime.leases import Heartbeat, is_dead_local_owner, process_owner
 from perdure.runtime.settings import setting
 from perdure.runtime.telemetry import Telemetry, current_trace
 from perdure.store.base import Store
@@ -79,7 +80,7 @@ class Runtime:
     directory ``artifacts`` beside the SQLite file); state fields and message contents larger
     than ``offload_bytes`` (default ``PERDURE_OFFLOAD_BYTES``, else 256 KiB) are kept there.
     ``group_commit`` says how the commits of runs executing at once share transactions
-    (:class:`~perdure.runtime.execution.group_commit.GroupCommit`; ``False``: every commit alone).
+    (:class:`~perdure.runtime.grouping.GroupCommit`; ``False``: every commit alone).
     A state field of ``append_from`` bytes or more that a step only appends to is kept as a log
     from then on: each boundary stores the items appended, not the whole list
     (:mod:`perdure.core.logs`).

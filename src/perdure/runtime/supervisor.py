@@ -11,7 +11,7 @@ code, ``os._exit``) the supervisor hears it at once (the dead child's end of a p
 :mod:`perdure.runtime.forked`), reaps it, and tells the standby to work: its first claim finds
 the dead process's leases held by a process of this host that no longer exists and takes its
 runs over without waiting for the leases to run out
-(:func:`perdure.runtime.execution.leases.is_dead_local_owner`). Each resumes from its last
+(:func:`perdure.runtime.leases.is_dead_local_owner`). Each resumes from its last
 committed step, as after any crash. The supervisor forks the next standby half a second later
 (``settle``), once the takeover has had the CPU to itself. No connection is
 ever shared across a fork: the supervisor holds none and starts no thread, and each child opens

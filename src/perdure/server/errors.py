@@ -32,6 +32,7 @@ STATUS = {
     "run_closed": 409,
     "run_busy": 409,
     "thread_busy": 409,
+    "graph_thread_busy": 409,
     "stream_closed": 409,
     "stale_state": 409,
     "approval_not_pending": 409,

@@ -179,7 +179,7 @@ class Driver(Protocol):
         """A :class:`Watch` on the channel the named query ``listen`` listens to."""
 
     def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
-        """See :meth:`perdure.store.access.AccessStore.wait_for_events`."""
+        """See :meth:`perdure.store.wings.activity.contract.ActivityStore.wait_for_events`."""
         ...
 
     def close(self) -> None:

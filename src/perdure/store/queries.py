@@ -1,6 +1,7 @@
-"""Named SQL queries, loaded from ``<dialect>/sql/queries.sql``.
+"""Named SQL queries, loaded from the kernel's ``<dialect>/sql/queries.sql`` and from each wing's
+``wings/<wing>/<dialect>.sql``, into one namespace per dialect.
 
-The file is a sequence of blocks, each introduced by a ``-- name: NAME`` line. Queries use named
+Each file is a sequence of blocks, each introduced by a ``-- name: NAME`` line. Queries use named
 parameters. SQL is never assembled from strings at run time. Both dialects define the same
 names, except those :data:`DIALECT_ONLY` declares for one of them; ``tests/migrations/`` keeps
 the two files to that.
@@ -70,14 +71,21 @@ def sql_text(dialect: str, filename: str) -> str:
     return (SHIPPED / dialect / "sql" / filename).read_text("utf-8")
 
 
+def query_files(dialect: str) -> list[Path]:
+    """The files a dialect's named queries are read from: the kernel's, then each wing's."""
+    wings = sorted((SHIPPED / "wings").glob(f"*/{dialect}.sql"))
+    return [SHIPPED / dialect / "sql" / "queries.sql", *wings]
+
+
 @cache
 def queries(dialect: str) -> dict[str, str]:
-    """Every named query of a dialect, by name. Duplicate names are a packaging bug."""
-    text = sql_text(dialect, "queries.sql")
-    parts = _HEADER.split(text)
+    """Every named query of a dialect, by name. A name defined twice (in one file or in two)
+    is a packaging bug."""
     found: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in found:
-            raise RuntimeError(f"query {name!r} is defined twice in {dialect}/queries.sql")
-        found[name] = body.strip()
+    for path in query_files(dialect):
+        parts = _HEADER.split(path.read_text("utf-8"))
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in found:
+                raise RuntimeError(f"query {name!r} is defined twice ({path.name} of {dialect})")
+            found[name] = body.strip()
     return found

@@ -1,5 +1,5 @@
 """Following something as it grows: the :class:`Watch` a store hands a reader
-(:meth:`~perdure.store.conversations.StreamsStore.watch_streams`) and a driver opens
+(:meth:`~perdure.store.base.Store.watch_streams`) and a driver opens
 (:meth:`~perdure.store.driver.Driver.watch`), and :class:`NoWatch` for a database without
 notifications."""
 

@@ -43,7 +43,7 @@ class Archive:
     def archive(self, tenant_id: str, run_id: str) -> str:
         """Write the run and copies of its artifacts to the archive; return the archive key.
         The database is not changed (``gc`` deletes the run afterwards)."""
-        rows = self.parts.store.export_run(tenant_id, run_id)
+        rows = self.parts.store.archive.export_run(tenant_id, run_id)
         objects = self.artifacts.objects
         thread = str(rows[0].row["thread_id"])
         base = f"{_folder(tenant_id)}/{quote(thread, safe='')}/{quote(run_id, safe='')}"
@@ -113,7 +113,7 @@ class Archive:
             verify(ref, data, f"archive of run {run_id}")
             objects.put(object_key(tenant_id, ref.digest), data)
             copies.append(key)
-        run = self.parts.store.import_run(tenant_id, rows, self.parts.clock.now())
+        run = self.parts.store.archive.import_run(tenant_id, rows, self.parts.clock.now())
         for key in [*copies, f"{base}.jsonl"]:
             objects.delete(key)
         return run

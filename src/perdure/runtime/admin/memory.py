@@ -45,7 +45,7 @@ class MemoryAdmin:
                 f"limit must be 1 to {MAX_LIST}, not {limit!r}", fix="pass a smaller limit"
             )
         now = self.parts.clock.now()
-        return self.parts.store.search_memory(
+        return self.parts.store.memory.search(
             tenant_of(tenant), ns, now, filter=filter, limit=limit
         )
 
@@ -54,7 +54,7 @@ class MemoryAdmin:
     ) -> MemoryItem:
         """The tenant's live item, or :class:`~perdure.core.errors.MemoryNotFoundError`."""
         ns, k = checked_namespace(namespace), checked_key(key)
-        item = self.parts.store.get_memory(tenant_of(tenant), ns, k, self.parts.clock.now())
+        item = self.parts.store.memory.get(tenant_of(tenant), ns, k, self.parts.clock.now())
         if item is None:
             raise MemoryNotFoundError(f"no memory item {k!r} in namespace {namespace_text(ns)!r}")
         return item
@@ -74,4 +74,4 @@ class MemoryAdmin:
         ns = checked_namespace(prefix)
         who = checked_id(by, "--as") if by is not None else self.parts.owner
         now = self.parts.clock.now()
-        return self.parts.store.erase_memory(tenant_of(tenant), ns, by=who, now=now)
+        return self.parts.store.memory.erase(tenant_of(tenant), ns, by=who, now=now)

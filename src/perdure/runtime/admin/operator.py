@@ -47,23 +47,23 @@ class Operator:
         stored. A second live key of the same name in the tenant is refused."""
         checked_id(name, "key name")
         made = new_key(tenant_of(tenant), name, checked_roles(tuple(roles)), self.parts.clock.now())
-        self.parts.store.create_key(made.key, made.secret_hash, self.parts.clock.now())
+        self.parts.store.access.create_key(made.key, made.secret_hash, self.parts.clock.now())
         return made
 
     def keys(self, *, tenant: Tenant = DEFAULT_TENANT, revoked: bool = False) -> list[ApiKey]:
         """The tenant's live keys (and revoked ones with ``revoked``), oldest first."""
-        return self.parts.store.list_keys(tenant_of(tenant), revoked=revoked)
+        return self.parts.store.access.list_keys(tenant_of(tenant), revoked=revoked)
 
     def revoke_key(self, key_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> ApiKey:
         """Revoke a key at once (idempotent); :class:`KeyNotFoundError` for another
         tenant's key."""
-        return self.parts.store.revoke_key(tenant_of(tenant), key_id, self.parts.clock.now())
+        return self.parts.store.access.revoke_key(tenant_of(tenant), key_id, self.parts.clock.now())
 
     def authenticate(self, token: str) -> Principal:
         """The principal a presented key speaks for (its tenant, name and roles), or
         :class:`NotAuthenticatedError` for a malformed, unknown or revoked key."""
         key_id, secret = parse_token(token)
-        found = self.parts.store.find_key(key_id)
+        found = self.parts.store.access.find_key(key_id)
         if found is None or not matches(secret, found[1]):
             raise NotAuthenticatedError("the API key is unknown")
         key = found[0]
@@ -79,7 +79,7 @@ class Operator:
         that did not come through an API key (a dashboard session, the command line) is
         :class:`NotAuthenticatedError`."""
         via = principal.via or ""
-        found = self.parts.store.find_key(via[4:]) if via.startswith("key:") else None
+        found = self.parts.store.access.find_key(via[4:]) if via.startswith("key:") else None
         if found is None or found[0].revoked_at is not None:
             raise NotAuthenticatedError(
                 "a stream token is minted with a live API key only",
@@ -94,7 +94,7 @@ class Operator:
         key (``expired_ok``: an open stream asks whether its key still holds, not whether
         its token could still open one)."""
         presented = parse_stream_token(token)
-        found = self.parts.store.find_key(presented.key_id)
+        found = self.parts.store.access.find_key(presented.key_id)
         if found is None or not presented.valid_for(found[1]):
             raise NotAuthenticatedError("the stream token is unknown")
         key = found[0]
@@ -124,7 +124,7 @@ class Operator:
         session, hashed, session_token = new_session(
             principal.tenant_id, key_id, now, lifetime=lifetime, idle=idle
         )
-        self.parts.store.create_session(session, hashed, now)
+        self.parts.store.access.create_session(session, hashed, now)
         return session_token, replace(principal, via=session.via)
 
     def session_principal(self, token: str, *, touch: bool = True) -> Principal:
@@ -134,22 +134,22 @@ class Operator:
         ``touch`` the request counts as use (the idle time starts again); a live stream that
         only checks its session passes ``touch=False``."""
         session_id, secret = parse_session_token(token)
-        found = self.parts.store.find_session(session_id)
+        found = self.parts.store.access.find_session(session_id)
         if found is None or not matches(secret, found[1]):
             raise NotAuthenticatedError("the session is unknown", fix="log in again")
         session, now = found[0], self.parts.clock.now()
         why = session.over(now)
-        stored = self.parts.store.find_key(session.key_id)
+        stored = self.parts.store.access.find_key(session.key_id)
         key = stored[0] if stored is not None else None
         if key is None or key.revoked_at is not None:
             why = why or "revoked"
         if why is not None or key is None:
             why = why or "revoked"
             if session.ended_at is None:
-                self.parts.store.end_session(session.tenant_id, session_id, why, now)
+                self.parts.store.access.end_session(session.tenant_id, session_id, why, now)
             raise NotAuthenticatedError(f"the session ended ({why})", fix="log in again")
         if touch and session.stale(now):
-            self.parts.store.touch_session(session_id, now)
+            self.parts.store.access.touch_session(session_id, now)
         return replace(key.principal, via=session.via)
 
     def end_session(self, token: str) -> Session | None:
@@ -159,18 +159,20 @@ class Operator:
             session_id, secret = parse_session_token(token)
         except NotAuthenticatedError:
             return None
-        found = self.parts.store.find_session(session_id)
+        found = self.parts.store.access.find_session(session_id)
         if found is None or not matches(secret, found[1]):
             return None
         tenant_id = found[0].tenant_id
-        return self.parts.store.end_session(tenant_id, session_id, "logout", self.parts.clock.now())
+        return self.parts.store.access.end_session(
+            tenant_id, session_id, "logout", self.parts.clock.now()
+        )
 
     def sessions(
         self, *, tenant: Tenant = DEFAULT_TENANT, key_id: str | None = None, ended: bool = False
     ) -> list[Session]:
         """The tenant's sessions not ended (and ended ones with ``ended``), of one key or all,
         oldest first (never their secrets)."""
-        return self.parts.store.list_sessions(tenant_of(tenant), key_id=key_id, ended=ended)
+        return self.parts.store.access.list_sessions(tenant_of(tenant), key_id=key_id, ended=ended)
 
     def state(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> dict[str, JSON]:
         """The run's current state fields as JSON (opened with the keyring when state is
@@ -204,7 +206,7 @@ class Operator:
     ) -> list[Event]:
         """Events of every run of a tenant with ``seq > after``, oldest first, filtered by
         event type (any of) and workflow."""
-        return self.parts.store.tenant_events(
+        return self.parts.store.activity.tenant_events(
             tenant_of(tenant), after=after, types=types, workflow=workflow, limit=limit
         )
 
@@ -217,7 +219,7 @@ class Operator:
         tenant_id, cursor = tenant_of(tenant), after
         found: list[Decision] = []
         while len(found) < limit:
-            page = self.parts.store.tenant_events(
+            page = self.parts.store.activity.tenant_events(
                 tenant_id, after=cursor, types=AUDITED_TYPES, limit=1000
             )
             found += [d for e in page if (d := decision_of(e)) is not None]
@@ -230,14 +232,14 @@ class Operator:
 
     def run_counts(self, *, tenant: Tenant | None = None) -> list[RunCount]:
         """Runs by tenant, workflow and status (one tenant, or every tenant with None)."""
-        return self.parts.store.run_counts(None if tenant is None else tenant_of(tenant))
+        return self.parts.store.activity.run_counts(None if tenant is None else tenant_of(tenant))
 
     def runs_by_period(
         self, *, tenant: Tenant = DEFAULT_TENANT, since: datetime, daily: bool = False
     ) -> list[PeriodCount]:
         """How many of the tenant's runs created since ``since`` are in each status now, by
         the UTC hour (or day, ``daily``) they were created in, oldest first."""
-        return self.parts.store.runs_by_period(tenant_of(tenant), since, daily=daily)
+        return self.parts.store.activity.runs_by_period(tenant_of(tenant), since, daily=daily)
 
     def step_latencies(
         self, *, tenant: Tenant = DEFAULT_TENANT, since: datetime, limit: int = 10_000
@@ -245,33 +247,35 @@ class Operator:
         """Percentiles of how long each step of each workflow took (start to committed
         boundary) in the tenant's runs created since ``since``, from the newest ``limit``
         committed steps."""
-        found = self.parts.store.step_timings(tenant_of(tenant), since, limit=limit)
+        found = self.parts.store.activity.step_timings(tenant_of(tenant), since, limit=limit)
         return latencies(found)
 
     def effect_counts(self, *, tenant: Tenant | None = None) -> list[EffectCount]:
         """Effects by tenant and status (one tenant, or every tenant with None)."""
-        return self.parts.store.effect_counts(None if tenant is None else tenant_of(tenant))
+        return self.parts.store.activity.effect_counts(
+            None if tenant is None else tenant_of(tenant)
+        )
 
     def moved_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
         """``(seq, tenant_id, run_id)`` of every event after ``after`` across tenants: how a
         stream hub learns which runs moved when the store cannot notify. Never show it to a
         caller: it is not scoped by tenant."""
-        return self.parts.store.events_since(after, limit=limit)
+        return self.parts.store.activity.events_since(after, limit=limit)
 
     def last_event_seq(self) -> int:
         """The highest event sequence number of the store (0 when there are none)."""
-        return self.parts.store.last_event_seq()
+        return self.parts.store.activity.last_event_seq()
 
     def wait_for_events(self, timeout: float) -> list[tuple[str, str]] | None:
         """Block up to ``timeout`` seconds for committed events and return the
         ``(tenant_id, run_id)`` pairs that moved; None at once when the store cannot notify
         (SQLite: poll :meth:`moved_since` instead)."""
-        return self.parts.store.wait_for_events(timeout)
+        return self.parts.store.activity.wait_for_events(timeout)
 
     def spend_counts(self, *, tenant: Tenant | None = None) -> list[SpendCount]:
         """Model tokens and cost recorded in the runs' budgets, by tenant and workflow."""
-        return self.parts.store.spend_counts(None if tenant is None else tenant_of(tenant))
+        return self.parts.store.activity.spend_counts(None if tenant is None else tenant_of(tenant))
 
     def queue(self) -> Queue:
         """Runs of every tenant claimable now, and since when the oldest has been."""
-        return self.parts.store.queue(self.parts.clock.now())
+        return self.parts.store.activity.queue(self.parts.clock.now())

@@ -54,7 +54,7 @@ class Retainer:
                 continue
             before = now - age
             while True:
-                batch = self.parts.store.expired_runs(
+                batch = self.parts.store.retention.expired_runs(
                     before, now, workflow=workflow, exclude=exclude, limit=policy.batch
                 )
                 if not batch:
@@ -62,7 +62,7 @@ class Retainer:
                 if archive:
                     for tenant_id, run_id in batch:
                         self.cold.archive(tenant_id, run_id)
-                done = self.parts.store.delete_runs(batch, now)
+                done = self.parts.store.retention.delete_runs(batch, now)
                 runs += done.rows.get("runs", 0)
                 removed = removed.plus(self._free(done))
                 if not done.rows.get("runs"):
@@ -71,21 +71,23 @@ class Retainer:
             if age is None:
                 continue
             pruned = 0
-            while n := self.parts.store.prune_finished(part, now - age, now, limit=policy.batch):
+            while n := self.parts.store.retention.prune_finished(
+                part, now - age, now, limit=policy.batch
+            ):
                 pruned += n
             if pruned:
                 removed = removed.plus(Removed({part: pruned}))
         expired = 0
-        while n := self.parts.store.expire_memory(now, limit=policy.batch):
+        while n := self.parts.store.memory.expire(now, limit=policy.batch):
             expired += n
         if expired:
             removed = removed.plus(Removed({"memory": expired}))
         orphans = 0
         while True:
-            found = self.parts.store.orphan_uploads(limit=policy.batch)
+            found = self.parts.store.artifacts.orphan_uploads(limit=policy.batch)
             if not found:
                 break
-            done = self.parts.store.drop_artifacts([a.id for a in found])
+            done = self.parts.store.artifacts.drop([a.id for a in found])
             orphans += len(found)
             removed = removed.plus(self._free(done))
         deleted = removed.rows.get("objects", 0)
@@ -107,7 +109,7 @@ class Retainer:
         checked_id(thread, "thread")
         now = self.parts.clock.now()
         who = by or self.parts.owner
-        done = self.parts.store.erase_thread(tenant_id, thread, by=who, now=now)
+        done = self.parts.store.retention.erase_thread(tenant_id, thread, by=who, now=now)
         gone = self._free(done).rows.get("objects", 0) + self.cold.erase(tenant_id, thread=thread)
         return Erasure(tenant_id, thread, None, done.rows, gone, who, now)
 
@@ -122,7 +124,7 @@ class Retainer:
         now = self.parts.clock.now()
         who = by or self.parts.owner
         try:
-            done = self.parts.store.erase_run(tenant_id, run_id, by=who, now=now)
+            done = self.parts.store.retention.erase_run(tenant_id, run_id, by=who, now=now)
         except RunNotFoundError:
             archived = self.cold.erase(tenant_id, run_id=run_id)
             if not archived:
@@ -155,7 +157,7 @@ class Retainer:
             digests = sorted(keys)
             for start in range(0, len(digests), policy.batch):
                 chunk = digests[start : start + policy.batch]
-                used = self.parts.store.referenced(tenant_id, chunk)
+                used = self.parts.store.artifacts.referenced(tenant_id, chunk)
                 for digest in chunk:
                     if digest not in used:
                         self.artifacts.objects.delete(keys[digest])

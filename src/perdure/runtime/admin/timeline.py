@@ -73,10 +73,12 @@ class Timeline:
         tenant_id = tenant_of(tenant)
         store = self.parts.store
         store.get_run(tenant_id, run_id)
-        changes = store.state_changes(tenant_id, run_id)
-        marks = store.savepoints(tenant_id, run_id)
+        changes = store.history.state_changes(tenant_id, run_id)
+        marks = store.history.savepoints(tenant_id, run_id)
         made = [
-            a for a in store.artifacts(tenant_id, run_id=run_id) if str(a.status) == "committed"
+            a
+            for a in store.artifacts.find(tenant_id, run_id=run_id)
+            if str(a.status) == "committed"
         ]
         entries = [HistoryEntry(0, None, None, None, None, ())]
         entries += [
@@ -120,7 +122,7 @@ class Timeline:
         checked_id(label, "savepoint label")
         run = self.parts.store.get_run(tenant_id, run_id)
         now = self.parts.clock.now()
-        return self.parts.store.add_savepoint(
+        return self.parts.store.history.add_savepoint(
             tenant_id,
             run_id,
             label,
@@ -132,11 +134,11 @@ class Timeline:
 
     def savepoints(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> list[Savepoint]:
         """The run's savepoints, by step."""
-        return self.parts.store.savepoints(tenant_of(tenant), run_id)
+        return self.parts.store.history.savepoints(tenant_of(tenant), run_id)
 
     def lineage(self, run_id: str, *, tenant: Tenant = DEFAULT_TENANT) -> Lineage | None:
         """Where a forked run came from (None for a run that was not forked)."""
-        return self.parts.store.lineage(tenant_of(tenant), run_id)
+        return self.parts.store.history.lineage(tenant_of(tenant), run_id)
 
     def fork(
         self,
@@ -188,7 +190,7 @@ class Timeline:
             checked_id(thread, "thread")
         messages = tuple(
             Message(m.role, m.content, m.tool_calls, m.tool_call_id, artifact=m.artifact)
-            for m in store.messages_until(tenant_id, source.thread_id, source.run_id, step)
+            for m in store.history.messages_until(tenant_id, source.thread_id, source.run_id, step)
         )
         refs = {r.digest: r for r in refs_in(stored)}
         refs.update({m.artifact.digest: m.artifact for m in messages if m.artifact})
@@ -228,7 +230,7 @@ class Timeline:
         """The opened (unsealed) stored fields at ``step``; offloaded values stay pointers. Each
         value is checked against its own seal; which state write sealed it does not matter
         here (history holds older values by design)."""
-        stored = self.parts.store.state_at(run.tenant_id, run.run_id, step)
+        stored = self.parts.store.history.state_at(run.tenant_id, run.run_id, step)
         keyring = self.parts.keyring
         if keyring is None:
             return stored
@@ -244,7 +246,7 @@ class Timeline:
             )
         if at is not None:
             return self._step(run, at)
-        found = {s.label: s for s in self.parts.store.savepoints(run.tenant_id, run.run_id)}
+        found = {s.label: s for s in self.parts.store.history.savepoints(run.tenant_id, run.run_id)}
         sp = found.get(label or "")
         if sp is None:
             known = ", ".join(sorted(found)) or "none"

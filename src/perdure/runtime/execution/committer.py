@@ -9,7 +9,7 @@ writer and flushes at the same points as ``per_effect``.
 A :class:`Committer` belongs to one execution of one run under one fence. It is the only writer of
 that run's progress while the execution lasts; the expected ``state_version`` lives in the
 execution's :class:`~perdure.runtime.execution.claim.Claim`. Its commits join the runtime's
-:class:`~perdure.runtime.execution.group_commit.GroupCommitter`, which may write them in one
+:class:`~perdure.runtime.grouping.GroupCommitter`, which may write them in one
 transaction with other runs' commits.
 """
 

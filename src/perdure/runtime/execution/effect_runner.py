@@ -83,7 +83,7 @@ class EffectRunner:
         """Set while a step's parallel branches run (see :meth:`offloading`)."""
         self.holds: Callable[[], bool] = lambda: True
         """Whether this execution's lease is still surely its own (the execution sets it:
-        :meth:`~perdure.runtime.execution.leases.Heartbeat.holds`); asked just before every
+        :meth:`~perdure.runtime.leases.Heartbeat.holds`); asked just before every
         call."""
 
     def begin_step(self, step: str, seq: int) -> None:

@@ -43,12 +43,12 @@ from perdure.runtime.execution.committer import Committer
 from perdure.runtime.execution.compensation import Compensation
 from perdure.runtime.execution.effect_runner import EffectRunner
 from perdure.runtime.execution.host import ExecutionHost
-from perdure.runtime.execution.leases import Lease
 from perdure.runtime.execution.services import Services, Stopped
 from perdure.runtime.execution.spawner import Spawner, checked_wait
 from perdure.runtime.execution.state_writes import StateWrite, StateWriter
 from perdure.runtime.execution.stepcall import StepCaller
 from perdure.runtime.execution.stopping import Stops
+from perdure.runtime.leases import Lease
 from perdure.runtime.step.context import Context
 from perdure.store.base import Boundary
 from perdure.store.objects.base import ObjectStoreError

@@ -304,7 +304,7 @@ class ExecutionHost:
         touched, found = self._mine(namespace, key, now)
         if touched:
             return found
-        return self.store.get_memory(self.claim.tenant_id, namespace, key, now)
+        return self.store.memory.get(self.claim.tenant_id, namespace, key, now)
 
     def memory_search(
         self,
@@ -315,7 +315,7 @@ class ExecutionHost:
     ) -> list[MemoryItem]:
         now = self.clock.now()
         keys = [k for k in (*self._unflushed, *self.memory_writes) if under(k[0], prefix)]
-        stored = self.store.search_memory(
+        stored = self.store.memory.search(
             self.claim.tenant_id, prefix, now, filter=filter, limit=limit + len(keys), query=query
         )
         items = {(i.namespace, i.key): i for i in stored}
@@ -371,7 +371,7 @@ class ExecutionHost:
         before = (
             self._unflushed[k]
             if k in self._unflushed
-            else self.store.get_memory(self.claim.tenant_id, write.namespace, write.key, now)
+            else self.store.memory.get(self.claim.tenant_id, write.namespace, write.key, now)
         )
         return MemoryItem(
             namespace=write.namespace,

@@ -14,8 +14,8 @@ from perdure.core.serde import Limits
 from perdure.runtime.aio import EventLoop
 from perdure.runtime.artifacts import Artifacts
 from perdure.runtime.execution.group_commit import Group, GroupCommitter
-from perdure.runtime.execution.leases import Heartbeat
 from perdure.runtime.execution.state_writes import APPEND_FROM
+from perdure.runtime.leases import Heartbeat
 from perdure.runtime.telemetry import Telemetry
 from perdure.store.base import Store
 

@@ -19,9 +19,9 @@ from perdure.core.workflow import Workflow
 from perdure.runtime.execution.claim import Claim
 from perdure.runtime.execution.committer import Committer
 from perdure.runtime.execution.compensation import Compensation
-from perdure.runtime.execution.leases import Heartbeat
 from perdure.runtime.execution.services import SUGGESTIONS, Stopped
 from perdure.runtime.execution.spawner import request_cancel_children
+from perdure.runtime.leases import Heartbeat
 from perdure.store.base import Store
 from perdure.store.objects.base import ObjectStoreError
 

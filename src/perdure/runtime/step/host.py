@@ -200,8 +200,8 @@ class StepHost(Protocol):
         query: tuple[float, ...] | None = None,
     ) -> list[MemoryItem]:
         """The tenant's items under ``prefix`` (see
-        :meth:`perdure.store.memory.MemoryStore.search_memory`), with the same writes applied;
-        with a ``query`` vector, scored and ordered best first, the writes' vectors too."""
+        :meth:`perdure.store.wings.memory.contract.MemoryStore.search`), with the same writes
+        applied; with a ``query`` vector, scored and ordered best first, the writes' vectors too."""
         ...
 
     def memory_write(self, write: MemoryWrite) -> None:

@@ -1,8 +1,8 @@
 """Child runs in the store: reading a run's children, and waking a parent whose wait for its
 children is over — inside the transaction that settles the last awaited child, or inside the
-parent's own commit when its children settled first. :class:`Children`, a part of
-:class:`~perdure.store.engine.Engine` (the contract is
-:class:`~perdure.store.capabilities.ChildrenStore`), and the helpers that ``commit`` and
+parent's own commit when its children settled first. :class:`ChildrenEngine`, a part of
+:class:`~perdure.store.engine.engine.Engine` (the contract is
+:class:`~perdure.store.base.Store`), and the helpers that ``commit`` and
 ``set_status`` call inside their transactions.
 
 The child's transaction locks the parent's row (``lock_run``: ``FOR UPDATE`` on PostgreSQL; on
@@ -24,8 +24,8 @@ from perdure.store.engine.tx import event, fetch
 from perdure.store.rows import Params, Row, from_json
 
 
-class Children(EngineBase):
-    """A run's child runs. Part of :class:`~perdure.store.engine.Engine`."""
+class ChildrenEngine(EngineBase):
+    """A run's child runs. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def child_runs(self, tenant_id: str, parent_run_id: str) -> list[ChildRecord]:
         """See :meth:`ChildrenStore.child_runs`."""

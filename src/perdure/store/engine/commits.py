@@ -1,8 +1,8 @@
 """The step-boundary commit: one transaction for one or more boundaries of a run, guarded by
 the fence, the expected version and status RUNNING; and the group commit, one transaction for
-the commits of several runs, each under its own guard. :class:`Commits`, a part of
-:class:`~perdure.store.engine.Engine`; the contracts are :meth:`perdure.store.base.Store.commit`
-and :meth:`~perdure.store.base.Store.commit_many`."""
+the commits of several runs, each under its own guard. :class:`CommitsEngine`, a part of
+:class:`~perdure.store.engine.engine.Engine`; the contracts are
+:meth:`perdure.store.base.Store.commit` and :meth:`~perdure.store.base.Store.commit_many`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from perdure.store.base import Boundary, CommitRequest
 from perdure.store.driver import Driver, NumberingConflictError, Tx
 from perdure.store.engine import children, threads
 from perdure.store.engine.base import EngineBase
-from perdure.store.engine.history import commit_marks
-from perdure.store.engine.memory import write_memory
+from perdure.store.engine.lineage import commit_marks
+from perdure.store.engine.memory_writes import write_memory
 from perdure.store.engine.plain_steps import commit_plain, plain
 from perdure.store.engine.tx import (
     event,
@@ -42,9 +42,9 @@ from perdure.store.rows import (
 )
 
 
-class Commits(EngineBase):
+class CommitsEngine(EngineBase):
     """The step-boundary commit, of one run or of a group of runs. Part of
-    :class:`~perdure.store.engine.Engine`."""
+    :class:`~perdure.store.engine.engine.Engine`."""
 
     def commit(
         self,

@@ -1,5 +1,5 @@
-"""The effect ledger: intents, outcomes, listings. :class:`Effects`, a part of
-:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
+"""The effect ledger: intents, outcomes, listings. :class:`EffectsEngine`, a part of
+:class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
 
 Planning or moving an effect under a fence checks the run's fence in the same statement (on
 PostgreSQL it share-locks the run's row, so a claim that would raise the fence waits for the
@@ -52,8 +52,8 @@ G = TypeVar("G", bound=_OfRun)
 """An item of a group of effect writes: it names its run."""
 
 
-class Effects(EngineBase):
-    """The effect ledger. Part of :class:`~perdure.store.engine.Engine`."""
+class EffectsEngine(EngineBase):
+    """The effect ledger. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def plan_effect(
         self, tenant_id: str, run_id: str, fence: int, new: NewEffect, now: datetime

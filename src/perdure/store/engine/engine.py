@@ -1,51 +1,56 @@
-""":class:`Engine`: every capability of :mod:`perdure.store.engine` in one class, the
-:class:`~perdure.store.base.Store` on any database a :class:`~perdure.store.driver.Driver`
-reaches."""
+""":class:`Engine`: the store's kernel on any database a :class:`~perdure.store.driver.Driver`
+reaches, with its wings attached: the :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
 
 from perdure.store.base import Store
-from perdure.store.engine.access import Access
-from perdure.store.engine.archive import Archive
-from perdure.store.engine.artifacts import Artifacts
-from perdure.store.engine.checkpoints import GraphCheckpoints
-from perdure.store.engine.children import Children
-from perdure.store.engine.commits import Commits
-from perdure.store.engine.effects import Effects
-from perdure.store.engine.fleet import Fleet
-from perdure.store.engine.history import History
-from perdure.store.engine.memory import Memory
-from perdure.store.engine.retention import Retention
-from perdure.store.engine.runs import Runs
-from perdure.store.engine.sessions import Sessions
-from perdure.store.engine.streams import Streams
-from perdure.store.engine.threads import Threads
-from perdure.store.engine.versions import Versions
-from perdure.store.engine.waits import Waits
+from perdure.store.driver import Driver
+from perdure.store.engine.children import ChildrenEngine
+from perdure.store.engine.commits import CommitsEngine
+from perdure.store.engine.effects import EffectsEngine
+from perdure.store.engine.fleet import FleetEngine
+from perdure.store.engine.runs import RunsEngine
+from perdure.store.engine.streams import StreamsEngine
+from perdure.store.engine.threads import ThreadsEngine
+from perdure.store.engine.versions import VersionsEngine
+from perdure.store.engine.waits import WaitsEngine
+from perdure.store.wings.access.engine import AccessWing
+from perdure.store.wings.activity.engine import ActivityWing
+from perdure.store.wings.archive.engine import ArchiveWing
+from perdure.store.wings.artifacts.engine import ArtifactsWing
+from perdure.store.wings.graphs.engine import GraphsWing
+from perdure.store.wings.history.engine import HistoryWing
+from perdure.store.wings.memory.engine import MemoryWing
+from perdure.store.wings.retention.engine import RetentionWing
 
 
 class Engine(
-    Versions,
-    Runs,
-    Commits,
-    Effects,
-    Waits,
-    Fleet,
-    Threads,
-    Streams,
-    GraphCheckpoints,
-    Access,
-    Sessions,
-    History,
-    Artifacts,
-    Retention,
-    Archive,
-    Children,
-    Memory,
+    VersionsEngine,
+    RunsEngine,
+    CommitsEngine,
+    EffectsEngine,
+    WaitsEngine,
+    FleetEngine,
+    ThreadsEngine,
+    StreamsEngine,
+    ChildrenEngine,
 ):
     """:class:`~perdure.store.base.Store` on any database a :class:`Driver` reaches:
-    ``Engine(driver)``. Each base class brings the methods of one capability; they share only
-    the driver (:class:`~perdure.store.engine.base.EngineBase`)."""
+    ``Engine(driver)``. Each base class brings the kernel methods of one capability; they share
+    only the driver (:class:`~perdure.store.engine.base.EngineBase`). Each wing is an object of
+    its own on the same driver, an attribute named after it (``store.memory``, ...): never a
+    base class."""
+
+    def __init__(self, driver: Driver) -> None:
+        super().__init__(driver)
+        self.graphs = GraphsWing(driver)
+        self.access = AccessWing(driver)
+        self.activity = ActivityWing(driver)
+        self.memory = MemoryWing(driver)
+        self.history = HistoryWing(driver)
+        self.artifacts = ArtifactsWing(driver)
+        self.retention = RetentionWing(driver)
+        self.archive = ArchiveWing(driver)
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""
@@ -58,4 +63,4 @@ class Engine(
 
 _: type[Store] = Engine
 """The type checker holds :class:`Engine` to the :class:`~perdure.store.base.Store` protocol
-here: a method missing, or one whose signature differs, fails the check."""
+here: a method or wing missing, or a signature that differs, fails the check."""

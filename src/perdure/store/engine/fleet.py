@@ -1,5 +1,5 @@
-"""The fleet: worker beats, stuck runs, the next timer. :class:`Fleet`, a part of
-:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
+"""The fleet: worker beats, stuck runs, the next timer. :class:`FleetEngine`, a part of
+:class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from perdure.store.engine.tx import fetch
 from perdure.store.rows import run_from_row, worker_from_row
 
 
-class Fleet(EngineBase):
-    """Workers, the watchdog, timers. Part of :class:`~perdure.store.engine.Engine`."""
+class FleetEngine(EngineBase):
+    """Workers, the watchdog, timers. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def worker_beat(
         self,

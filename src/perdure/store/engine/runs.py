@@ -1,6 +1,6 @@
 """Runs and leases: create, read, claim, heartbeat, release, change status, defer a retry, and
-the history reads (steps, events, messages). :class:`Runs`, a part of
-:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
+the history reads (steps, events, messages). :class:`RunsEngine`, a part of
+:class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from perdure.store.base import NewRun
 from perdure.store.driver import Driver
 from perdure.store.engine import children, threads
 from perdure.store.engine.base import EngineBase
-from perdure.store.engine.history import record_fork, record_inherited
+from perdure.store.engine.lineage import record_fork, record_inherited
 from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fields, write_messages
 from perdure.store.rows import (
     ERROR_STATUSES,
@@ -38,9 +38,9 @@ ADMIT_TRIES = 20
 taking it (PostgreSQL; SQLite admits one creator at a time)."""
 
 
-class Runs(EngineBase):
+class RunsEngine(EngineBase):
     """Runs, leases, status changes, retries, history reads. Part of
-    :class:`~perdure.store.engine.Engine`."""
+    :class:`~perdure.store.engine.engine.Engine`."""
 
     def create_run(self, new: NewRun, now: datetime) -> tuple[Run, bool]:
         """See :meth:`Store.create_run`. The insert skips a run whose idempotency key exists, even

@@ -1,6 +1,7 @@
 """Durable token streams: open an attempt, append a batch of entries, read them back.
-:class:`Streams`, a part of :class:`~perdure.store.engine.Engine`; contracts in
-:class:`~perdure.store.conversations.StreamsStore`.
+:class:`StreamsEngine`, a part of the kernel's :class:`~perdure.store.engine.engine.Engine`;
+contracts in
+:class:`~perdure.store.base.Store`.
 
 Every write first updates the stream's head row (``streams``), guarded by the run's fence, the
 attempt and an unfinished stream: that one conditional update hands out the sequence numbers,
@@ -33,8 +34,8 @@ def _announce(tx: Tx, ids: dict[str, str], fence: int, attempt: int, at: Any) ->
     event(tx, ids, EventType.MESSAGE_STREAM, None, fence, data, at)
 
 
-class Streams(EngineBase):
-    """Durable token streams. Part of :class:`~perdure.store.engine.Engine`."""
+class StreamsEngine(EngineBase):
+    """Durable token streams. Part of :class:`~perdure.store.engine.engine.Engine`."""
 
     def open_stream(
         self,

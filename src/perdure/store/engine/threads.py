@@ -1,6 +1,7 @@
 """One writer per thread: admitting a new run under the thread's policy, the thread inbox, and
-the thread's policy and view. :class:`Threads`, a part of :class:`~perdure.store.engine.Engine`
-(contracts in :class:`~perdure.store.conversations.ThreadsStore`), and the helpers that
+the thread's policy and view. :class:`ThreadsEngine`, a part of the kernel's
+:class:`~perdure.store.engine.engine.Engine`
+(contracts in :class:`~perdure.store.base.Store`), and the helpers that
 ``create_run``, ``claim``, ``commit`` and ``set_status`` call inside their transactions.
 
 The rule itself lives in the claim queries: only the oldest unfinished run of a thread (by
@@ -109,9 +110,9 @@ def deliver_unread(tx: Tx, tenant_id: str, thread_id: str, run_id: str | None, a
     tx.run("mark_inbox_delivered", params)
 
 
-class Threads(EngineBase):
-    """Thread policies, thread views, messages posted to a thread. Part of
-    :class:`~perdure.store.engine.Engine`."""
+class ThreadsEngine(EngineBase):
+    """Thread policies, thread views, messages posted to a thread. Part of the kernel's
+    :class:`~perdure.store.engine.engine.Engine`."""
 
     def set_thread_policy(
         self, tenant_id: str, thread_id: str, policy: ThreadPolicy, now: datetime

@@ -179,3 +179,14 @@ def late(request: CommitRequest, exc: PerdureError) -> dict[str, Any]:
         "steps": [b.step for b in request.boundaries],
         "refused": exc.code,
     }
+
+
+def still_used(tx: Tx, tenant_id: str, digest: str) -> bool:
+    """True while a reference or a message of the tenant points to ``digest``."""
+    params = {"tenant_id": tenant_id, "digest": digest, "pattern": f'%"{digest}"%'}
+    return tx.one("digest_in_use", params) is not None
+
+
+def unreferenced(tx: Tx, pairs: set[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Those ``(tenant_id, digest)`` pairs nothing points to any more."""
+    return tuple(sorted(p for p in pairs if not still_used(tx, *p)))

@@ -1,6 +1,6 @@
 """The schema and the runs' versions: migrations, upgrades of stored runs to the running code,
-scans across tenants and rollback re-queues. :class:`Versions`, a part of
-:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
+scans across tenants and rollback re-queues. :class:`VersionsEngine`, a part of
+:class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from perdure.store.engine.tx import event, fetch, guard_failure, need, write_fie
 from perdure.store.rows import run_from_row
 
 
-class Versions(EngineBase):
-    """Migrations, and upgrades of stored runs. Part of :class:`~perdure.store.engine.Engine`."""
+class VersionsEngine(EngineBase):
+    """Migrations, and upgrades of stored runs. Part of the kernel's
+    :class:`~perdure.store.engine.engine.Engine`."""
 
     def migrate(self, now: datetime) -> list[str]:
         """See :meth:`Store.migrate`. One transaction that one migrator at a time may hold (see

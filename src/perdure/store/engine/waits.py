@@ -1,6 +1,6 @@
 """Waits and what people do: approvals, the signal inbox, resumes by a person, late events,
-remembered client requests, message clean-up. :class:`Waits`, a part of
-:class:`~perdure.store.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
+remembered client requests, message clean-up. :class:`WaitsEngine`, a part of
+:class:`~perdure.store.engine.engine.Engine`; contracts in :class:`~perdure.store.base.Store`.
 
 A decision or a signal first reads the run with ``lock_run`` (``FOR UPDATE`` on PostgreSQL; on
 SQLite the write lock is already held), so it takes turns with a commit that makes the run
@@ -27,9 +27,9 @@ from perdure.store.engine.tx import (
 from perdure.store.rows import approval_from_row, from_json, run_from_row, signal_from_row, to_json
 
 
-class Waits(EngineBase):
+class WaitsEngine(EngineBase):
     """Approvals, signals, resumes by a person, late events, requests. Part of
-    :class:`~perdure.store.engine.Engine`."""
+    :class:`~perdure.store.engine.engine.Engine`."""
 
     def approvals(
         self, tenant_id: str, *, run_id: str | None = None, pending: bool = False

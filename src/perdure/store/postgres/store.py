@@ -1,10 +1,10 @@
-"""The shared store: :class:`~perdure.store.engine.Engine` on a PostgreSQL database, schema
+"""The shared store: :class:`~perdure.store.engine.engine.Engine` on a PostgreSQL database, schema
 ``perdure`` (see :mod:`perdure.store.postgres.driver` for the pool, locks and notifications)."""
 
 from __future__ import annotations
 
 from perdure.store.base import Store
-from perdure.store.engine import Engine
+from perdure.store.engine.engine import Engine
 from perdure.store.postgres.driver import PostgresDriver
 
 

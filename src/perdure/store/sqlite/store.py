@@ -1,4 +1,4 @@
-"""The embedded store: :class:`~perdure.store.engine.Engine` on one SQLite file (see
+"""The embedded store: :class:`~perdure.store.engine.engine.Engine` on one SQLite file (see
 :mod:`perdure.store.sqlite.driver` for how the file is used)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perdure.store.base import Store
-from perdure.store.engine import Engine
+from perdure.store.engine.engine import Engine
 from perdure.store.sqlite.driver import SqliteDriver
 
 
