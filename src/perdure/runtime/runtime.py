@@ -186,6 +186,7 @@ class Runtime:
     keys = _verb(Operator.keys, "operator")
     revoke_key = _verb(Operator.revoke_key, "operator")
     authenticate = _verb(Operator.authenticate, "operator")
+    failed_check = _verb(Operator.failed_check, "operator")
     stream_token = _verb(Operator.stream_token, "operator")
     stream_access = _verb(Operator.stream_access, "operator")
     open_session = _verb(Operator.open_session, "operator")

@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from perdure.core.errors import PerdureError
 from perdure.core.sessions import IDLE, LIFETIME
-from perdure.core.throttle import Throttle
+from perdure.core.throttle import ThrottlePolicy
 from perdure.runtime.runtime import Runtime
 from perdure.server import apidocs, assets, dashboard, metrics
 from perdure.server.api import json_response
@@ -55,7 +55,7 @@ def create_app(
     session_lifetime: timedelta = LIFETIME,
     session_idle: timedelta = IDLE,
     recheck: float = 2.0,
-    throttle: Throttle | None = None,
+    throttle: ThrottlePolicy | None = None,
     cors_origins: tuple[str, ...] = (),
 ) -> Starlette:
     """The ASGI app serving ``runtime``: ``/v1`` (JSON API and SSE streams), ``/openapi.json``,
@@ -69,8 +69,10 @@ def create_app(
     ``secure_cookies`` marks the dashboard's cookies ``Secure`` even when requests reach the
     app over plain HTTP (behind a proxy that ends TLS); ``session_lifetime`` and
     ``session_idle`` bound a dashboard session; ``recheck`` is how often, in seconds, an open
-    stream checks that its key or session still holds. ``throttle`` counts failed keys (by
-    default five are free, then the wait doubles from 1 s up to 15 minutes).
+    stream checks that its key or session still holds. ``throttle`` is how failed key checks
+    earn a wait (by default five are free, then the wait doubles from 1 s up to 15 minutes;
+    counted in the store, so every server on the database counts once; a valid key never
+    waits).
     ``cors_origins`` are the web origins (``https://app.example.com``) whose pages may call
     ``/v1`` from a browser (see :mod:`perdure.server.cors`); none by default.
     ``/docs`` is a page of the API's operations, ``/openapi.json`` its OpenAPI 3.1 document.
@@ -125,5 +127,5 @@ def create_app(
     app.state.policy = policy
     app.state.cookies = Cookies(policy)
     app.state.recheck = Recheck(runtime, recheck)
-    app.state.throttle = throttle or Throttle()
+    app.state.throttle = throttle or ThrottlePolicy()
     return app

@@ -27,6 +27,7 @@ from perdure.core.sessions import IDLE, LIFETIME, Session, new_session, parse_se
 from perdure.core.stream_tokens import StreamToken
 from perdure.core.stream_tokens import mint as mint_stream_token
 from perdure.core.stream_tokens import parse as parse_stream_token
+from perdure.core.throttle import ThrottlePolicy
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 
 
@@ -70,6 +71,17 @@ class Operator:
         if key.revoked_at is not None:
             raise NotAuthenticatedError(f"the API key {key_id} was revoked")
         return key.principal
+
+    def failed_check(
+        self, subjects: Sequence[str], *, policy: ThrottlePolicy | None = None
+    ) -> float:
+        """Count one failed credential check against each of ``subjects`` (``addr:<address>``,
+        ``key:<key id>``) by the runtime's clock, in the store, so every process on the
+        database counts once; the seconds the longest-waiting of them must now wait (0: none:
+        refuse the check as usual). Valid credentials are never counted nor made to wait."""
+        now = self.parts.clock.now()
+        rule = policy or ThrottlePolicy()
+        return rule.wait(self.parts.store.throttle.failed(subjects, now, rule), now)
 
     def stream_token(
         self, principal: Principal, scope: str, *, lifetime: timedelta = timedelta(minutes=5)
