@@ -33,10 +33,11 @@ ROLES = {"admin": ("admin", "approver"), "approver": ("approver",), "viewer": ()
 """A key of each kind of role there is: administrative, a decision's, and none (read, start,
 cancel, signal)."""
 
-PHASES = {"admin": "examples,coverage,fuzzing,stateful", "approver": "examples,coverage"}
-"""The admin key reaches every operation: it runs every phase; the others run the examples
-and the coverage phase (every operation, its edge values, missing headers, unsupported
-methods, invalid credentials), which is where their refusals (403) differ."""
+PHASES = {"admin": "examples,coverage,fuzzing,stateful", "approver": "examples,fuzzing"}
+"""The admin key reaches every operation: it runs every phase, the coverage phase included
+(every operation's edge values, missing headers, unsupported methods, invalid credentials:
+what a key's roles do not change, and the costliest phase to generate). The other keys run the
+examples and the fuzzing phase, where their refusals (403) differ."""
 
 GENEROUS = ThrottlePolicy(free=100_000)
 """schemathesis's own probes with invalid credentials are failed checks, counted by design
