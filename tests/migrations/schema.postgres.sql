@@ -109,6 +109,14 @@ CREATE TABLE perdure.events (
     CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id) REFERENCES perdure.runs(run_id)
 );
 
+-- table failed_checks
+CREATE TABLE perdure.failed_checks (
+    subject text NOT NULL,
+    failures integer NOT NULL,
+    until timestamp with time zone NOT NULL,
+    CONSTRAINT failed_checks_pkey PRIMARY KEY (subject)
+);
+
 -- table forks
 CREATE TABLE perdure.forks (
     run_id text NOT NULL,
@@ -475,6 +483,9 @@ CREATE INDEX events_by_run ON perdure.events USING btree (run_id, seq);
 
 -- index events_by_tenant
 CREATE INDEX events_by_tenant ON perdure.events USING btree (tenant_id, seq);
+
+-- index failed_checks_until
+CREATE INDEX failed_checks_until ON perdure.failed_checks USING btree (until);
 
 -- index forks_by_source
 CREATE INDEX forks_by_source ON perdure.forks USING btree (tenant_id, source_run_id);

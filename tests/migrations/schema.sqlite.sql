@@ -25,6 +25,9 @@ CREATE INDEX events_by_run ON events (run_id, seq);
 -- index events_by_tenant
 CREATE INDEX events_by_tenant ON events (tenant_id, seq);
 
+-- index failed_checks_until
+CREATE INDEX failed_checks_until ON failed_checks (until);
+
 -- index forks_by_source
 CREATE INDEX forks_by_source ON forks (tenant_id, source_run_id);
 
@@ -170,6 +173,13 @@ CREATE TABLE events (
     fence     INTEGER,
     data      TEXT,
     at        TEXT NOT NULL
+);
+
+-- table failed_checks
+CREATE TABLE failed_checks (
+    subject TEXT PRIMARY KEY,
+    failures INTEGER NOT NULL,
+    until TEXT NOT NULL
 );
 
 -- table forks

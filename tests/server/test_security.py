@@ -240,63 +240,6 @@ def test_cookies_are_secure_with_the_host_prefix_when_asked(
         rt.close()
 
 
-def test_failed_keys_earn_a_growing_wait_by_the_runtimes_clock(
-    served: Served, clock: FakeClock
-) -> None:
-    bad = "pdk_0123456789abcdef_" + "x" * 43
-    good = {"Authorization": f"Bearer {served.tokens['reader']}"}
-    with served.client(None) as c:
-        for _ in range(6):  # five free, the sixth earns a wait of 1 s
-            assert c.get("/v1/runs", headers={"Authorization": f"Bearer {bad}"}).status_code == 401
-        r = c.get("/v1/runs", headers=good)  # even a good key waits at this address
-        assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_attempts"
-        assert r.headers["retry-after"] == "1"
-        clock.advance(1)
-        assert c.get("/v1/runs", headers=good).status_code == 200
-        assert c.get("/v1/runs", headers={"Authorization": f"Bearer {bad}"}).status_code == 401
-        r = c.get("/v1/runs", headers=good)
-        assert r.status_code == 429 and r.headers["retry-after"] == "2"  # it doubled
-        # Guesses at one key from many addresses: that key waits, other keys do not.
-        key_id = served.tokens["admin"].split("_")[1]
-        guess = f"pdk_{key_id}_" + "y" * 43
-        for n in range(6):
-            r = c.get(
-                "/v1/runs",
-                headers={"Authorization": f"Bearer {guess}", "X-Forwarded-For": f"10.0.0.{n}"},
-            )
-            assert r.status_code == 401
-        fresh = {"X-Forwarded-For": "10.0.1.1"}
-        r = c.get(
-            "/v1/runs", headers={**fresh, "Authorization": f"Bearer {served.tokens['admin']}"}
-        )
-        assert r.status_code == 429
-        assert c.get("/v1/runs", headers={**fresh, **good}).status_code == 200
-
-
-def test_failed_logins_earn_a_growing_wait(served: Served, clock: FakeClock) -> None:
-    with browser(served) as c:
-        token = csrf_of(c.get("/login"))
-        for _ in range(6):
-            r = c.post(
-                "/login", data={"key": "pdk_nope", "csrf": token}, headers=same_origin(served)
-            )
-            assert r.status_code == 401 and 'id="login-error"' in r.text
-        r = c.post(
-            "/login",
-            data={"key": served.tokens["reader"], "csrf": token},
-            headers=same_origin(served),
-        )
-        assert r.status_code == 429 and r.headers["retry-after"] == "1"
-        assert "too many failed keys" in r.text
-        clock.advance(1)
-        r = c.post(
-            "/login",
-            data={"key": served.tokens["reader"], "csrf": token},
-            headers=same_origin(served),
-        )
-        assert r.status_code == 303
-
-
 def test_every_route_answers_with_the_security_headers(served: Served) -> None:
     app = create_app(served.runtime)  # the same routes as the server under test
     run_id = waiting_job(served)
@@ -313,7 +256,7 @@ def test_every_route_answers_with_the_security_headers(served: Served) -> None:
         path = route.path
         for name, value in paths.items():
             path = path.replace("{" + name + "}", value)
-        for method in sorted(route.methods or ()):
+        for method in sorted(route.methods or getattr(route.endpoint, "allow", ())):
             for who, c in clients.items():
                 with c.stream(method, path, headers={"Sec-Fetch-Site": "same-origin"}) as r:
                     assert_headers(r, f"{who} {method} {route.path}")

@@ -32,6 +32,7 @@ USES: dict[str, set[str]] = {
         "history",
         "memory",
         "retention",
+        "throttle",
     },
     "runtime/execution": {"memory"},
     "runtime/artifacts.py": {"artifacts"},

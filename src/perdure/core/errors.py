@@ -78,6 +78,40 @@ class RunClosedError(PerdureError):
     fix = "start a new run; a finished run is never reopened"
 
 
+class RunStateError(PerdureError):
+    """The run's status does not allow this verb now (resuming or failing a run that does not
+    need a person, failing one whose confirmed effects must be compensated): a conflict with
+    the run's state, not a bad request. Nothing was written."""
+
+    code = "run_state_conflict"
+    fix = "see the run's status with `perdure show RUN`"
+
+
+class KeyNameTakenError(PerdureError):
+    """The tenant already has a live API key of this name. Nothing was written."""
+
+    code = "key_name_taken"
+    fix = "pick another name, or revoke that key first (`perdure keys revoke`)"
+
+
+class MethodNotAllowedError(PerdureError):
+    """The API has this path, but not for this HTTP method; ``allow`` names the methods it
+    has."""
+
+    code = "method_not_allowed"
+
+    def __init__(self, message: str, *, allow: tuple[str, ...], fix: str | None = None) -> None:
+        super().__init__(message, fix=fix or f"use {', '.join(allow)} (see /openapi.json)")
+        self.allow = allow
+
+
+class PathNotFoundError(PerdureError):
+    """No operation of the API has this path."""
+
+    code = "path_not_found"
+    fix = "see the API's paths at /openapi.json or /docs"
+
+
 class LeaseLostError(PerdureError):
     """The caller's lease is gone: another owner claimed the run (its fence is higher).
 

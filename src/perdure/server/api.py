@@ -165,9 +165,9 @@ async def start_run(request: Request, who: Principal, rt: Runtime) -> Response:
         body.input,
         tenant=who,
         thread=body.thread,
-        idempotency_key=request.headers.get("idempotency-key") or body.idempotency_key,
+        idempotency_key=request.headers.get("idempotency-key", body.idempotency_key),
         durability=body.durability,
-        release=body.release,
+        release=None if body.release is None else body.release.model_dump(exclude_none=True),
         policy=body.policy,
         trace_context=trace_of(request),
     )

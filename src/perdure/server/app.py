@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,20 +21,20 @@ from starlette.routing import BaseRoute, Route
 
 from perdure.core.errors import PerdureError
 from perdure.core.sessions import IDLE, LIFETIME
-from perdure.core.throttle import Throttle
+from perdure.core.throttle import ThrottlePolicy
 from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.runtime import Runtime
 from perdure.server import apidocs, assets, dashboard, metrics
 from perdure.server.api import json_response
 from perdure.server.cookies import Cookies
 from perdure.server.cors import Cors, checked_origins
-from perdure.server.errors import on_error
+from perdure.server.errors import on_error, on_http_error
 from perdure.server.guard import Recheck
 from perdure.server.headers import SecurityHeaders
 from perdure.server.hub import Hub
-from perdure.server.openapi import document
+from perdure.server.openapi import document, workflow_inputs
 from perdure.server.policy import Policy
-from perdure.server.routes import ENDPOINTS
+from perdure.server.routes import api_routes
 
 log = logging.getLogger("perdure.server")
 
@@ -55,7 +56,7 @@ def create_app(
     session_lifetime: timedelta = LIFETIME,
     session_idle: timedelta = IDLE,
     recheck: float = 2.0,
-    throttle: Throttle | None = None,
+    throttle: ThrottlePolicy | None = None,
     cors_origins: tuple[str, ...] = (),
 ) -> Starlette:
     """The ASGI app serving ``runtime``: ``/v1`` (JSON API and SSE streams), ``/openapi.json``,
@@ -69,8 +70,10 @@ def create_app(
     ``secure_cookies`` marks the dashboard's cookies ``Secure`` even when requests reach the
     app over plain HTTP (behind a proxy that ends TLS); ``session_lifetime`` and
     ``session_idle`` bound a dashboard session; ``recheck`` is how often, in seconds, an open
-    stream checks that its key or session still holds. ``throttle`` counts failed keys (by
-    default five are free, then the wait doubles from 1 s up to 15 minutes).
+    stream checks that its key or session still holds. ``throttle`` is how failed key checks
+    earn a wait (by default five are free, then the wait doubles from 1 s up to 15 minutes;
+    counted in the store, so every server on the database counts once; a valid key never
+    waits).
     ``cors_origins`` are the web origins (``https://app.example.com``) whose pages may call
     ``/v1`` from a browser (see :mod:`perdure.server.cors`); none by default.
     ``/docs`` is a page of the API's operations, ``/openapi.json`` its OpenAPI 3.1 document.
@@ -92,7 +95,7 @@ def create_app(
             hub.stop()
 
     def spec() -> dict[str, Any]:
-        return document(release, tuple(sorted(runtime.parts.workflows)))
+        return document(release, workflow_inputs(runtime.parts.workflows))
 
     async def openapi_doc(request: Request) -> Response:
         return json_response(spec())
@@ -100,12 +103,12 @@ def create_app(
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    routes: list[BaseRoute] = [Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS]
+    routes: list[BaseRoute] = [*api_routes()]
     routes += [
         Route("/openapi.json", openapi_doc, methods=["GET"]),
         Route(
             "/docs",
-            apidocs.page(lambda: document(release, tuple(sorted(runtime.parts.workflows)))),
+            apidocs.page(lambda: document(release, workflow_inputs(runtime.parts.workflows))),
             methods=["GET"],
         ),
         Route("/healthz", healthz, methods=["GET"]),
@@ -117,7 +120,7 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         middleware=[Middleware(SecurityHeaders), Middleware(Cors, origins=origins)],
-        exception_handlers={PerdureError: on_error},
+        exception_handlers={PerdureError: on_error, HTTPException: on_http_error},
     )
     app.state.runtime = runtime
     app.state.credentials = Credentials(runtime.parts)
@@ -126,5 +129,5 @@ def create_app(
     app.state.policy = policy
     app.state.cookies = Cookies(policy)
     app.state.recheck = Recheck(runtime, recheck)
-    app.state.throttle = throttle or Throttle()
+    app.state.throttle = throttle or ThrottlePolicy()
     return app

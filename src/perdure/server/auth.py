@@ -3,23 +3,36 @@
 another page cannot act through a logged-in browser. The runtime turns the key into a
 :class:`~perdure.core.model.Principal`; roles are checked here.
 
-Failed keys are counted per client address and per key id (:class:`~perdure.core.throttle.
-Throttle`, by the runtime's clock): after a few, the next attempts are refused with
-``too_many_attempts`` (429) for a growing time, without the key being looked at."""
+A presented key is always checked, and a valid one is always accepted: no one can lock a
+person out by failing at the same address or at the same key id. Only failed checks are
+counted, per client address and per key id, in the store (:meth:`~perdure.runtime.runtime.
+Credentials.failed_check`, by the runtime's clock; every server on the database counts once):
+after a few, a failing check is answered ``too_many_attempts`` (429, ``Retry-After``) instead
+of 401, for a growing time. A failure that cannot be counted (the store is away) is answered
+429 too: a bad key never gets the quick 401 a guesser wants."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from perdure.core.errors import NotAuthenticatedError, NotAuthorizedError, TooManyAttemptsError
+from perdure.core.errors import (
+    NotAuthenticatedError,
+    NotAuthorizedError,
+    PerdureError,
+    StoreError,
+    TooManyAttemptsError,
+)
 from perdure.core.keys import parse_token
 from perdure.core.model import Principal
-from perdure.core.throttle import Throttle
+from perdure.core.throttle import ThrottlePolicy
 from perdure.runtime.admin.credentials import Credentials
 from perdure.runtime.runtime import Runtime
+
+log = logging.getLogger("perdure.server")
 
 ADMIN = "admin"
 """The role of administrative verbs: resolving effects, repairing or failing runs, reopening
@@ -35,56 +48,54 @@ def bearer(request: Request) -> str | None:
     return None
 
 
+def address_of(request: Request) -> str:
+    """What a failed check is counted against for the client's address."""
+    return f"addr:{request.client.host if request.client else 'unknown'}"
+
+
 def attempt_subjects(request: Request, token: str) -> list[str]:
-    """What a key check is counted against: the client's address and, when the token names
-    one, the key id."""
-    subjects = [f"addr:{request.client.host if request.client else 'unknown'}"]
+    """What a failed key check is counted against: the client's address and, when the token
+    names one, the key id."""
+    subjects = [address_of(request)]
     with contextlib.suppress(NotAuthenticatedError):
         subjects.append(f"key:{parse_token(token)[0]}")
     return subjects
 
 
-def check_attempts(request: Request, subjects: list[str]) -> None:
-    """Refuse with :class:`TooManyAttemptsError` while any of ``subjects`` must wait."""
-    runtime: Runtime = request.app.state.runtime
-    throttle: Throttle = request.app.state.throttle
-    wait = throttle.wait(subjects, runtime.clock.now())
-    if wait > 0:
-        raise TooManyAttemptsError(
-            f"too many failed keys from this address or for this key; try again in "
-            f"{max(1, round(wait))} s",
-            retry_after=wait,
-        )
-
-
-def count_attempt(request: Request, subjects: list[str], *, ok: bool) -> None:
-    """Count a failed check against ``subjects``; a key presented correctly is forgiven."""
-    runtime: Runtime = request.app.state.runtime
-    throttle: Throttle = request.app.state.throttle
-    if ok:
-        for subject in subjects[1:]:
-            throttle.forgive(subject)
-    else:
-        throttle.failed(subjects, runtime.clock.now())
+async def refusal(request: Request, subjects: list[str], exc: PerdureError) -> PerdureError:
+    """What to answer a failed check: ``exc`` (401), or :class:`TooManyAttemptsError` once
+    ``subjects`` have failed too often (the failure is counted first). A failure the store
+    cannot count is answered with a wait too (fail closed)."""
+    credentials: Credentials = request.app.state.credentials
+    policy: ThrottlePolicy = request.app.state.throttle
+    try:
+        wait = await run_in_threadpool(credentials.failed_check, subjects, policy=policy)
+    except StoreError as failed:
+        log.warning("a failed key check could not be counted (%s); answered 429", failed.code)
+        wait = policy.first
+    if wait <= 0:
+        return exc
+    return TooManyAttemptsError(
+        f"too many failed keys from this address or for this key; try again in "
+        f"{max(1, round(wait))} s",
+        retry_after=wait,
+    )
 
 
 async def principal_of(request: Request) -> Principal:
     """The principal of the request's bearer key, or :class:`NotAuthenticatedError` (no key,
-    or a malformed, unknown or revoked one) or :class:`TooManyAttemptsError`."""
+    or a malformed, unknown or revoked one) or, after too many of those,
+    :class:`TooManyAttemptsError`."""
     token = bearer(request)
     if token is None:
         raise NotAuthenticatedError(
             "this request carries no API key (the dashboard's cookie is not accepted here)"
         )
-    subjects = attempt_subjects(request, token)
-    check_attempts(request, subjects)
     runtime: Runtime = request.app.state.runtime
     try:
         principal: Principal = await run_in_threadpool(runtime.keys.authenticate, token)
-    except NotAuthenticatedError:
-        count_attempt(request, subjects, ok=False)
-        raise
-    count_attempt(request, subjects, ok=True)
+    except NotAuthenticatedError as exc:
+        raise await refusal(request, attempt_subjects(request, token), exc) from None
     return principal
 
 
@@ -102,14 +113,11 @@ async def stream_principal_of(request: Request) -> tuple[Principal, str | None]:
             fix="mint a stream token with POST /v1/stream-tokens and pass that as ?token=, "
             "then revoke the exposed key (`perdure keys revoke`)",
         )
-    subjects = [f"addr:{request.client.host if request.client else 'unknown'}"]
-    check_attempts(request, subjects)
     credentials: Credentials = request.app.state.credentials
     try:
         principal, scope = await run_in_threadpool(credentials.stream_access, token)
-    except NotAuthenticatedError:
-        count_attempt(request, subjects, ok=False)
-        raise
+    except NotAuthenticatedError as exc:
+        raise await refusal(request, [address_of(request)], exc) from None
     return principal, scope
 
 

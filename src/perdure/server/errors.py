@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import math
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from perdure.core.errors import PerdureError, StoreUnavailableError, TooManyAttemptsError
+from perdure.core.errors import (
+    MethodNotAllowedError,
+    PathNotFoundError,
+    PerdureError,
+    StoreUnavailableError,
+    TooManyAttemptsError,
+)
 
 STATUS = {
     "not_authenticated": 401,
@@ -31,6 +38,10 @@ STATUS = {
     "approval_not_pending": 409,
     "effect_state_changed": 409,
     "illegal_transition": 409,
+    "run_state_conflict": 409,
+    "key_name_taken": 409,
+    "method_not_allowed": 405,
+    "path_not_found": 404,
 }
 """The HTTP status of each error code; any other code is 500 (503 when the store is away)."""
 
@@ -48,7 +59,10 @@ def error_body(exc: PerdureError) -> dict[str, dict[str, str]]:
 
 
 def error_headers(exc: PerdureError) -> dict[str, str]:
-    """The headers a refusal carries: ``WWW-Authenticate`` on 401, ``Retry-After`` on 429."""
+    """The headers a refusal carries: ``WWW-Authenticate`` on 401, ``Allow`` on 405,
+    ``Retry-After`` on 429."""
+    if isinstance(exc, MethodNotAllowedError):
+        return {"Allow": ", ".join(exc.allow)}
     if exc.code == "not_authenticated":
         return {"WWW-Authenticate": "Bearer"}
     if isinstance(exc, TooManyAttemptsError):
@@ -61,3 +75,17 @@ async def on_error(request: Request, exc: Exception) -> Response:
     if not isinstance(exc, PerdureError):  # registered for PerdureError only
         raise exc
     return JSONResponse(error_body(exc), status_code=status_of(exc), headers=error_headers(exc))
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    """The exception handler for Starlette's own refusals: under ``/v1`` a path no operation
+    has is ``path_not_found`` (404) in the API's JSON, like every other error there; elsewhere
+    (the dashboard's pages) Starlette's plain answer."""
+    if not isinstance(exc, HTTPException):  # registered for HTTPException only
+        raise exc
+    path = request.url.path.removeprefix(request.scope.get("root_path", ""))
+    if exc.status_code == 404 and path.startswith("/v1/"):
+        return await on_error(
+            request, PathNotFoundError(f"no operation has the path {path[:200]!r}")
+        )
+    return Response(exc.detail, status_code=exc.status_code, headers=exc.headers)

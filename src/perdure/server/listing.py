@@ -38,7 +38,13 @@ def moment(request: Request, name: str) -> datetime | None:
             f"query parameter {name}={raw!r} is not a time",
             fix=f"give {name} as ISO 8601, e.g. 2026-12-02T10:00:00Z",
         ) from None
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    if at.tzinfo is None:
+        return at.replace(tzinfo=UTC)
+    try:
+        return at.astimezone(UTC)
+    except OverflowError:  # past the calendar's end (or before its start) once in UTC
+        edge = datetime.max if at.year > 1 else datetime.min
+        return edge.replace(tzinfo=UTC)
 
 
 def run_filter(request: Request) -> RunFilter:

@@ -2,7 +2,7 @@
 
 ``GET /login`` shows the form with a CSRF token signed with a nonce kept in an HTTP-only
 cookie; ``POST /login`` checks the origin, the body's type and the token before it looks at
-the key, counts failed keys per address and key id (:mod:`perdure.server.auth`), and on
+the key, counts a failed key per address and key id (:mod:`perdure.server.auth`), and on
 success makes a server-side session (:meth:`~.Credentials.open_session`, the server's access):
 the cookie carries the session's token, never the key. ``POST /logout`` (same checks, the
 token signed with the session) ends the session, which also closes its open streams.
@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from perdure.core.errors import NotAuthenticatedError, PerdureError
 from perdure.runtime.admin.credentials import Credentials
-from perdure.server.auth import attempt_subjects, check_attempts, count_attempt
+from perdure.server.auth import attempt_subjects, refusal
 from perdure.server.cookies import Cookies
 from perdure.server.csrf import check_csrf, csrf_token
 from perdure.server.errors import error_headers, status_of
@@ -55,8 +55,6 @@ async def login(request: Request) -> Response:
         fields = await form_of(request)
         check_csrf(cookies.nonce(request), "login", fields.get("csrf"))
         token = fields.get("key", "").strip()
-        subjects = attempt_subjects(request, token)
-        check_attempts(request, subjects)
     except PerdureError as exc:
         return login_form(request, exc)
     try:
@@ -66,9 +64,7 @@ async def login(request: Request) -> Response:
             )
         )
     except NotAuthenticatedError as exc:
-        count_attempt(request, subjects, ok=False)
-        return login_form(request, exc)
-    count_attempt(request, subjects, ok=True)
+        return login_form(request, await refusal(request, attempt_subjects(request, token), exc))
     earlier = cookies.session(request)
     if earlier is not None:  # logging in again ends the session this browser had
         await run_in_threadpool(credentials.end_session, earlier)

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel
+import orjson
+from pydantic import BaseModel, PydanticUserError, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from perdure.core.ids import MAX_ID_LENGTH
+from perdure.core.workflow import Workflow
+from perdure.server.bodies import TEXT
 from perdure.server.replies import ErrorReply
 from perdure.server.routes import ENDPOINTS, Endpoint
 
@@ -91,7 +95,12 @@ def _parameters(e: Endpoint, schemas: dict[str, Any]) -> list[dict[str, Any]]:
             "in": "path",
             "required": True,
             "description": about,
-            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH},
+            "schema": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_ID_LENGTH,
+                "pattern": TEXT,
+            },
         }
         for name, about in PATH_PARAMS.items()
         if "{" + name + "}" in path
@@ -122,7 +131,7 @@ def _parameters(e: Endpoint, schemas: dict[str, Any]) -> list[dict[str, Any]]:
                 "in": "header",
                 "required": False,
                 "description": "A reconnect's last event id (wins over ?after=; empty: absent)",
-                "schema": {"type": "string", "pattern": "^[0-9]{0,19}$"},
+                "schema": {"type": "string", "pattern": "^[0-9]{0,18}$"},
             }
         )
     if e.idempotent:
@@ -132,7 +141,7 @@ def _parameters(e: Endpoint, schemas: dict[str, Any]) -> list[dict[str, Any]]:
                 "in": "header",
                 "required": False,
                 "description": "A repeat with the same key returns the first run",
-                "schema": {"type": "string", "maxLength": MAX_ID_LENGTH},
+                "schema": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH},
             }
         )
     return params
@@ -196,14 +205,63 @@ def _operation(
     return op
 
 
+INPUT = "#/components/schemas/Input.{model}"
+"""Where the schemas of the workflows' state types (and the types they use) go."""
+
+
+def input_schema(wf: Workflow[Any]) -> str:
+    """The JSON schema (as JSON text) of the input ``wf`` starts from: an object of its state
+    type's fields, no other (a ``dict`` state: any object)."""
+    state = wf.codec.state_type
+    if state is dict:
+        return orjson.dumps({"type": "object"}).decode()
+    try:
+        schema = TypeAdapter(state).json_schema(ref_template=INPUT)
+    except PydanticUserError:  # a type pydantic cannot describe: say only that it is an object
+        schema = {"type": "object"}
+    schema.pop("title", None)
+    if schema.get("type") == "object":
+        schema.setdefault("additionalProperties", False)
+    return orjson.dumps(schema).decode()
+
+
+def workflow_inputs(workflows: Mapping[str, Workflow[Any]]) -> tuple[tuple[str, str], ...]:
+    """Each workflow's name and :func:`input_schema`, by name: what :func:`document` takes."""
+    return tuple((name, input_schema(workflows[name])) for name in sorted(workflows))
+
+
+def _start_choices(
+    workflows: tuple[tuple[str, str], ...], schemas: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """``StartRun``'s choices: one per workflow, its name with the input its state takes."""
+    choices = []
+    for name, text in workflows:
+        schema = orjson.loads(text)
+        for defined, body in schema.pop("$defs", {}).items():
+            schemas[f"Input.{defined}"] = body
+        schemas[f"Workflow.{name}"] = schema
+        ref = {"$ref": REF.format(model=f"Workflow.{name}")}
+        choices.append(
+            {
+                "properties": {
+                    "workflow": {"const": name},
+                    "input": {"anyOf": [ref, {"type": "null"}]},
+                }
+            }
+        )
+    return choices
+
+
 @functools.lru_cache(maxsize=8)
-def document(version: str, workflows: tuple[str, ...] = ()) -> dict[str, Any]:
+def document(version: str, workflows: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API (see the module docstring). ``workflows``, the
-    names a server can start, become the choices of ``StartRun.workflow``. Cached: treat the
-    answer as read-only."""
+    names a server can start with the schema of the input each takes
+    (:func:`workflow_inputs`), become the choices of ``StartRun``. Cached: treat the answer as
+    read-only."""
     keyed, schemas = _schemas()
     if workflows:
-        schemas["StartRun"]["properties"]["workflow"]["enum"] = list(workflows)
+        schemas["StartRun"]["properties"]["workflow"]["enum"] = [name for name, _ in workflows]
+        schemas["StartRun"]["oneOf"] = _start_choices(workflows, schemas)
     paths: dict[str, dict[str, Any]] = {}
     for e in ENDPOINTS:
         path = e.path.replace("{key:path}", "{key}")

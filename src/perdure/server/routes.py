@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route, request_response
+from starlette.types import Receive, Scope, Send
 
+from perdure.core.errors import MethodNotAllowedError
 from perdure.server import admin, api, bodies, replies, tokens
 
 
@@ -259,6 +262,7 @@ ENDPOINTS = (
         body=bodies.NewKey,
         body_required=True,
         role=ADMIN,
+        errors=(409,),
         links=("DELETE /v1/keys/{key_id}",),
     ),
     Endpoint(
@@ -271,3 +275,48 @@ ENDPOINTS = (
         role=ADMIN,
     ),
 )
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def dispatcher(path: str, handlers: dict[str, Handler]) -> Handler:
+    """The one handler of ``path``: each documented method goes to its operation; ``OPTIONS``
+    answers 204 with ``Allow`` naming exactly the documented methods; any other method is
+    ``method_not_allowed`` (405) with the same ``Allow`` (before the key is looked at: the
+    path's methods are no secret, they are in the OpenAPI document)."""
+    allow = tuple(sorted(handlers))
+
+    async def dispatch(request: Request) -> Response:
+        handler = handlers.get(request.method)
+        if handler is not None:
+            return await handler(request)
+        if request.method == "OPTIONS":
+            return Response(status_code=204, headers={"Allow": ", ".join(allow)})
+        raise MethodNotAllowedError(
+            f"{request.method[:20]} is not an operation of {path}", allow=allow
+        )
+
+    dispatch.__name__ = f"dispatch {path}"
+    return dispatch
+
+
+def api_routes() -> list[Route]:
+    """One route per path of :data:`ENDPOINTS`, dispatching by method (see
+    :func:`dispatcher`)."""
+    paths: dict[str, dict[str, Handler]] = {}
+    for e in ENDPOINTS:
+        paths.setdefault(e.path, {})[e.method] = e.handler
+    return [Route(path, Dispatch(path, handlers)) for path, handlers in paths.items()]
+
+
+class Dispatch:
+    """A path's :func:`dispatcher` as an ASGI app (a route given an app answers every method;
+    one given a function, only ``GET``); ``allow`` is what its ``Allow`` header names."""
+
+    def __init__(self, path: str, handlers: dict[str, Handler]) -> None:
+        self.allow = tuple(sorted(handlers))
+        self.app = request_response(dispatcher(path, handlers))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

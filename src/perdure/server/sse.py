@@ -29,7 +29,7 @@ from perdure.runtime.runtime import Runtime
 from perdure.server.hub import Hub
 
 PAGE = 500
-POSITION = re.compile(r"^[0-9]{1,19}$")
+POSITION = re.compile(r"^[0-9]{1,18}$")
 TERMINAL_NAMES = frozenset(str(s) for s in TERMINAL)
 
 
@@ -125,9 +125,9 @@ def resume_position(last_event_id: str | None, after: str | None) -> int:
     if given in (None, ""):
         return 0
     text = str(given)
-    if not POSITION.match(text) or int(text) >= 2**63:
+    if not POSITION.match(text):
         raise InvalidInputError(
-            f"stream position {text[:40]!r} is not a number from 0 to 2^63-1",
+            f"stream position {text[:40]!r} is not a whole number of at most 18 digits",
             fix="send the last event's id",
         )
     return int(text)

@@ -60,6 +60,7 @@ from perdure.store.wings.graphs.contract import GraphStore
 from perdure.store.wings.history.contract import HistoryStore
 from perdure.store.wings.memory.contract import MemoryStore
 from perdure.store.wings.retention.contract import RetentionStore
+from perdure.store.wings.throttle.contract import ThrottleStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +160,8 @@ class Store(Protocol):
     Everything else is a wing, an attribute of the store with its own contract
     (:mod:`perdure.store.wings`): ``store.graphs``, ``store.access``, ``store.activity``,
     ``store.memory``, ``store.history``, ``store.artifacts``, ``store.retention``,
-    ``store.archive``. A consumer depends on the kernel and on the wings it uses, nothing more."""
+    ``store.archive``, ``store.throttle``. A consumer depends on the kernel and on the wings it
+    uses, nothing more."""
 
     @property
     def graphs(self) -> GraphStore:
@@ -199,6 +201,11 @@ class Store(Protocol):
     @property
     def archive(self) -> ArchiveStore:
         """The ``archive`` wing: a run's rows out to the cold tier and back."""
+        ...
+
+    @property
+    def throttle(self) -> ThrottleStore:
+        """The ``throttle`` wing: failed credential checks, shared by every server."""
         ...
 
     url: str

@@ -4,6 +4,7 @@ server hands out in exchange for an API key. Not a part of the public
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
@@ -14,6 +15,7 @@ from perdure.core.sessions import IDLE, LIFETIME, Session, new_session, parse_se
 from perdure.core.stream_tokens import StreamToken
 from perdure.core.stream_tokens import mint as mint_stream_token
 from perdure.core.stream_tokens import parse as parse_stream_token
+from perdure.core.throttle import ThrottlePolicy
 from perdure.runtime.admin.keys import Keys
 from perdure.runtime.admin.parts import DEFAULT_TENANT, RuntimeParts, Tenant, tenant_of
 from perdure.runtime.admin.verbs import verb
@@ -133,3 +135,14 @@ class Credentials:
         """The tenant's sessions not ended (and ended ones with ``ended``), of one key or all,
         oldest first (never their secrets)."""
         return self.parts.store.access.list_sessions(tenant_of(tenant), key_id=key_id, ended=ended)
+
+    def failed_check(
+        self, subjects: Sequence[str], *, policy: ThrottlePolicy | None = None
+    ) -> float:
+        """Count one failed credential check against each of ``subjects`` (``addr:<address>``,
+        ``key:<key id>``) by the runtime's clock, in the store, so every process on the
+        database counts once; the seconds the longest-waiting of them must now wait (0: none:
+        refuse the check as usual). Valid credentials are never counted nor made to wait."""
+        now = self.parts.clock.now()
+        rule = policy or ThrottlePolicy()
+        return rule.wait(self.parts.store.throttle.failed(subjects, now, rule), now)

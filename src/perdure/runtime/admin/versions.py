@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from perdure.core import transitions
 from perdure.core.effects import EffectStatus
-from perdure.core.errors import InvalidInputError
+from perdure.core.errors import RunStateError
 from perdure.core.graph import GRAPH_WORKFLOW
 from perdure.core.ids import checked_text
 from perdure.core.model import TERMINAL, Run, RunStatus
@@ -155,13 +155,13 @@ class Versions:
             checked_text(by, "who failed it")
         run = self.parts.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
-            raise InvalidInputError(
+            raise RunStateError(
                 f"run {run_id} is {run.status}; only runs that need a person can be failed by hand",
                 fix="cancel it instead (`perdure cancel RUN`)",
             )
         effects = self.parts.effects(run)
         if any(e.status is EffectStatus.CONFIRMED and e.compensator for e in effects):
-            raise InvalidInputError(
+            raise RunStateError(
                 f"run {run_id} has confirmed effects with compensators",
                 fix="cancel it (`perdure cancel RUN`) so they are compensated",
             )
@@ -205,7 +205,7 @@ class Versions:
         tenant = tenant_of(tenant)
         run = self.parts.store.get_run(tenant, run_id)
         if run.status not in (RunStatus.NEEDS_ATTENTION, RunStatus.QUARANTINED):
-            raise InvalidInputError(
+            raise RunStateError(
                 f"run {run_id} is {run.status}; only runs that need a person are repaired",
                 fix="see `perdure show RUN`",
             )

@@ -22,6 +22,7 @@ from perdure.store.wings.graphs.engine import GraphsWing
 from perdure.store.wings.history.engine import HistoryWing
 from perdure.store.wings.memory.engine import MemoryWing
 from perdure.store.wings.retention.engine import RetentionWing
+from perdure.store.wings.throttle.engine import ThrottleWing
 
 
 class Engine(
@@ -51,6 +52,7 @@ class Engine(
         self.artifacts = ArtifactsWing(driver)
         self.retention = RetentionWing(driver)
         self.archive = ArchiveWing(driver)
+        self.throttle = ThrottleWing(driver)
 
     def wait_for_work(self, timeout: float) -> bool:
         """See :meth:`Store.wait_for_work`: the driver listens, or returns False at once."""

@@ -10,7 +10,7 @@ import pytest
 
 from perdure.core.budget import Budget
 from perdure.core.clock import FakeClock
-from perdure.core.errors import InvalidInputError, KeyNotFoundError
+from perdure.core.errors import KeyNameTakenError, KeyNotFoundError
 from perdure.core.keys import matches, new_key, parse_token
 from perdure.core.model import RunStatus
 from perdure.core.observed import PeriodCount, RunCount, SpendCount
@@ -35,7 +35,7 @@ def test_a_key_is_stored_hashed_found_by_id_and_revoked_once(
     key, stored_hash = found
     assert key == made.key and stored_hash != secret and matches(secret, stored_hash)
     assert key.principal.roles == {"admin", "approver"} and key.principal.subject == "ops"
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(KeyNameTakenError):
         store.access.create_key(
             new_key("t1", "ops", frozenset(), clock.now()).key, "h", clock.now()
         )

@@ -18,7 +18,7 @@ class AccessStore(Protocol):
     """API keys, the event feeds that live streams read, and the counts operators watch."""
 
     def create_key(self, key: ApiKey, secret_hash: str, now: datetime) -> None:
-        """Store a new key. Raises :class:`~perdure.core.errors.InvalidInputError` when the
+        """Store a new key. Raises :class:`~perdure.core.errors.KeyNameTakenError` when the
         tenant already has a live (not revoked) key of that name; writes nothing then."""
         ...
 

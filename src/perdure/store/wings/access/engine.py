@@ -7,7 +7,7 @@ from datetime import datetime
 
 import orjson
 
-from perdure.core.errors import InvalidInputError, KeyNotFoundError, StoreError
+from perdure.core.errors import KeyNameTakenError, KeyNotFoundError, StoreError
 from perdure.core.keys import ApiKey
 from perdure.core.sessions import Session
 from perdure.store.engine.base import EngineBase
@@ -56,9 +56,8 @@ class AccessWing(EngineBase):
         params = {"tenant_id": key.tenant_id, "name": key.name}
         with self.driver.write() as tx:
             if tx.one("live_key_by_name", params) is not None:
-                raise InvalidInputError(
-                    f"tenant {key.tenant_id} already has a live key named {key.name!r}",
-                    fix="pick another name, or revoke that key first (`perdure keys revoke`)",
+                raise KeyNameTakenError(
+                    f"tenant {key.tenant_id} already has a live key named {key.name!r}"
                 )
             tx.run(
                 "insert_key",

@@ -1,0 +1,9 @@
+-- Failed credential checks per subject (a client address, a key id), shared by every server
+-- on the database: the throttle wing (perdure.store.wings.throttle). Only failures are
+-- counted; a row quiet past the policy's forget time is deleted by the next failure.
+CREATE TABLE perdure.failed_checks (
+    subject text PRIMARY KEY,
+    failures integer NOT NULL,
+    until timestamptz NOT NULL
+);
+CREATE INDEX failed_checks_until ON perdure.failed_checks (until);
