@@ -140,7 +140,8 @@ class PgServer:
                 url = self._create(conn, what)
                 with self._lock:
                     self._making[what] -= 1
-                    self._made[what].append(url)
+                    # made while closing: nobody takes it any more, so it is dropped next
+                    (self._to_drop if self._closing else self._made[what]).append(url)
                     self._lock.notify_all()
         except BaseException as exc:  # a test waiting for a database reports it
             with self._lock:
@@ -182,7 +183,7 @@ class PgServer:
             self._closing = True
             for urls in self._made.values():
                 self._to_drop.extend(urls)
-            self._made.clear()
+                urls.clear()
             self._lock.notify_all()
         for thread in self._threads:
             thread.join()
