@@ -2,7 +2,8 @@
 
 PostgreSQL tests read the server from ``PERDURE_TEST_PG_DSN`` (for example
 ``postgresql://postgres@127.0.0.1:5432/test``). Once per session a template database is created
-and migrated; each test gets ``CREATE DATABASE ... TEMPLATE`` of it and drops it afterwards.
+and migrated; each test gets ``CREATE DATABASE ... TEMPLATE`` of it (made ahead of time by
+threads of this process) and drops it afterwards (in those threads, while the next tests run).
 Without the variable the PostgreSQL tests skip, except under CI (``CI`` set), where they fail;
 with it set but the server unreachable they fail.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable
 from itertools import pairwise
@@ -39,7 +41,18 @@ def database_name(url: str) -> str:
 
 
 class PgServer:
-    """The PostgreSQL server the tests use: creates and drops their databases."""
+    """The PostgreSQL server the tests use: creates and drops their databases.
+
+    Every test still gets a database of its own, but the tests do not wait for ``CREATE
+    DATABASE`` and ``DROP DATABASE`` (each mostly a wait for the disk, about half a second on a
+    loaded machine): a thread of this process, on a connection of its own, keeps the next
+    databases of each kind made ahead of time and drops the used ones while the tests run.
+    """
+
+    AHEAD = 3
+    """How many databases of each kind (from the migrated template, empty) are made ahead."""
+    THREADS = 3
+    """How many threads make and drop them (each waits mostly for the disk, so they overlap)."""
 
     def __init__(self, dsn: str) -> None:
         import psycopg
@@ -48,50 +61,138 @@ class PgServer:
         self.prefix = f"perdure_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         try:
             self.admin = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            makers = [
+                psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+                for _ in range(self.THREADS)
+            ]
         except psycopg.Error as exc:
             pytest.fail(
                 f"{DSN_VARIABLE} is {dsn}, but PostgreSQL cannot be reached there: {exc}. "
                 "Start PostgreSQL (.ci/run does) or unset the variable to skip these tests.",
                 pytrace=False,
             )
-        self.template = self.empty()
+        self.template = self._create(self.admin, "template0")
         store = self.store(self.template)
         store.migrate(SystemClock().now())
         store.close()
+        self._lock = threading.Condition()
+        self._made: dict[str, list[str]] = {}  # template -> URLs made ahead, not handed out
+        self._making: dict[str, int] = {}  # template -> how many are being made
+        self._wanted = {database_name(self.template)}  # templates asked for (or soon)
+        self._to_drop: list[str] = []
+        self._closing = False
+        self._failure: BaseException | None = None
+        self._threads = [
+            threading.Thread(target=self._make_and_drop, args=(conn,), daemon=True)
+            for conn in makers
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def store(self, url: str) -> Store:
         from perdure.store.postgres.store import PostgresStore
 
         return PostgresStore(url)
 
-    def _create(self, template: str | None) -> str:
+    def _create(self, conn: Any, template: str) -> str:
         from psycopg import sql
 
         name = f"{self.prefix}_{uuid.uuid4().hex[:8]}"
         query = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-            sql.Identifier(name), sql.Identifier(template or "template0")
+            sql.Identifier(name), sql.Identifier(template)
         )
-        self.admin.execute(query)
+        conn.execute(query)
         return database_url(self.dsn, name)
 
-    def empty(self) -> str:
-        """The URL of a new database without any perdure schema."""
-        return self._create(None)
-
-    def migrated(self) -> str:
-        """The URL of a new database copied from the migrated template."""
-        return self._create(database_name(self.template))
-
-    def drop(self, url: str) -> None:
-        """Drop a database created here, closing whatever is still connected to it."""
+    def _drop(self, conn: Any, url: str) -> None:
         from psycopg import sql
 
         query = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-        self.admin.execute(query.format(sql.Identifier(database_name(url))))
+        conn.execute(query.format(sql.Identifier(database_name(url))))
+
+    def _next_job(self) -> tuple[str, str] | None:
+        """What the thread does next (under the lock): drop a used database first, then make
+        one of a kind that is short; None when closing and nothing is left to drop."""
+        while True:
+            if self._to_drop:
+                return "drop", self._to_drop.pop(0)
+            if self._closing:
+                return None
+            for template in sorted(self._wanted):
+                ready = len(self._made.setdefault(template, []))
+                if ready + self._making.get(template, 0) < self.AHEAD:
+                    self._making[template] = self._making.get(template, 0) + 1
+                    return "make", template
+            self._lock.wait()
+
+    def _make_and_drop(self, conn: Any) -> None:
+        """One of the threads: drop and make databases on ``conn`` until :meth:`close`."""
+        try:
+            while True:
+                with self._lock:
+                    job = self._next_job()
+                if job is None:
+                    return
+                kind, what = job
+                if kind == "drop":
+                    self._drop(conn, what)
+                    continue
+                url = self._create(conn, what)
+                with self._lock:
+                    self._making[what] -= 1
+                    # made while closing: nobody takes it any more, so it is dropped next
+                    (self._to_drop if self._closing else self._made[what]).append(url)
+                    self._lock.notify_all()
+        except BaseException as exc:  # a test waiting for a database reports it
+            with self._lock:
+                self._failure = exc
+                self._closing = True
+                self._lock.notify_all()
+        finally:
+            conn.close()
+
+    def _take(self, template: str) -> str:
+        with self._lock:
+            self._wanted.add(template)
+            self._lock.notify_all()
+            while not self._made.get(template):
+                if self._failure is not None:
+                    raise RuntimeError("the thread that makes test databases failed") from (
+                        self._failure
+                    )
+                self._lock.wait()
+            return self._made[template].pop(0)
+
+    def empty(self) -> str:
+        """The URL of a new database without any perdure schema."""
+        return self._take("template0")
+
+    def migrated(self) -> str:
+        """The URL of a new database copied from the migrated template."""
+        return self._take(database_name(self.template))
+
+    def drop(self, url: str) -> None:
+        """Drop a database created here, closing whatever is still connected to it (done by
+        the thread, after the test; :meth:`close` waits for every drop)."""
+        with self._lock:
+            self._to_drop.append(url)
+            self._lock.notify_all()
 
     def close(self) -> None:
-        self.drop(self.template)
+        with self._lock:
+            self._closing = True
+            for urls in self._made.values():
+                self._to_drop.extend(urls)
+                urls.clear()
+            self._lock.notify_all()
+        for thread in self._threads:
+            thread.join()
+        for url in self._to_drop:  # left if the thread failed
+            self._drop(self.admin, url)
+        self._drop(self.admin, self.template)
         self.admin.close()
+        if self._failure is not None:
+            raise self._failure
 
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"

@@ -36,6 +36,7 @@ TESTS = ROOT / "tests"
 PG_FIXTURES = {"pg_server", "pg_url", "pg_empty_url"}
 PG_FOLDERS = {"outage"}  # starts its own PostgreSQL server
 SLOW_FOLDERS = {"cli", "crash", "fleet", "outage", "browser", "frameworks"}  # processes, kills
+SHARED_PER_MODULE = {"browser"}  # a module-scoped fixture starts something costly (a browser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,14 +47,25 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[DSN_VARIABLE] = dsn
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers ``-n auto`` (the default, see pyproject.toml) starts: two
+    per core, at most six. Most of the suite waits — for its CLI and worker processes, for
+    PostgreSQL's disk, for a browser — so two workers keep a core busy; six bound the
+    PostgreSQL connections and the processes a loaded machine must hold at once."""
+    return max(2, min(2 * (os.cpu_count() or 1), 6))
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     dsn = os.environ.get(DSN_VARIABLE)
     return f"PostgreSQL tests: {dsn}" if dsn else f"PostgreSQL tests: off ({DSN_VARIABLE} empty)"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``pg`` every test that uses PostgreSQL (a PG fixture, or a ``postgres`` backend
-    parameter) and ``slow`` every test in a folder of process-level tests."""
+    parameter) and ``slow`` every test in a folder of process-level tests; keep the tests of a
+    module that shares one started browser in one pytest-xdist worker (``xdist_group``)."""
     for item in items:
         try:
             folder = item.path.relative_to(TESTS).parts[0]
@@ -70,6 +82,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.pg)
         if folder in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
+        if folder in SHARED_PER_MODULE:
+            item.add_marker(pytest.mark.xdist_group(f"{folder}/{item.path.name}"))
 
 
 processes.count_started_processes()

@@ -55,6 +55,10 @@ class StubRequest:
     headers: dict[str, str]
 
 
+SHUTDOWN_POLL_SECONDS = 0.02
+"""How often the serving thread checks whether it is told to stop."""
+
+
 class StubServer:
     """See the module docstring. A context manager; :attr:`url` is ``http://127.0.0.1:PORT``."""
 
@@ -102,7 +106,11 @@ class StubServer:
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._address: tuple[str, int] = self._server.server_address[:2]  # type: ignore[assignment]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        # A short poll: close() and refuse() return within it (the default waits half a second).
+        self._server.serve_forever(poll_interval=SHUTDOWN_POLL_SECONDS)
 
     @property
     def url(self) -> str:
@@ -147,7 +155,7 @@ class StubServer:
         self._server = _Server(self._address, self._handler)
         self._server.daemon_threads = True
         held.close()
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
     def close(self) -> None:
