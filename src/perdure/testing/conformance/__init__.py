@@ -20,6 +20,6 @@ Then one test file per module brings its bodies in::
     from perdure.testing.conformance.runs import *  # noqa: F403
 
 perdure runs its own backends through exactly these modules (``tests/conformance/``), on a
-SQLite file and on PostgreSQL. Importing this package needs pytest; nothing else in perdure
-imports it.
+SQLite file and on PostgreSQL. Importing this package needs pytest
+(``pip install 'perdure[testing]'``); nothing else in perdure imports it.
 """
